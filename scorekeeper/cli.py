@@ -1,0 +1,141 @@
+"""`scorekeeper run ...`: the flow on the command line (SPEC section 4).
+
+Every ScoreRequest field is an option (--snake-case with dashes), generated from the model so the
+CLI, the Prefect form and the worker can never disagree. A problem the user can fix prints one
+line on stderr and exits non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import typing
+from typing import Any
+
+from pydantic import ValidationError
+
+from scorekeeper.params import ScoreRequest
+
+NONE_WORDS = {"none", "null"}
+
+
+def _option_type(annotation: Any):
+    """An argparse converter for a field: ints, floats, 'auto', 'none' for optional fields."""
+    args = set(typing.get_args(annotation)) or {annotation}
+    optional = type(None) in args
+
+    def convert(text: str):
+        if optional and text.strip().lower() in NONE_WORDS:
+            return None
+        if int in args:
+            try:
+                return int(text)
+            except ValueError:
+                pass
+        if float in args:
+            try:
+                return float(text)
+            except ValueError:
+                pass
+        return text
+
+    return convert
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="scorekeeper", description="Exact offline scoring and evaluation of text classifiers.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="score a dataset and evaluate it (runs the Prefect flow locally)")
+    for name, field in ScoreRequest.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        help_text = field.description or ""
+        if not field.is_required():
+            help_text += f" (default: {field.get_default(call_default_factory=True)!r})"
+        if field.annotation is bool:
+            run.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        elif typing.get_origin(field.annotation) is list:
+            run.add_argument(flag, nargs="+", default=argparse.SUPPRESS, metavar="COLUMN", help=help_text + "; comma-separated or repeated")
+        else:
+            run.add_argument(flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text)
+    demo = commands.add_parser("demo", help="build the demo dataset and model into a folder")
+    demo.add_argument("folder", nargs="?", default="demo")
+    return parser
+
+
+def _explain(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(x) for x in item["loc"]) or "parameters"
+        parts.append(f"--{where.replace('_', '-')}: {item['msg'].removeprefix('Value error, ')}" if item["loc"] else item["msg"].removeprefix("Value error, "))
+    return "invalid parameters: " + "; ".join(parts)
+
+
+def _run(options: dict[str, Any]) -> int:
+    if "slice_columns" in options:
+        options["slice_columns"] = [c for value in options["slice_columns"] for c in value.split(",") if c]
+    try:
+        ScoreRequest(**options)
+    except ValidationError as exc:
+        return _fail(_explain(exc), 2)
+
+    from scorekeeper.errors import ScorekeeperError
+    from scorekeeper.flows.score import score_dataset
+
+    _hide_known_tracebacks()
+    try:
+        result = score_dataset(**options)
+    except ScorekeeperError as exc:
+        return _fail(str(exc), exc.exit_code)
+    metrics = result["metrics"]
+    numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
+    print(f"scorekeeper: run {result['run_id']} scored {result['rows']} rows" + (f"; {numbers}" if numbers else "; scoring only") + f"; outputs in {result['run_uri']}")
+    return 0
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"scorekeeper: error: {message}", file=sys.stderr)
+    return code
+
+
+class _DropKnownErrors(logging.Filter):
+    """Prefect logs a task's or flow's exception with its traceback; for problems the user must fix
+    the one-line message printed by the CLI says it all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from scorekeeper.errors import ScorekeeperError
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, ScorekeeperError):
+            return False
+        message = record.getMessage()
+        return not any(name in message for name in _KNOWN_ERROR_NAMES)
+
+
+_KNOWN_ERROR_NAMES = ("InputError", "ModelError", "RunConflict", "ScoringFailed", "GatherError", "ScorekeeperError")
+
+
+def _hide_known_tracebacks() -> None:
+    for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", "prefect.engine"):
+        logger = logging.getLogger(name)
+        for handler in logger.handlers:
+            handler.addFilter(_DropKnownErrors())
+        logger.addFilter(_DropKnownErrors())
+
+
+def main(argv: list[str] | None = None) -> int:
+    # No network but loopback here and on many scoring hosts: keep Prefect from phoning home.
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    args = vars(build_parser().parse_args(argv))
+    command = args.pop("command")
+    if command == "demo":
+        from scorekeeper.demo import build_demo
+
+        print(build_demo(args["folder"]))
+        return 0
+    return _run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

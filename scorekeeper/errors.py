@@ -1,0 +1,36 @@
+"""Errors whose message is meant for the person who started the run.
+
+A ScorekeeperError carries one clear sentence (the column, the file, the first offending rows);
+the CLI prints it without a traceback and exits non-zero. Anything else is a bug and keeps its
+traceback.
+"""
+
+
+class ScorekeeperError(Exception):
+    """A problem with the run's input, parameters or environment, explained in the message."""
+
+    exit_code = 2
+
+
+class InputError(ScorekeeperError):
+    """The input rows, ground truth or parameters are unusable as given."""
+
+
+class ModelError(ScorekeeperError):
+    """The model or adapter folder cannot be used as given."""
+
+
+class RunConflict(ScorekeeperError):
+    """An existing run under the same name cannot be resumed with these parameters."""
+
+
+class ScoringFailed(ScorekeeperError):
+    """The scoring subprocess failed; the message holds its exit code and the tail of its stderr."""
+
+    exit_code = 3
+
+
+class GatherError(ScorekeeperError):
+    """The committed shards do not tile the row space exactly once."""
+
+    exit_code = 3

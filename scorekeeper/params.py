@@ -1,0 +1,179 @@
+"""The one description of a run: the flow's parameter schema, the CLI's options, the worker's input.
+
+Defaults live here and nowhere else. SPEC.md section 1 is the contract for the first block of
+fields; the tuning fields below it are ours to name and each has a working default.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class ScoreRequest(BaseModel):
+    """Everything that describes one scoring run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # -- contract (SPEC section 1) -----------------------------------------------------------
+    input_uri: str = Field(
+        description="Input rows: a file, a folder/prefix or a glob (s3://bucket/eval/*.parquet, "
+        "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension."
+    )
+    text_column: str = Field("text", description="Column holding the text to classify.")
+    text_pair_column: str | None = Field(
+        None, description="Optional column with a second text, for sentence-pair models."
+    )
+    id_column: str | None = Field(
+        None, description="Column holding each row's identity; when absent the row index is the id."
+    )
+    label_column: str | None = Field(
+        "label",
+        description="Ground-truth label column (names or integer ids), in the input rows or in "
+        "the ground_truth_uri files. None scores only. When left at 'label' and the input has no "
+        "such column, the run is a scoring-only run and the report says so.",
+    )
+    ground_truth_uri: str | None = Field(
+        None, description="Ground truth in separate files (same formats), joined on id_column."
+    )
+    model_uri: str = Field(
+        description="Model folder (config.json, safetensors weights, tokenizer files), local or "
+        "in object storage."
+    )
+    adapter_uri: str | None = Field(
+        None, description="PEFT adapter folder (LoRA), local or in object storage."
+    )
+    merge_adapter: bool = Field(
+        True, description="Merge the adapter into the base weights before scoring."
+    )
+    mode: Literal["replica", "pipeline"] = Field(
+        "replica",
+        description="replica: every process holds the whole model (data parallel). pipeline: the "
+        "model's layers are split across processes.",
+    )
+    num_processes: int | Literal["auto"] = Field(
+        "auto", description="Processes to launch; auto = visible GPUs, or 1 without a GPU."
+    )
+    output_uri: str = Field(
+        description="Where runs are written: a local folder or an object-storage prefix."
+    )
+    run_name: str | None = Field(
+        None,
+        description="The run's id under output_uri; a run with the same name resumes. Default: "
+        "the Prefect flow run's id, so a retry of that flow run resumes it.",
+    )
+
+    # -- tuning ------------------------------------------------------------------------------
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32."
+    )
+    max_length: int | None = Field(
+        None, ge=2, description="Tokens per text (pair) before truncation; default: the model's maximum."
+    )
+    rows_per_range: int = Field(
+        4096, ge=1, description="Rows per planned index range: the unit of work, commit and resume."
+    )
+    tokens_per_batch: int | None = Field(
+        None,
+        ge=1,
+        description="Padded tokens per model batch; default 16384 on CPU, 131072 on a GPU.",
+    )
+    max_batch_rows: int = Field(1024, ge=1, description="Upper bound on rows in one model batch.")
+    null_text: Literal["error", "empty"] = Field(
+        "error", description="Null text: 'error' refuses the input, 'empty' scores it as ''."
+    )
+    pipeline_stages: int | None = Field(
+        None, ge=1, description="Pipeline mode: stages per pipeline; default all processes (one pipeline)."
+    )
+    microbatches: int = Field(
+        4, ge=1, description="Pipeline mode: micro-batches each model batch is cut into."
+    )
+    slice_columns: list[str] = Field(
+        default_factory=list,
+        description="Input columns whose values the report breaks the metrics down by.",
+    )
+    collective_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="Seconds a scoring process waits on the others (a dead or stopped peer) before the job fails.",
+    )
+    trust_remote_code: bool = Field(
+        False, description="Allow model code shipped with the model folder. Off unless asked for."
+    )
+    storage_block: str | None = Field(
+        None,
+        description="Name of a Prefect AwsCredentials block to read and write object storage with; "
+        "default: the standard AWS chain (environment, profiles, instance roles).",
+    )
+
+    @field_validator("text_column", "text_pair_column", "id_column", "label_column")
+    @classmethod
+    def _column_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value or len(value) > 256 or _CONTROL_CHARS.search(value):
+            raise ValueError(f"{value!r} is not a usable column name")
+        return value
+
+    @field_validator("slice_columns")
+    @classmethod
+    def _slice_columns(cls, value: list[str]) -> list[str]:
+        for name in value:
+            cls._column_name(name)
+        return value
+
+    @field_validator("run_name")
+    @classmethod
+    def _run_name(cls, value: str | None) -> str | None:
+        if value is not None and (not RUN_NAME_PATTERN.match(value) or ".." in value):
+            raise ValueError(
+                f"run_name {value!r} must be 1-128 letters, digits, '.', '_' or '-', start with a "
+                "letter or digit and contain no '..' (it names a folder under output_uri)"
+            )
+        return value
+
+    @field_validator("num_processes")
+    @classmethod
+    def _num_processes(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 1:
+            raise ValueError("num_processes must be at least 1 (or 'auto')")
+        return value
+
+    @field_validator("input_uri", "model_uri", "output_uri")
+    @classmethod
+    def _required_uri(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ScoreRequest:
+        if self.text_pair_column is not None and self.text_pair_column == self.text_column:
+            raise ValueError("text_pair_column must differ from text_column")
+        if self.ground_truth_uri is not None:
+            if self.id_column is None:
+                raise ValueError("ground_truth_uri is joined on id_column: set id_column too")
+            if self.label_column is None:
+                raise ValueError("ground_truth_uri needs label_column (the label column in those files)")
+        if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
+            raise ValueError("id_column must differ from the text columns")
+        return self
+
+    def resolved_num_processes(self, visible_gpus: int) -> int:
+        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU)."""
+        if self.num_processes == "auto":
+            return max(1, visible_gpus)
+        return int(self.num_processes)
+
+    def public_dict(self) -> dict:
+        """The parameters as written to request.json (they hold no secrets: only a block's name)."""
+        return self.model_dump(mode="json")
+
+
+# Parameters that do not change any prediction: a resume may differ in these.
+RESUMABLE_DIFFERENCES = frozenset({"num_processes", "run_name", "slice_columns", "storage_block", "collective_timeout_s"})

@@ -1,0 +1,1 @@
+"""The flow's steps: plain functions (testable without Prefect), wrapped as tasks in flows/."""

@@ -1,0 +1,92 @@
+"""Gather: prove that the committed shards tile [0, n) exactly once, then stream them into
+predictions.parquet in row order.
+
+Nothing is exchanged between processes: the commit records are the whole truth. A gap, an
+overlap or a shard whose rows differ from its record fails the run and names the ranges.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from scorekeeper.errors import GatherError
+from scorekeeper.storage import Location
+from scorekeeper.tasks.plan import committed_ranges
+from scorekeeper.worker.job import PREDICTIONS_FILE, CommitRecord, row_index_checksum
+
+_SHOWN = 5
+
+
+def tiling_problems(spans: Sequence[tuple[int, int]], total_rows: int) -> list[str]:
+    """What keeps [start, end) spans from covering [0, total_rows) exactly once; empty if nothing."""
+    problems = []
+    position = 0
+    for start, end in sorted(spans):
+        if end <= start:
+            problems.append(f"empty or reversed range [{start}, {end})")
+            continue
+        if start > position:
+            problems.append(f"rows [{position}, {start}) have no prediction")
+        elif start < position:
+            problems.append(f"rows [{start}, {min(end, position)}) are predicted more than once")
+        position = max(position, end)
+    if position < total_rows:
+        problems.append(f"rows [{position}, {total_rows}) have no prediction")
+    if position > total_rows:
+        problems.append(f"rows [{total_rows}, {position}) are beyond the input's {total_rows} rows")
+    return problems
+
+
+def gather_predictions(run: Location, total_rows: int, scoring_fingerprint: str) -> dict:
+    """Verify every commit, then publish predictions.parquet sorted by row_index."""
+    records = sorted(committed_ranges(run, scoring_fingerprint).values(), key=lambda r: r.start)
+    problems = tiling_problems([(r.start, r.end) for r in records], total_rows)
+    if problems:
+        raise GatherError(f"the committed ranges do not cover the input exactly once: {'; '.join(problems[:_SHOWN])}")
+    fd, local = tempfile.mkstemp(prefix="scorekeeper-predictions-", suffix=".parquet")
+    os.close(fd)
+    writer = None
+    tokens = truncated = 0
+    try:
+        for record in records:
+            table = _read_verified_shard(run, record)
+            if writer is None:
+                writer = pq.ParquetWriter(local, table.schema, compression="zstd")
+            elif table.schema != writer.schema:
+                table = table.cast(writer.schema)
+            writer.write_table(table)
+            tokens += record.tokens
+            truncated += record.truncated
+        writer.close()
+        writer = None
+        run.publish_local_file(local, PREDICTIONS_FILE)
+    finally:
+        if writer is not None:
+            writer.close()
+        os.unlink(local)
+    return {"rows": total_rows, "ranges": len(records), "tokens": tokens, "truncated": truncated}
+
+
+def _read_verified_shard(run: Location, record: CommitRecord):
+    try:
+        with run.fs.open(run.join(record.shard), "rb") as f:
+            table = pq.read_table(f)
+    except FileNotFoundError:
+        raise GatherError(f"range {record.range_index} [{record.start}, {record.end}) is committed but its shard {record.shard} is missing") from None
+    row_index = table.column("row_index").to_numpy()
+    expected = np.arange(record.start, record.end, dtype=np.int64)
+    if (
+        table.num_rows != record.rows
+        or record.rows != record.end - record.start
+        or not np.array_equal(row_index, expected)
+        or row_index_checksum(row_index) != record.row_index_sha256
+    ):
+        raise GatherError(
+            f"shard {record.shard} does not hold exactly rows [{record.start}, {record.end}) as its commit record says"
+        )
+    return table

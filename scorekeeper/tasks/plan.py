@@ -1,0 +1,70 @@
+"""Plan fixed index ranges over the staged rows and find which of them still need scoring.
+
+Ranges depend only on the row count and `rows_per_range`, never on the process count, so a resume
+may use any number of processes and still meets the same ranges and commit records.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from scorekeeper.params import ScoreRequest
+from scorekeeper.storage import Location, digest_of
+from scorekeeper.tasks.prepare import RunContext, scoring_fingerprint
+from scorekeeper.worker.job import COMMIT_DIR, JOB_FILE, PLAN_FILE, CommitRecord, Job, plan_ranges
+
+log = logging.getLogger(__name__)
+
+
+def committed_ranges(run: Location, fingerprint: str) -> dict[int, CommitRecord]:
+    """Commit records of this run that were made under the same scoring fingerprint."""
+    records = {}
+    for name in run.list_names(COMMIT_DIR):
+        if not name.endswith(".json") or name.startswith("."):
+            continue
+        record = CommitRecord.from_bytes(run.read_bytes(COMMIT_DIR, name))
+        if record.scoring_fingerprint == fingerprint:
+            records[record.range_index] = record
+        else:
+            log.warning("ignoring commit %s: made for other settings", name)
+    return records
+
+
+def plan_run(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
+    """Write plan.json and the worker's job.json; the job lists only uncommitted ranges."""
+    run = context.run
+    input_fingerprint = digest_of([f["fingerprint"] for f in manifest["files"]])
+    fingerprint = scoring_fingerprint(request, context, input_fingerprint)
+    ranges = plan_ranges(manifest["total_rows"], request.rows_per_range)
+    done = committed_ranges(run, fingerprint)
+    pending = [r for r in ranges if r.index not in done]
+    run.publish_json(
+        {
+            "files": manifest["files"],
+            "total_rows": manifest["total_rows"],
+            "input_fingerprint": input_fingerprint,
+            "model_fingerprint": context.model_fingerprint,
+            "adapter_fingerprint": context.adapter_fingerprint,
+            "scoring_fingerprint": fingerprint,
+            "rows_per_range": request.rows_per_range,
+            "ranges": [[r.start, r.end] for r in ranges],
+            "labels": context.labels,
+        },
+        PLAN_FILE,
+    )
+    job = Job(
+        request=request,
+        run_uri=run.uri,
+        model_path=context.model_path,
+        adapter_path=context.adapter_path,
+        total_rows=manifest["total_rows"],
+        ranges=pending,
+        scoring_fingerprint=fingerprint,
+        has_text_pair=manifest["has_text_pair"],
+        attempt=uuid.uuid4().hex[:12],
+    )
+    run.publish_bytes(job.to_json().encode(), JOB_FILE)
+    log.info("%d ranges planned over %d rows; %d already committed, %d to score", len(ranges), manifest["total_rows"], len(done), len(pending))
+    return job
+

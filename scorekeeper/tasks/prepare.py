@@ -1,0 +1,132 @@
+"""Open the run folder: its id, the model it scores with, and whether an earlier attempt can be resumed.
+
+A run with the same name resumes only when nothing that changes predictions differs: the
+parameters (process count aside), the model, the adapter and the input files. Anything else is
+refused before a byte of the earlier attempt is touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from scorekeeper.errors import RunConflict
+from scorekeeper.params import RESUMABLE_DIFFERENCES, ScoreRequest
+from scorekeeper.storage import Location, digest_of, file_fingerprint, fs_and_path, is_local
+from scorekeeper.worker.job import REQUEST_FILE
+from scorekeeper.worker.model import check_safetensors_folder, label_names
+
+log = logging.getLogger(__name__)
+
+# Parameters that only change the evaluation, never a prediction.
+EVALUATION_ONLY = frozenset({"label_column", "ground_truth_uri", "slice_columns"})
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_id: str
+    run_uri: str
+    model_path: str
+    model_fingerprint: str
+    adapter_path: str | None
+    adapter_fingerprint: str | None
+    labels: list[str]
+    resumed: bool
+
+    @property
+    def run(self) -> Location:
+        return Location.from_uri(self.run_uri)
+
+
+def folder_fingerprint(path: str) -> str:
+    """A digest over every file's name and content in a model or adapter folder."""
+    fs, root = fs_and_path(path)
+    entries = []
+    for name in sorted(fs.find(root)):
+        rel = os.path.relpath(name, root)
+        if rel.startswith("."):
+            continue
+        entries.append((rel, file_fingerprint(fs, name)))
+    return digest_of(entries)
+
+
+def localize_folder(uri: str, what: str) -> str:
+    """A local path for a model or adapter folder (object storage is fetched into a cache)."""
+    from scorekeeper.tasks.fetch import fetch_to_cache
+
+    fs, path = fs_and_path(uri)
+    if is_local(fs):
+        return path
+    return fetch_to_cache(uri, what)
+
+
+def resolve_run_id(request: ScoreRequest, flow_run_id: str | None) -> str:
+    if request.run_name:
+        return request.run_name
+    if flow_run_id:
+        return str(flow_run_id)
+    import uuid
+
+    return uuid.uuid4().hex
+
+
+def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
+    """Resolve the run id and model, write request.json, or check that the earlier one matches."""
+    run_id = resolve_run_id(request, flow_run_id)
+    run = Location.from_uri(request.output_uri).child(run_id)
+    model_path = localize_folder(request.model_uri, "model")
+    check_safetensors_folder(model_path, "model")
+    adapter_path = localize_folder(request.adapter_uri, "adapter") if request.adapter_uri else None
+    if adapter_path:
+        check_safetensors_folder(adapter_path, "adapter")
+    context = RunContext(
+        run_id=run_id,
+        run_uri=run.uri,
+        model_path=model_path,
+        model_fingerprint=folder_fingerprint(model_path),
+        adapter_path=adapter_path,
+        adapter_fingerprint=folder_fingerprint(adapter_path) if adapter_path else None,
+        labels=label_names(model_path),
+        resumed=run.exists(REQUEST_FILE),
+    )
+    record = {
+        **request.public_dict(),
+        "run_id": run_id,
+        "model_fingerprint": context.model_fingerprint,
+        "adapter_fingerprint": context.adapter_fingerprint,
+    }
+    if context.resumed:
+        check_resumable(run.read_json(REQUEST_FILE), record)
+        log.info("resuming run %s at %s", run_id, run.uri)
+    else:
+        run.publish_json(record, REQUEST_FILE)
+    return context
+
+
+def check_resumable(earlier: dict, now: dict) -> None:
+    """Refuse a resume whose parameters, model or adapter differ from the earlier attempt's."""
+    differences = []
+    for name in ScoreRequest.model_fields:
+        if name in RESUMABLE_DIFFERENCES or name in EVALUATION_ONLY:
+            continue
+        if earlier.get(name) != now.get(name):
+            differences.append(f"{name}: {earlier.get(name)!r} then, {now.get(name)!r} now")
+    for name in ("model_fingerprint", "adapter_fingerprint"):
+        if earlier.get(name) != now[name]:
+            differences.append(f"the {name.split('_')[0]} folder's content changed")
+    if differences:
+        raise RunConflict(
+            f"run '{now['run_id']}' already exists with different settings ({'; '.join(differences)}); "
+            "choose another run_name, or rerun with the earlier settings to resume it"
+        )
+
+
+def scoring_fingerprint(request: ScoreRequest, context: RunContext, input_fingerprint: str) -> str:
+    """What a committed shard's predictions depend on; shards under another fingerprint are stale."""
+    params = {
+        k: v
+        for k, v in request.public_dict().items()
+        if k not in RESUMABLE_DIFFERENCES and k not in EVALUATION_ONLY
+    }
+    return digest_of([params, context.model_fingerprint, context.adapter_fingerprint, input_fingerprint])

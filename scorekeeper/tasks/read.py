@@ -1,0 +1,437 @@
+"""Read and validate the input files, and stage them once as one Parquet file of fixed row groups.
+
+The input order is fixed here (files sorted by full path, rows in file order) and every row gets
+its `row_index`. Staging renames the user's columns to canonical ones (row_index, id, text,
+text_pair, label, slice_*), so no user-supplied name ever reaches SQL, and writes row groups of
+exactly `rows_per_range` rows, so range k is row group k and a scoring process reads only its
+rows. Everything streams: no step holds the whole dataset.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+from fsspec.utils import infer_compression
+
+from scorekeeper.errors import InputError
+from scorekeeper.params import ScoreRequest
+from scorekeeper.storage import file_fingerprint, fs_and_path, to_uri
+
+log = logging.getLogger(__name__)
+
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+_BATCH_ROWS = 65536
+_SHOWN = 5  # offending rows named in a message
+
+
+@dataclass(frozen=True)
+class InputFile:
+    uri: str
+    size: int
+    format: str
+    fingerprint: str
+
+
+def file_format(path: str) -> str | None:
+    name = path.lower()
+    for suffix in COMPRESSIONS:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    return FORMATS.get(posixpath.splitext(name)[1])
+
+
+def _hidden(path: str) -> bool:
+    # Spark/Hadoop markers (_SUCCESS, .crc) and dot-files are not data.
+    return any(part.startswith((".", "_")) for part in path.split("/")[-1:])
+
+
+def list_input_files(uri: str, what: str = "input") -> list[InputFile]:
+    """The files a URI names: a file, a folder/prefix (recursively) or a glob; sorted by full path."""
+    fs, path = fs_and_path(uri)
+    if any(ch in path for ch in "*?["):
+        paths = [p for p in fs.glob(path) if fs.isfile(p)]
+        if not paths:
+            raise InputError(f"{what} not found: no file matches {uri}")
+    elif fs.isdir(path):
+        paths = [p for p in fs.find(path) if not _hidden(p)]
+        if not paths:
+            raise InputError(f"{what} not found: the folder {uri} holds no files")
+    elif fs.isfile(path):
+        paths = [path]
+    else:
+        raise InputError(f"{what} not found: {uri}")
+    unsupported = [p for p in paths if file_format(p) is None]
+    if unsupported:
+        raise InputError(
+            f"{what} {uri}: unsupported file type for {', '.join(to_uri(fs, p) for p in unsupported[:_SHOWN])}"
+            " (expected .parquet, .csv, .jsonl/.ndjson/.json, optionally compressed)"
+        )
+    files = []
+    for p in sorted(paths, key=lambda p: to_uri(fs, p)):
+        info = fs.info(p)
+        files.append(InputFile(to_uri(fs, p), int(info.get("size") or 0), file_format(p), file_fingerprint(fs, p, info)))
+    return files
+
+
+def _open_batches(f: InputFile, string_columns: list[str], columns: list[str] | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """A file's schema and its record batches, streamed (Parquet reads only `columns`)."""
+    fs, path = fs_and_path(f.uri)
+    if f.format == "parquet":
+        handle = fs.open(path, "rb")
+        parquet = pq.ParquetFile(handle)
+        schema = parquet.schema_arrow
+        wanted = [c for c in columns if c in schema.names] if columns is not None else None
+        return schema, parquet.iter_batches(batch_size=_BATCH_ROWS, columns=wanted)
+    handle = fs.open(path, "rb", compression=infer_compression(path))
+    if f.format == "csv":
+        reader = pacsv.open_csv(
+            handle,
+            read_options=pacsv.ReadOptions(block_size=1 << 22),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in string_columns}),
+        )
+    else:
+        reader = pajson.open_json(handle, read_options=pajson.ReadOptions(block_size=1 << 22))
+    return reader.schema, iter(reader)
+
+
+@dataclass
+class _Columns:
+    """Which user column becomes which canonical column."""
+
+    mapping: dict[str, str]  # canonical -> user column
+    required: list[str]
+
+    @classmethod
+    def for_input(cls, request: ScoreRequest, has_label: bool) -> _Columns:
+        mapping = {"text": request.text_column}
+        if request.text_pair_column:
+            mapping["text_pair"] = request.text_pair_column
+        if request.id_column:
+            mapping["id"] = request.id_column
+        if has_label and request.ground_truth_uri is None and request.label_column:
+            mapping["label"] = request.label_column
+        for i, name in enumerate(request.slice_columns):
+            mapping[f"slice_{i}"] = name
+        return cls(mapping, list(mapping.values()))
+
+
+def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, user_name: str) -> pa.Array:
+    """Cast a column to the canonical type family, or explain why it cannot be."""
+    t = column.type
+    if pa.types.is_dictionary(t):
+        column = column.cast(t.value_type)
+        t = column.type
+    if canonical in ("text", "text_pair") or canonical.startswith("slice_"):
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return column.cast(pa.string())
+        if canonical.startswith("slice_"):
+            return column.cast(pa.string())
+        if pa.types.is_null(t):
+            return column.cast(pa.string())
+        raise InputError(f"column '{user_name}' in {where} is {t}, not text")
+    # ids and labels keep their own type family: integers, or strings
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return column.cast(pa.int64())
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return column.cast(pa.string())
+    if pa.types.is_floating(t) and canonical == "label":
+        # Integer labels written through pandas with missing values arrive as floats.
+        import pyarrow.compute as pc
+
+        valid = pc.drop_null(column)
+        if len(valid) and not pc.all(pc.equal(pc.floor(valid), valid)).as_py():
+            raise InputError(f"label column '{user_name}' in {where} holds non-integer numbers")
+        return column.cast(pa.int64())
+    if pa.types.is_null(t):
+        return column.cast(pa.string())
+    if canonical == "id":
+        raise InputError(f"id column '{user_name}' in {where} is {t}; ids must be integers or strings")
+    raise InputError(f"label column '{user_name}' in {where} is {t}; labels must be names or integer ids")
+
+
+class _RowGroupWriter:
+    """Writes exactly `rows_per_group` rows per row group, whatever sizes the batches come in."""
+
+    def __init__(self, path: str, rows_per_group: int):
+        self.path = path
+        self.rows_per_group = rows_per_group
+        self.writer: pq.ParquetWriter | None = None
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, table.schema, compression="zstd")
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        self.rows += table.num_rows
+        while self.pending_rows >= self.rows_per_group:
+            self._flush(self.rows_per_group)
+
+    def _flush(self, rows: int) -> None:
+        merged = pa.concat_tables(self.pending).combine_chunks()
+        self.writer.write_table(merged.slice(0, rows), row_group_size=rows)
+        rest = merged.slice(rows)
+        self.pending = [rest] if rest.num_rows else []
+        self.pending_rows = rest.num_rows
+
+    def close(self) -> None:
+        if self.pending_rows:
+            self._flush(self.pending_rows)
+        if self.writer is not None:
+            self.writer.close()
+
+
+@dataclass
+class StagedInput:
+    """What reading found: the staged file, row count, and facts later steps need."""
+
+    files: list[InputFile]
+    total_rows: int
+    local_path: str
+    has_label: bool
+    label_type: str | None
+    id_type: str
+    has_text_pair: bool
+    null_text_rows: int
+    slice_columns: list[str] = field(default_factory=list)
+
+    def manifest(self) -> dict:
+        data = asdict(self)
+        data.pop("local_path")
+        return data
+
+
+def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> StagedInput:
+    """Validate every input row and write the staged Parquet file into `workdir`."""
+    first_schema, _ = _read_or_explain(files[0], [], [])
+    has_label = request.label_column is not None and request.ground_truth_uri is None and (
+        request.label_column in first_schema.names or request.label_column != "label"
+    )
+    columns = _Columns.for_input(request, has_label)
+    text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair") or k.startswith("slice_")]
+    target = os.path.join(workdir, "input.parquet")
+    out = _RowGroupWriter(target, request.rows_per_range)
+    offset = 0
+    null_rows: list[int] = []
+    null_count = 0
+    types: dict[str, tuple[pa.DataType, str]] = {}
+    for f in files:
+        schema, batches = _read_or_explain(f, text_names, columns.required)
+        missing = [c for c in columns.required if c not in schema.names]
+        if missing:
+            raise InputError(
+                f"column {', '.join(repr(c) for c in missing)} not found in {f.uri}; "
+                f"its columns are: {', '.join(schema.names)}"
+            )
+        for batch in _batches_or_explain(f, batches):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
+            for canonical, user in columns.mapping.items():
+                out_columns[canonical] = _normalise(canonical, batch.column(user), f.uri, user)
+            if "id" not in out_columns:
+                out_columns["id"] = out_columns["row_index"]
+            for canonical in ("id", "label"):
+                if canonical in out_columns:
+                    _check_type(types, canonical, out_columns[canonical].type, f.uri, columns.mapping.get(canonical, "row index"))
+            if out_columns["id"].null_count and "id" in columns.mapping:
+                bad = [offset + i for i, v in enumerate(out_columns["id"].is_null().to_pylist()) if v][:_SHOWN]
+                raise InputError(f"id column '{request.id_column}' is null at row_index {', '.join(map(str, bad))} ({f.uri})")
+            for canonical in ("text", "text_pair"):
+                col = out_columns.get(canonical)
+                if col is not None and col.null_count:
+                    null_count += col.null_count
+                    if len(null_rows) < _SHOWN:
+                        null_rows += [offset + i for i, v in enumerate(col.is_null().to_pylist()) if v][: _SHOWN - len(null_rows)]
+                    if request.null_text == "empty":
+                        import pyarrow.compute as pc
+
+                        out_columns[canonical] = pc.fill_null(col, "")
+            order = ["row_index", "id", "text", "text_pair", "label"] + [f"slice_{i}" for i in range(len(request.slice_columns))]
+            out.write(pa.table({k: out_columns[k] for k in order if k in out_columns}))
+            offset += n
+    out.close()
+    if offset == 0:
+        raise InputError(f"no rows in the input {request.input_uri}")
+    if null_count and request.null_text == "error":
+        raise InputError(
+            f"column '{request.text_column if not request.text_pair_column else request.text_column + '/' + request.text_pair_column}'"
+            f" is null in {null_count} row(s); first row_index: {', '.join(map(str, null_rows))}. "
+            "Pass null_text='empty' (--null-text empty) to score them as empty strings"
+        )
+    return StagedInput(
+        files=files,
+        total_rows=offset,
+        local_path=target,
+        has_label=has_label,
+        label_type=str(types["label"][0]) if "label" in types else None,
+        id_type=str(types["id"][0]),
+        has_text_pair=request.text_pair_column is not None,
+        null_text_rows=null_count,
+        slice_columns=list(request.slice_columns),
+    )
+
+
+def stage_ground_truth(request: ScoreRequest, workdir: str) -> tuple[list[InputFile], str, str]:
+    """Stage ground-truth files (id, label) for the join; returns files, local path, id type."""
+    files = list_input_files(request.ground_truth_uri, "ground truth")
+    target = os.path.join(workdir, "ground_truth.parquet")
+    writer = None
+    types: dict[str, tuple[pa.DataType, str]] = {}
+    rows = 0
+    try:
+        for f in files:
+            schema, batches = _read_or_explain(f, [], [request.id_column, request.label_column])
+            missing = [c for c in (request.id_column, request.label_column) if c not in schema.names]
+            if missing:
+                raise InputError(
+                    f"column {', '.join(repr(c) for c in missing)} not found in ground truth {f.uri}; "
+                    f"its columns are: {', '.join(schema.names)}"
+                )
+            for batch in _batches_or_explain(f, batches):
+                ids = _normalise("id", batch.column(request.id_column), f.uri, request.id_column)
+                labels = _normalise("label", batch.column(request.label_column), f.uri, request.label_column)
+                _check_type(types, "id", ids.type, f.uri, request.id_column)
+                _check_type(types, "label", labels.type, f.uri, request.label_column)
+                if ids.null_count:
+                    raise InputError(f"id column '{request.id_column}' has null values in ground truth {f.uri}")
+                table = pa.table({"id": ids, "label": labels})
+                if writer is None:
+                    writer = pq.ParquetWriter(target, table.schema, compression="zstd")
+                writer.write_table(table)
+                rows += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if rows == 0:
+        raise InputError(f"no rows in the ground truth {request.ground_truth_uri}")
+    return files, target, str(types["id"][0])
+
+
+def _check_type(types: dict, canonical: str, t: pa.DataType, where: str, user: str) -> None:
+    seen = types.setdefault(canonical, (t, where))
+    if seen[0] != t:
+        raise InputError(
+            f"schemas differ across files: column '{user}' is {_family(seen[0])} in {seen[1]} "
+            f"but {_family(t)} in {where}"
+        )
+
+
+def _family(t: pa.DataType) -> str:
+    return "integer" if pa.types.is_integer(t) else "text" if pa.types.is_string(t) else str(t)
+
+
+def _read_or_explain(f: InputFile, string_columns: list[str], columns: list[str] | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    try:
+        return _open_batches(f, string_columns, columns)
+    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(f"cannot read {f.uri}: {_short(exc)}") from None
+
+
+def _batches_or_explain(f: InputFile, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from batches
+    except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(f"cannot read {f.uri}: {_short(exc)}") from None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def new_workdir() -> str:
+    return tempfile.mkdtemp(prefix="scorekeeper-stage-")
+
+
+def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
+    """(id, count, first row_index) of duplicated ids, first by position; DuckDB, out of core."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        return con.execute(
+            "SELECT id, count(*) AS n, min(row_index) AS first FROM read_parquet(?) "
+            "GROUP BY id HAVING count(*) > 1 ORDER BY first LIMIT ?",
+            [parquet_path, limit],
+        ).fetchall()
+
+
+def read_inputs(request: ScoreRequest, run) -> dict:
+    """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
+    of the same files. Returns the staged manifest."""
+    import shutil
+
+    from scorekeeper.errors import RunConflict
+    from scorekeeper.storage import digest_of
+    from scorekeeper.worker.job import STAGED_GROUND_TRUTH, STAGED_INPUT, STAGED_MANIFEST
+
+    files = list_input_files(request.input_uri)
+    staging_key = digest_of(
+        [
+            [asdict(f) for f in files],
+            {k: v for k, v in request.public_dict().items() if k in _STAGING_PARAMETERS},
+        ]
+    )
+    if run.exists(STAGED_MANIFEST):
+        earlier = run.read_json(STAGED_MANIFEST)
+        if earlier["staging_key"] == staging_key and run.exists(STAGED_INPUT):
+            log.info("input already staged for this run (%d rows); reusing it", earlier["total_rows"])
+            return earlier
+        old = {f["uri"]: f["fingerprint"] for f in earlier["files"]}
+        new = {f.uri: f.fingerprint for f in files}
+        changed = sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
+        raise RunConflict(
+            f"the input changed since run '{posixpath.basename(run.path)}' started "
+            f"({', '.join(changed[:_SHOWN]) or 'column settings'}); choose another run_name to score it"
+        )
+    workdir = new_workdir()
+    try:
+        staged = stage_input(request, files, workdir)
+        if request.id_column:
+            dupes = first_duplicate_ids(staged.local_path)
+            if dupes:
+                shown = "; ".join(f"{i!r} x{n} (first at row_index {first})" for i, n, first in dupes)
+                raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
+        manifest = staged.manifest() | {"staging_key": staging_key, "ground_truth": None}
+        if request.ground_truth_uri:
+            gt_files, gt_path, gt_id_type = stage_ground_truth(request, workdir)
+            dupes = first_duplicate_ids_gt(gt_path)
+            if dupes:
+                shown = "; ".join(f"{i!r} x{n}" for i, n in dupes)
+                raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
+            manifest["ground_truth"] = {"files": [asdict(f) for f in gt_files], "id_type": gt_id_type}
+            run.publish_local_file(gt_path, STAGED_GROUND_TRUTH)
+        run.publish_local_file(staged.local_path, STAGED_INPUT)
+        run.publish_json(manifest, STAGED_MANIFEST)
+        return manifest
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def first_duplicate_ids_gt(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
+    import duckdb
+
+    with duckdb.connect() as con:
+        return con.execute(
+            "SELECT id, count(*) FROM read_parquet(?) GROUP BY id HAVING count(*) > 1 ORDER BY id LIMIT ?",
+            [parquet_path, limit],
+        ).fetchall()
+
+
+# Parameters that change what staging writes.
+_STAGING_PARAMETERS = frozenset(
+    {"text_column", "text_pair_column", "id_column", "label_column", "ground_truth_uri", "null_text", "rows_per_range", "slice_columns"}
+)

@@ -1,0 +1,166 @@
+"""Launch the scoring worker under `accelerate launch`, stream its output, and report progress.
+
+The subprocess boundary is a file (work/job.json); what comes back is commit records in the run
+folder and progress events on stdout. A failure raises with the exit code and the tail of stderr,
+or with the worker's own one-line message when it explained the problem itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from scorekeeper.errors import ScoringFailed
+from scorekeeper.worker.job import EVENT_PREFIX
+
+log = logging.getLogger(__name__)
+
+STDERR_TAIL_LINES = 30
+
+
+def visible_gpus() -> int:
+    """GPUs the worker would see, without importing torch's CUDA runtime into the flow process."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch_command(num_processes: int, job_uri: str, collective_timeout_s: float) -> list[str]:
+    """`accelerate launch` for the worker. Without GPUs, --multi_gpu still starts one process per
+    rank, and the worker's PartialState(cpu=True) makes them a gloo group (NOTES.md)."""
+    cmd = [
+        sys.executable, "-m", "accelerate.commands.launch",
+        "--num_machines", "1",
+        "--num_processes", str(num_processes),
+        "--mixed_precision", "no",
+        "--dynamo_backend", "no",
+    ]  # fmt: skip
+    if num_processes > 1:
+        cmd += ["--multi_gpu", "--main_process_ip", "127.0.0.1", "--main_process_port", str(free_port()), "--monitor_interval", "1"]
+    cmd += ["-m", "scorekeeper.worker", job_uri, "--timeout", str(collective_timeout_s)]
+    return cmd
+
+
+@dataclass
+class Progress:
+    """Rows and tokens scored so far, from the workers' range_done events."""
+
+    total_rows: int
+    rows_done: int = 0
+    tokens: int = 0
+    padded_tokens: int = 0
+    truncated: int = 0
+    ranges_done: int = 0
+    started: float = field(default_factory=time.time)
+    first_range_at: float | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def update(self, event: dict) -> None:
+        if event.get("event") == "range_done":
+            self.rows_done += event["rows"]
+            self.tokens += event["tokens"]
+            self.padded_tokens += event.get("padded_tokens", 0)
+            self.truncated += event.get("truncated", 0)
+            self.ranges_done += 1
+            self.first_range_at = self.first_range_at or time.time()
+        elif event.get("event") == "error":
+            self.errors.append(f"rank {event.get('rank')}: {event.get('message')}")
+
+    @property
+    def elapsed(self) -> float:
+        return max(time.time() - self.started, 1e-9)
+
+    def line(self) -> str:
+        return (
+            f"scored {self.rows_done}/{self.total_rows} rows ({100 * self.rows_done / max(self.total_rows, 1):.0f}%), "
+            f"{self.rows_done / self.elapsed:.1f} rows/s, {self.tokens / self.elapsed:.0f} tokens/s"
+        )
+
+    def summary(self) -> dict:
+        return {
+            "rows_scored": self.rows_done,
+            "tokens": self.tokens,
+            "padded_tokens": self.padded_tokens,
+            "truncated": self.truncated,
+            "seconds": round(self.elapsed, 3),
+            "rows_per_s": round(self.rows_done / self.elapsed, 2),
+            "tokens_per_s": round(self.tokens / self.elapsed, 1),
+        }
+
+
+def run_worker(
+    cmd: list[str],
+    progress: Progress,
+    on_progress: Callable[[Progress], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> Progress:
+    """Run the worker command; stream events into `progress`; raise ScoringFailed on failure."""
+    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1, env=child_env,
+        start_new_session=True,
+    )  # fmt: skip
+    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+
+    def read_stderr() -> None:
+        for line in proc.stderr:
+            line = line.rstrip("\n")
+            tail.append(line)
+            log.debug("worker: %s", line)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            if line.startswith(EVENT_PREFIX):
+                try:
+                    event = json.loads(line[len(EVENT_PREFIX):])
+                except ValueError:
+                    log.info("worker: %s", line)
+                    continue
+                progress.update(event)
+                if event.get("event") == "range_done" and on_progress:
+                    on_progress(progress)
+            elif line.strip():
+                log.info("worker: %s", line)
+        rc = proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        raise
+    reader.join(timeout=10)
+    if rc != 0:
+        if progress.errors:
+            raise ScoringFailed("; ".join(dict.fromkeys(progress.errors)))
+        raise ScoringFailed(f"scoring failed with exit code {rc}; last lines of its stderr:\n" + "\n".join(tail))
+    return progress
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()

@@ -1,0 +1,1 @@
+"""The scoring worker: the program `accelerate launch` runs. Imports no Prefect and no DuckDB."""
