@@ -74,6 +74,7 @@ class Progress:
     started: float = field(default_factory=time.time)
     first_range_at: float | None = None
     errors: list[str] = field(default_factory=list)
+    pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
 
     def update(self, event: dict) -> None:
         if event.get("event") == "range_done":
@@ -83,6 +84,8 @@ class Progress:
             self.truncated += event.get("truncated", 0)
             self.ranges_done += 1
             self.first_range_at = self.first_range_at or time.time()
+        elif event.get("event") == "pipeline":
+            self.pipeline.append({k: v for k, v in event.items() if k not in ("event", "t")})
         elif event.get("event") == "error":
             self.errors.append(f"rank {event.get('rank')}: {event.get('message')}")
 
@@ -105,6 +108,7 @@ class Progress:
             "seconds": round(self.elapsed, 3),
             "rows_per_s": round(self.rows_done / self.elapsed, 2),
             "tokens_per_s": round(self.tokens / self.elapsed, 1),
+            **({"pipeline": self.pipeline} if self.pipeline else {}),
         }
 
 
