@@ -2,27 +2,92 @@
 
 Publishing is the only way outputs appear: readers either see nothing or a complete file. Locally
 that is a temporary name in the same folder and an atomic rename; on object storage a single PUT
-(or a multipart upload, which also becomes visible only once complete).
+or a multipart upload, and S3 makes either visible only once it is complete.
+
+Object storage is reached with the standard AWS chain (environment variables, AWS_ENDPOINT_URL /
+AWS_ENDPOINT_URL_S3, profiles, instance roles) unless a flow run opened a `StorageAccess` scope
+(tasks/credentials.py builds one from a Prefect block): every filesystem made inside the scope
+gets its options, and the scoring subprocesses get its environment. fsspec caches filesystems by
+their options, so two scopes with different credentials never share a client.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
+import logging
 import os
 import posixpath
 import tempfile
+import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
-from fsspec.core import url_to_fs
+from fsspec.core import split_protocol, url_to_fs
 from fsspec.implementations.local import LocalFileSystem
+
+log = logging.getLogger(__name__)
+
+S3_PROTOCOLS = frozenset({"s3", "s3a"})
+
+# The scoring processes write commit records into folders the flow lists again later, so a
+# cached listing would hide them: object-store listings are never cached.
+OBJECT_STORE_DEFAULTS: dict[str, Any] = {"use_listings_cache": False}
+
+
+@dataclass(frozen=True, eq=False)
+class StorageAccess:
+    """How to reach object storage when the standard chain is not what the run should use.
+
+    `s3_options` go to s3fs in this process; `environment` (AWS_* variables) goes to the scoring
+    subprocesses only, never to this process's own environment. Both may hold secrets, so the
+    object's repr names only where it came from.
+    """
+
+    source: str
+    s3_options: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"StorageAccess(from {self.source})"
+
+    __str__ = __repr__
+
+
+_ACCESS: contextvars.ContextVar[StorageAccess | None] = contextvars.ContextVar("scorekeeper_storage_access", default=None)
+
+
+@contextlib.contextmanager
+def use_storage_access(access: StorageAccess | None) -> Iterator[None]:
+    """Within this block (and the tasks it runs), object storage is reached with `access`."""
+    token = _ACCESS.set(access)
+    try:
+        yield
+    finally:
+        _ACCESS.reset(token)
+
+
+def current_storage_access() -> StorageAccess | None:
+    return _ACCESS.get()
+
+
+def child_environment() -> dict[str, str]:
+    """Environment variables a subprocess needs to reach object storage as this scope does."""
+    access = _ACCESS.get()
+    return dict(access.environment) if access else {}
 
 
 def fs_and_path(uri: str, **storage_options: Any) -> tuple[fsspec.AbstractFileSystem, str]:
     """The filesystem for a URI and the path inside it (a local path becomes absolute)."""
+    protocol, _ = split_protocol(uri)
+    if protocol in S3_PROTOCOLS:
+        access = _ACCESS.get()
+        storage_options = {**OBJECT_STORE_DEFAULTS, **(access.s3_options if access else {}), **storage_options}
     fs, path = url_to_fs(uri, **storage_options)
     return fs, path
 
@@ -72,6 +137,7 @@ class Location:
     def list_names(self, *parts: str) -> list[str]:
         """Names of the files directly inside a sub-folder; empty when it does not exist."""
         folder = self.join(*parts)
+        self.fs.invalidate_cache(folder)  # other processes add files here (commit records)
         try:
             entries = self.fs.ls(folder, detail=False)
         except FileNotFoundError:
@@ -99,6 +165,7 @@ class Location:
                 _remove_quietly(tmp)
                 raise
         else:
+            # One PUT (a multipart upload past s3fs's threshold): the object appears whole or not at all.
             self.fs.pipe_file(target, data)
 
     def publish_json(self, obj: Any, *parts: str) -> None:
@@ -108,8 +175,8 @@ class Location:
         """Create a file only if it does not exist yet; False when another writer got there first.
 
         Locally this is a hard link of a complete temporary file (link fails on an existing
-        name), so the record is atomic and exclusive at once. Object stores get a conditional
-        PUT (If-None-Match) where the store supports it.
+        name), so the record is atomic and exclusive at once. On S3 it is a conditional PUT
+        (If-None-Match: *), which the store answers with 412 when the key exists.
         """
         target = self.join(*parts)
         if is_local(self.fs):
@@ -148,6 +215,7 @@ class Location:
                 _remove_quietly(tmp)
                 raise
         else:
+            # One PUT, or a multipart upload that S3 shows only once it is completed.
             self.fs.put_file(local_path, target)
 
     def remove(self, *parts: str) -> None:
@@ -156,24 +224,67 @@ class Location:
             self.fs.rm(target, recursive=True)
 
 
+# A conditional PUT racing another one on the same key gets 409 ConditionalRequestConflict: ask again.
+_CONFLICT_RETRIES = 5
+
+
 def _create_exclusive_remote(fs: fsspec.AbstractFileSystem, target: str, data: bytes) -> bool:
-    """Conditional create on object storage; falls back to check-then-put where unsupported."""
-    if hasattr(fs, "call_s3"):
-        bucket, key, _ = fs.split_path(target)
-        try:
-            fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
-            fs.invalidate_cache(target)
-            return True
-        except Exception as exc:  # s3fs translates some codes; look at the original too
-            text = f"{exc!r} {getattr(exc, '__cause__', '')!r}"
-            if "PreconditionFailed" in text or "412" in text or "ConditionalRequestConflict" in text:
-                return False
-            if "NotImplemented" not in text and "501" not in text:
-                raise
+    """Conditional create on object storage: True for exactly one writer of `target`.
+
+    A 412 can also be the answer to our own PUT, retried after its response was lost; so an
+    existing object that holds exactly our bytes counts as ours (commit records name their
+    attempt and rank, so another writer's record never matches). A store without conditional
+    writes (501) or a filesystem that is not S3 falls back to check-then-put, which is not
+    exclusive between concurrent writers: that is logged.
+    """
+    if _protocol(fs) & S3_PROTOCOLS:
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                fs.pipe_file(target, data, mode="create")
+                return True
+            except FileExistsError:  # s3fs's translation of 412 for If-None-Match
+                return _holds(fs, target, data)
+            except OSError as exc:
+                code = _s3_error_code(exc)
+                if code in ("PreconditionFailed", "412"):  # stores that omit the Condition field
+                    return _holds(fs, target, data)
+                if code in ("ConditionalRequestConflict", "409") and attempt + 1 < _CONFLICT_RETRIES:
+                    time.sleep(0.1 * 2**attempt)
+                    continue
+                if code not in ("NotImplemented", "501"):
+                    raise
+                break
+    log.warning(
+        "%s does not support conditional writes: creating %s with check-then-put, which is "
+        "exclusive only while a single job writes this run", type(fs).__name__, target,
+    )
     if fs.exists(target):
-        return False
+        return _holds(fs, target, data)
     fs.pipe_file(target, data)
     return True
+
+
+def _protocol(fs: fsspec.AbstractFileSystem) -> set[str]:
+    protocol = fs.protocol
+    return {protocol} if isinstance(protocol, str) else set(protocol)
+
+
+def _s3_error_code(exc: BaseException) -> str | None:
+    """The S3 error code behind an exception s3fs translated (its cause is botocore's error)."""
+    for error in (exc, exc.__cause__):
+        response = getattr(error, "response", None)
+        if isinstance(response, dict):
+            return response.get("Error", {}).get("Code") or str(response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+    return None
+
+
+def _holds(fs: fsspec.AbstractFileSystem, target: str, data: bytes) -> bool:
+    """Whether the object at `target` is exactly `data` (it is ours)."""
+    fs.invalidate_cache(target)
+    try:
+        return fs.cat_file(target) == data
+    except FileNotFoundError:
+        return False
 
 
 def _remove_quietly(path: str) -> None:

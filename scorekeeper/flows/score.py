@@ -17,8 +17,9 @@ from pydantic import Field
 
 from scorekeeper.errors import ScorekeeperError
 from scorekeeper.params import ScoreRequest
-from scorekeeper.storage import Location
+from scorekeeper.storage import Location, child_environment
 from scorekeeper.tasks import artifacts
+from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.gather import gather_predictions
 from scorekeeper.tasks.plan import plan_run
@@ -77,7 +78,9 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, env:
             logger.info(p.line())
 
     cmd = launch_command(processes, context.run.uri + "/" + JOB_FILE, request.collective_timeout_s)
-    run_worker(cmd, progress, on_progress, env=env)
+    # A storage block's credentials reach the scoring processes as their environment; they are
+    # looked up here rather than passed in, so they never become a task parameter.
+    run_worker(cmd, progress, on_progress, env=child_environment() if env is None else env)
     return progress.summary() | {"processes": processes}
 
 
@@ -101,13 +104,14 @@ def report_task(request: ScoreRequest, context: RunContext, metrics: dict, throu
 
 def score_dataset(**parameters: Any) -> dict:
     request = ScoreRequest(**parameters)
-    context = open_run_task(request)
-    manifest = read_inputs_task(request, context)
-    job = plan_ranges_task(request, context, manifest)
-    throughput = score_ranges_task(request, context, job)
-    gathered = gather_task(context, job)
-    metrics = evaluate_task(request, context, manifest)
-    files = report_task(request, context, metrics, throughput)
+    with storage_credentials(request.storage_block):
+        context = open_run_task(request)
+        manifest = read_inputs_task(request, context)
+        job = plan_ranges_task(request, context, manifest)
+        throughput = score_ranges_task(request, context, job)
+        gathered = gather_task(context, job)
+        metrics = evaluate_task(request, context, manifest)
+        files = report_task(request, context, metrics, throughput)
     return {
         "run_id": context.run_id,
         "run_uri": context.run_uri,

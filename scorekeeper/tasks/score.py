@@ -46,19 +46,25 @@ def free_port() -> int:
 
 
 def launch_command(num_processes: int, job_uri: str, collective_timeout_s: float) -> list[str]:
-    """`accelerate launch` for the worker. Without GPUs, --multi_gpu still starts one process per
-    rank, and the worker's PartialState(cpu=True) makes them a gloo group (NOTES.md)."""
-    cmd = [
+    """The worker's command line. Several processes go through `accelerate launch`; without GPUs,
+    --multi_gpu still starts one process per rank, and the worker's PartialState(cpu=True) makes
+    them a gloo group (NOTES.md). One process runs the worker directly: the same code path
+    (PartialState without a launcher), without the launcher's few seconds of start-up."""
+    worker = ["-m", "scorekeeper.worker", job_uri, "--timeout", str(collective_timeout_s)]
+    if num_processes == 1:
+        return [sys.executable, *worker]
+    return [
         sys.executable, "-m", "accelerate.commands.launch",
         "--num_machines", "1",
         "--num_processes", str(num_processes),
         "--mixed_precision", "no",
         "--dynamo_backend", "no",
+        "--multi_gpu",
+        "--main_process_ip", "127.0.0.1",
+        "--main_process_port", str(free_port()),
+        "--monitor_interval", "1",
+        *worker,
     ]  # fmt: skip
-    if num_processes > 1:
-        cmd += ["--multi_gpu", "--main_process_ip", "127.0.0.1", "--main_process_port", str(free_port()), "--monitor_interval", "1"]
-    cmd += ["-m", "scorekeeper.worker", job_uri, "--timeout", str(collective_timeout_s)]
-    return cmd
 
 
 @dataclass

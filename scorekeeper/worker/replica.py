@@ -49,12 +49,12 @@ def prepare_ranges(job: Job, ranks: Ranks, staged: StagedInput, loaded: LoadedMo
 
 @torch.inference_mode()
 def score_batches(model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device) -> np.ndarray:
-    """Probabilities (float64, softmax of float32 logits) for every row of a range, in row order."""
+    """Probabilities (softmax in float64 of the logits) for every row of a range, in row order."""
     probabilities = np.empty((rows, num_labels), dtype=np.float64)
     for batch in batches:
         on_device = batch.to(device, non_blocking=True)
         logits = model(**on_device.model_inputs()).logits
-        probabilities[batch.positions] = torch.softmax(logits.float(), dim=-1).double().cpu().numpy()
+        probabilities[batch.positions] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
     return probabilities
 
 

@@ -8,12 +8,20 @@ leaves an orphan shard that nothing refers to, never a half-counted range.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scorekeeper.storage import Location
 from scorekeeper.worker.job import SHARD_DIR, STAGED_INPUT, CommitRecord, IndexRange, commit_name, row_index_checksum
+
+
+# Fault injection for tests: SCOREKEEPER_FAULT_AFTER_RANGES=N makes a process die right after its
+# N-th commit, as a crashed or preempted machine would (tests/test_deployments.py retries such a run).
+_FAULT_AFTER_RANGES = int(os.environ.get("SCOREKEEPER_FAULT_AFTER_RANGES") or 0)
+_commits_here = 0
 
 
 class StagedInput:
@@ -78,6 +86,14 @@ def commit_shard(
         attempt=attempt,
     )
     if run.create_exclusive(record.to_bytes(), commit_name(r.index)):
+        _after_commit()
         return True
     run.remove(shard)  # another attempt committed this range first; ours is not needed
     return False
+
+
+def _after_commit() -> None:
+    global _commits_here
+    _commits_here += 1
+    if _FAULT_AFTER_RANGES and _commits_here >= _FAULT_AFTER_RANGES:
+        os._exit(17)

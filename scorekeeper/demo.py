@@ -1,0 +1,723 @@
+"""Offline builders for tiny models, adapters and a demo dataset.
+
+No model hub is reachable where scorekeeper is developed and tested, so everything here is built
+locally from configs:
+
+* :func:`build_tokenizer` trains a small WordPiece (BERT-like) or byte-level BPE (Llama-like,
+  deliberately without a pad token) tokenizer with the ``tokenizers`` library.
+* :func:`build_tiny_classifier` saves a tiny, randomly initialised (seeded) sequence-classification
+  model of a given family (bert, roberta, distilbert, minilm, llama, qwen2, mistral) with its
+  tokenizer, as safetensors.
+* :func:`build_lora_adapter` saves a seeded LoRA adapter (PEFT, task type SEQ_CLS) whose weights
+  are all perturbed so that it measurably changes predictions.
+* :func:`build_demo` writes ``data/reviews.csv`` (synthetic labelled product reviews) and
+  ``model/`` (a tiny BERT actually trained on a separate synthetic split).
+
+Command line::
+
+    python -m scorekeeper.demo build OUT_DIR
+    python -m scorekeeper.demo tiny OUT_DIR --family llama
+    python -m scorekeeper.demo adapter BASE_DIR OUT_DIR
+
+This module imports no Prefect and no DuckDB; heavy imports happen inside the functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import shutil
+import string
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Iterable, Sequence
+
+__all__ = [
+    "DEFAULT_LABELS",
+    "ENCODER_FAMILIES",
+    "DECODER_FAMILIES",
+    "FAMILIES",
+    "build_tokenizer",
+    "build_tiny_classifier",
+    "build_lora_adapter",
+    "build_demo",
+    "demo_is_complete",
+    "generate_reviews",
+    "default_corpus",
+    "main",
+]
+
+DEFAULT_LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
+ENCODER_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert", "minilm")
+DECODER_FAMILIES: tuple[str, ...] = ("llama", "qwen2", "mistral")
+FAMILIES: tuple[str, ...] = ENCODER_FAMILIES + DECODER_FAMILIES
+
+# Special tokens of the two tokenizer kinds.
+WORDPIECE_SPECIALS = {
+    "pad_token": "[PAD]",
+    "unk_token": "[UNK]",
+    "cls_token": "[CLS]",
+    "sep_token": "[SEP]",
+    "mask_token": "[MASK]",
+}
+BPE_BOS = "<s>"
+BPE_EOS = "</s>"
+# Qwen2's pre-tokenization regex (Llama 3's differs only in grouping up to three digits).
+_BPE_SPLIT_REGEX = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
+                    r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+
+# Demo layout.
+DEMO_MANIFEST = "demo.json"
+DEMO_VERSION = 1
+DEMO_ROWS = 1200
+DEMO_TRAIN_ROWS = 2400
+DEMO_LABEL_NOISE = 0.07
+
+
+# --------------------------------------------------------------------------------------------
+# Synthetic reviews
+# --------------------------------------------------------------------------------------------
+
+_CATEGORIES: dict[str, dict[str, list[str]]] = {
+    "books": {
+        "items": ["book", "novel", "story", "plot", "ending", "author's writing", "translation",
+                  "paperback", "cookbook", "biography", "audiobook", "sequel"],
+        "facts": ["I read it over a weekend.", "It is about four hundred pages long.",
+                  "I bought it for my book club.", "It arrived a day early.",
+                  "This is the second edition.", "I got the hardcover version.",
+                  "My sister recommended it to me.", "I finished it on a long flight."],
+    },
+    "electronics": {
+        "items": ["headphones", "charger", "battery", "screen", "keyboard", "speaker", "laptop",
+                  "camera", "remote", "router", "mouse", "smart watch"],
+        "facts": ["I have used it for two weeks.", "It came with a usb cable.",
+                  "I use it mostly at the office.", "Setup took about ten minutes.",
+                  "It replaced my old one.", "The box included a manual.",
+                  "I bought the black model.", "It connects over bluetooth."],
+    },
+    "kitchen": {
+        "items": ["blender", "frying pan", "knife set", "kettle", "toaster", "coffee maker",
+                  "cutting board", "mixer", "rice cooker", "pot", "grater", "spatula"],
+        "facts": ["I cook with it almost every day.", "It fits on my counter.",
+                  "I bought it as a gift.", "It is dishwasher safe.",
+                  "I use it for breakfast mostly.", "It came in a plain box.",
+                  "My old one lasted ten years.", "It is the larger size."],
+    },
+}
+
+_ADJ = {
+    "positive": ["excellent", "great", "fantastic", "wonderful", "superb", "reliable", "brilliant",
+                 "delightful", "sturdy", "impressive", "perfect", "lovely"],
+    "neutral": ["okay", "average", "fine", "acceptable", "ordinary", "adequate", "mediocre",
+                "standard", "passable", "so so", "unremarkable", "decent enough"],
+    "negative": ["terrible", "awful", "useless", "flimsy", "disappointing", "horrible", "broken",
+                 "poor", "cheap", "defective", "dreadful", "unreliable"],
+}
+
+_TEMPLATES = {
+    "positive": [
+        "The {item} is {adj}.",
+        "Really {adj} {item}, I love it.",
+        "What a {adj} {item}! Highly recommend.",
+        "I am very happy with this {item}, it is {adj}.",
+        "Five stars, the {item} is {adj} and worth every penny.",
+        "Absolutely {adj}. The {item} exceeded my expectations.",
+        "Best {item} I have owned, simply {adj}.",
+        "I would buy this {item} again, {adj} quality.",
+    ],
+    "neutral": [
+        "The {item} is {adj}.",
+        "It is an {adj} {item}, nothing special.",
+        "The {item} does the job, {adj} overall.",
+        "Three stars. The {item} is {adj}, not great and not bad.",
+        "An {adj} {item} for the price, it works as expected.",
+        "The {item} is {adj}, I have no strong feelings about it.",
+        "Neither good nor bad, the {item} is {adj}.",
+        "It is fine I guess, an {adj} {item}.",
+    ],
+    "negative": [
+        "The {item} is {adj}.",
+        "Really {adj} {item}, I regret buying it.",
+        "What a {adj} {item}. Do not buy.",
+        "I am very unhappy with this {item}, it is {adj}.",
+        "One star, the {item} is {adj} and a waste of money.",
+        "Completely {adj}. The {item} stopped working after a week.",
+        "Worst {item} I have owned, simply {adj}.",
+        "I returned the {item}, {adj} quality.",
+    ],
+}
+
+_CONTRAST = {
+    "positive": "The {item} is {adj} though.",
+    "neutral": "That said, the {item} is {adj}.",
+    "negative": "But the {item} is {adj}.",
+}
+
+
+def _review(rng: random.Random, label: str, category: str) -> str:
+    cat = _CATEGORIES[category]
+    item = rng.choice(cat["items"])
+    text = rng.choice(_TEMPLATES[label]).format(item=item, adj=rng.choice(_ADJ[label]))
+    text = text[0].upper() + text[1:]
+    parts = [text]
+    if rng.random() < 0.5:
+        parts.insert(0 if rng.random() < 0.5 else 1, rng.choice(cat["facts"]))
+    if rng.random() < 0.25:
+        # A weaker clause with another sentiment: makes the task harder but still learnable,
+        # the main clause carries the label.
+        other = rng.choice([x for x in _ADJ if x != label])
+        clause = _CONTRAST[other].format(item=rng.choice(cat["items"]), adj=rng.choice(_ADJ[other]))
+        parts.append(clause[0].upper() + clause[1:])
+    return " ".join(parts)
+
+
+def generate_reviews(n: int, *, seed: int = 0, noise: float = DEMO_LABEL_NOISE,
+                     id_prefix: str = "r") -> list[dict[str, str]]:
+    """Deterministic synthetic product reviews.
+
+    Returns ``n`` dicts with ``review_id`` (``r00001``...), ``text``, ``label`` (label name) and
+    ``category``. A fraction ``noise`` of the labels is replaced by a random *other* label, so the
+    best achievable accuracy is about ``1 - noise``.
+    """
+    rng = random.Random(seed)
+    labels = list(DEFAULT_LABELS)
+    weights = [0.35, 0.25, 0.40]
+    categories = list(_CATEGORIES)
+    rows = []
+    for i in range(n):
+        label = rng.choices(labels, weights)[0]
+        category = rng.choice(categories)
+        text = _review(rng, label, category)
+        if rng.random() < noise:
+            label = rng.choice([x for x in labels if x != label])
+        rows.append({"review_id": f"{id_prefix}{i + 1:05d}", "text": text, "label": label,
+                     "category": category})
+    return rows
+
+
+def default_corpus(n: int = 400, seed: int = 1234) -> list[str]:
+    """A few hundred generated sentences, used to train tokenizers when no texts are given."""
+    return [row["text"] for row in generate_reviews(n, seed=seed, noise=0.0)]
+
+
+# --------------------------------------------------------------------------------------------
+# Tokenizers
+# --------------------------------------------------------------------------------------------
+
+def build_tokenizer(out_dir, texts: Iterable[str], kind: str = "wordpiece", *,
+                    vocab_size: int = 800, model_max_length: int = 128,
+                    model_input_names: Sequence[str] | None = None):
+    """Train a small tokenizer on ``texts`` and save it with ``save_pretrained(out_dir)``.
+
+    ``kind="wordpiece"``: BERT-like. Specials ``[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4``,
+    lowercasing normalizer, ``[CLS] a [SEP]`` / ``[CLS] a [SEP] b [SEP]`` with token type ids.
+
+    ``kind="bpe"``: byte-level BPE, decoder-like. Specials ``<s>`` (bos, id 0) and ``</s>`` (eos,
+    id 1); the post-processor prepends bos (pairs: ``<s> a <s> b``, Llama-3 style); no eos is
+    appended; there is deliberately NO pad token (like Llama), callers must choose one.
+    Model input names are ``input_ids, attention_mask`` (decoders take no token type ids).
+
+    Returns the ``transformers`` fast tokenizer.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    if kind not in ("wordpiece", "bpe"):
+        raise ValueError(f"unknown tokenizer kind {kind!r}; expected 'wordpiece' or 'bpe'")
+    texts = list(texts)
+    if not texts:
+        raise ValueError("build_tokenizer needs at least one training text")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    if kind == "wordpiece":
+        specials = list(WORDPIECE_SPECIALS.values())
+        normalizer = normalizers.BertNormalizer(lowercase=True, clean_text=True,
+                                                handle_chinese_chars=True, strip_accents=None)
+        # tokenizers' WordPieceTrainer is NOT reproducible across processes: it numbers the
+        # "##x" continuation pieces in hash-map order, which changes merge tie-breaks, so the
+        # vocabulary (and every token id) differs from run to run. Plain BPE training over a
+        # sorted alphabet is reproducible: learn the pieces with it, then give each piece a
+        # word-initial and a "##" continuation entry in a WordPiece vocabulary.
+        # The alphabet is seeded with printable ASCII so digits and punctuation missing from a
+        # small corpus still split into known pieces instead of becoming [UNK].
+        learner = Tokenizer(models.BPE(unk_token="[UNK]"))
+        learner.normalizer = normalizer
+        learner.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.BpeTrainer(
+            vocab_size=max(len(specials) + 100, (vocab_size + len(specials)) // 2),
+            special_tokens=specials, min_frequency=1, show_progress=False,
+            initial_alphabet=list(string.ascii_lowercase + string.digits + string.punctuation))
+        learner.train_from_iterator(texts, trainer=trainer)
+        pieces = [p for p, _ in sorted(learner.get_vocab().items(), key=lambda kv: kv[1]) if p not in specials]
+        vocab = {token: i for i, token in enumerate(specials)}
+        for piece in pieces:
+            vocab.setdefault(piece, len(vocab))
+        for piece in pieces:
+            vocab.setdefault("##" + piece, len(vocab))
+        tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##",
+                                         max_input_chars_per_word=100))
+        tok.normalizer = normalizer
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]",
+            pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+        )
+        tok.decoder = decoders.WordPiece(prefix="##")
+        names = list(model_input_names or ["input_ids", "token_type_ids", "attention_mask"])
+        fast = PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            model_max_length=model_max_length,
+            padding_side="right",
+            truncation_side="right",
+            model_input_names=names,
+            **WORDPIECE_SPECIALS,
+        )
+    else:  # bpe
+        specials = [BPE_BOS, BPE_EOS]
+        tok = Tokenizer(models.BPE())
+        tok.normalizer = normalizers.NFC()
+        # Split on the Qwen2 / Llama-3 style regex, then map bytes: the same pipeline that
+        # transformers' Qwen2Tokenizer rebuilds from vocab + merges when it loads a qwen2 folder
+        # (it ignores the normalizer and pre-tokenizer of tokenizer.json), so every decoder
+        # family tokenizes identically before and after a save/load round trip.
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(_BPE_SPLIT_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=1,
+                                      show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tok.train_from_iterator(texts, trainer=trainer)
+        bos_id = tok.token_to_id(BPE_BOS)
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{BPE_BOS}:0 $A:0",
+            pair=f"{BPE_BOS}:0 $A:0 {BPE_BOS}:1 $B:1",
+            special_tokens=[(BPE_BOS, bos_id)],
+        )
+        tok.decoder = decoders.ByteLevel()
+        names = list(model_input_names or ["input_ids", "attention_mask"])
+        fast = PreTrainedTokenizerFast(
+            tokenizer_object=tok,
+            bos_token=BPE_BOS,
+            eos_token=BPE_EOS,
+            model_max_length=model_max_length,
+            padding_side="right",
+            truncation_side="right",
+            model_input_names=names,
+            # transformers rebuilds the post-processor from these two flags (and would replace
+            # the template above with "bos $A" anyway); say so explicitly so a reload agrees.
+            add_bos_token=True,
+            add_eos_token=False,
+        )
+
+    fast.save_pretrained(str(out_dir))
+    cfg_path = out_dir / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    # transformers 5 writes "TokenizersBackend", a class transformers 4.x lacks; hub checkpoints
+    # say "PreTrainedTokenizerFast", which both major versions load from tokenizer.json.
+    cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    if kind == "bpe":
+        # Model-specific tokenizer classes (AutoTokenizer picks Qwen2Tokenizer for any qwen2
+        # folder, whatever tokenizer_class says) default pad/unk to "<|endoftext|>" and would add
+        # it as a new token past the model's vocabulary. Explicit nulls keep "no pad token".
+        for key in ("pad_token", "unk_token"):
+            cfg.setdefault(key, None)
+    cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return fast
+
+
+# --------------------------------------------------------------------------------------------
+# Tiny classifiers
+# --------------------------------------------------------------------------------------------
+
+def _config_for(family: str, tokenizer, *, labels: Sequence[str], num_layers: int | None,
+                hidden_size: int | None, max_position_embeddings: int,
+                initializer_range: float, dropout: float):
+    from transformers import (BertConfig, DistilBertConfig, LlamaConfig, MistralConfig, Qwen2Config,
+                              RobertaConfig)
+
+    id2label = {i: str(name) for i, name in enumerate(labels)}
+    label2id = {name: i for i, name in id2label.items()}
+    common = dict(
+        vocab_size=len(tokenizer),
+        id2label=id2label,
+        label2id=label2id,
+        initializer_range=initializer_range,
+        problem_type="single_label_classification",
+    )
+
+    if family in ("bert", "minilm", "roberta"):
+        if family == "minilm":
+            # all-MiniLM-L6-v2 is a 6-layer BERT with hidden 384, 12 heads, intermediate 1536;
+            # this is the same shape at 1/12 the width.
+            defaults = dict(hidden=32, layers=6, heads=4, inter=128)
+        elif family == "roberta":
+            defaults = dict(hidden=32, layers=2, heads=4, inter=64)
+        else:
+            defaults = dict(hidden=32, layers=2, heads=2, inter=64)
+        hidden = hidden_size or defaults["hidden"]
+        kw = dict(
+            common,
+            hidden_size=hidden,
+            num_hidden_layers=num_layers or defaults["layers"],
+            num_attention_heads=defaults["heads"],
+            intermediate_size=max(defaults["inter"], 2 * hidden),
+            hidden_dropout_prob=dropout,
+            attention_probs_dropout_prob=dropout,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        if family == "roberta":
+            # RoBERTa numbers positions from pad_token_id + 1: it needs two extra position
+            # embeddings (real checkpoints: 514 for 512 tokens) and has a single token type.
+            return RobertaConfig(
+                **kw,
+                max_position_embeddings=max_position_embeddings + tokenizer.pad_token_id + 1,
+                type_vocab_size=1,
+                bos_token_id=tokenizer.cls_token_id,
+                eos_token_id=tokenizer.sep_token_id,
+            )
+        return BertConfig(**kw, max_position_embeddings=max_position_embeddings, type_vocab_size=2)
+
+    if family == "distilbert":
+        hidden = hidden_size or 32
+        return DistilBertConfig(
+            **common,
+            dim=hidden,
+            n_layers=num_layers or 3,
+            n_heads=4,
+            hidden_dim=max(64, 2 * hidden),
+            max_position_embeddings=max_position_embeddings,
+            dropout=dropout,
+            attention_dropout=dropout,
+            seq_classif_dropout=dropout,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+
+    if family in DECODER_FAMILIES:
+        hidden = hidden_size or 32
+        kw = dict(
+            common,
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=num_layers or 2,
+            num_attention_heads=4,
+            num_key_value_heads=2,  # grouped-query attention, as in the real families
+            max_position_embeddings=max_position_embeddings,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            # pad_token_id deliberately left unset: real Llama checkpoints lack it.
+            pad_token_id=None,
+            tie_word_embeddings=False,
+            use_cache=False,
+        )
+        if family == "llama":
+            return LlamaConfig(**kw)
+        if family == "qwen2":
+            return Qwen2Config(**kw, use_sliding_window=False)
+        return MistralConfig(**kw, sliding_window=None)
+
+    raise ValueError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
+
+
+def build_tiny_classifier(out_dir, family: str, *, labels: Sequence[str] = DEFAULT_LABELS, seed: int = 0,
+                          texts: Iterable[str] | None = None, num_layers: int | None = None,
+                          hidden_size: int | None = None, max_position_embeddings: int = 128,
+                          initializer_range: float = 0.3, dropout: float = 0.1,
+                          vocab_size: int = 800) -> Path:
+    """Build and save a tiny randomly initialised sequence classifier of ``family``.
+
+    Families: bert, roberta, distilbert, minilm (encoders, WordPiece tokenizer) and llama, qwen2,
+    mistral (decoders, byte-level BPE tokenizer without a pad token; ``config.pad_token_id`` is
+    left unset as in real Llama checkpoints). Weights are deterministic by ``seed``; the large
+    default ``initializer_range`` makes the predictions far from uniform. Saved with
+    ``save_pretrained`` (safetensors) together with the tokenizer. Returns ``out_dir``.
+    """
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
+    labels = [str(x) for x in labels]
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise ValueError(f"labels must be at least two distinct names, got {labels!r}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    texts = list(texts) if texts is not None else default_corpus()
+
+    if family in ENCODER_FAMILIES:
+        # DistilBERT and RoBERTa take no token type ids (RoBERTa has a single token type).
+        names = (["input_ids", "attention_mask"] if family in ("distilbert", "roberta")
+                 else ["input_ids", "token_type_ids", "attention_mask"])
+        tokenizer = build_tokenizer(out_dir, texts, "wordpiece", vocab_size=vocab_size,
+                                    model_max_length=max_position_embeddings, model_input_names=names)
+    else:
+        tokenizer = build_tokenizer(out_dir, texts, "bpe", vocab_size=vocab_size,
+                                    model_max_length=max_position_embeddings)
+
+    config = _config_for(family, tokenizer, labels=labels, num_layers=num_layers, hidden_size=hidden_size,
+                         max_position_embeddings=max_position_embeddings,
+                         initializer_range=initializer_range, dropout=dropout)
+    torch.manual_seed(seed)
+    model = AutoModelForSequenceClassification.from_config(config)
+    model.eval()
+    model.save_pretrained(str(out_dir))
+    return out_dir
+
+
+# --------------------------------------------------------------------------------------------
+# LoRA adapters
+# --------------------------------------------------------------------------------------------
+
+_LORA_TARGETS = {
+    "bert": ["query", "value"],
+    "roberta": ["query", "value"],
+    "distilbert": ["q_lin", "v_lin"],
+    "llama": ["q_proj", "v_proj"],
+    "qwen2": ["q_proj", "v_proj"],
+    "mistral": ["q_proj", "v_proj"],
+}
+
+
+def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_std: float = 0.2,
+                       head_noise_std: float = 0.1) -> Path:
+    """Build and save a seeded LoRA adapter (task type SEQ_CLS) for the model in ``base_dir``.
+
+    Targets the attention query/value projections of the family; the classification head
+    (``classifier`` / ``score``) is saved in full as ``modules_to_save`` (PEFT's default for
+    SEQ_CLS). PEFT initialises LoRA B to zero (a no-op adapter), so every trainable adapter
+    tensor, the head copy included, gets seeded Gaussian noise. Returns ``out_dir``.
+    """
+    import torch
+    from peft import LoraConfig, TaskType, get_peft_model
+    from transformers import AutoModelForSequenceClassification
+
+    base_dir, out_dir = Path(base_dir), Path(out_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(str(base_dir))
+    targets = _LORA_TARGETS.get(model.config.model_type)
+    if targets is None:
+        raise ValueError(f"no LoRA targets known for model type {model.config.model_type!r}")
+    lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=r, lora_alpha=2 * r, lora_dropout=0.0,
+                      target_modules=targets)
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        peft_model = get_peft_model(model, lora)
+    gen = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if not param.requires_grad:
+                continue
+            std = noise_std if "lora_" in name else head_noise_std
+            param.add_(torch.randn(param.shape, generator=gen, dtype=torch.float32).to(param.dtype) * std)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    peft_model.save_pretrained(str(out_dir))
+    return out_dir
+
+
+# --------------------------------------------------------------------------------------------
+# Demo
+# --------------------------------------------------------------------------------------------
+
+def demo_is_complete(out_dir, **expected) -> bool:
+    """True when ``out_dir`` holds a complete demo built by this version.
+
+    Keyword arguments (seed, rows, train_rows, epochs) must also match the recorded build.
+    """
+    out_dir = Path(out_dir)
+    try:
+        manifest = json.loads((out_dir / DEMO_MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict) or manifest.get("version") != DEMO_VERSION:
+        return False
+    if any(manifest.get(key) != value for key, value in expected.items()):
+        return False
+    needed = [out_dir / "data" / "reviews.csv", out_dir / "model" / "config.json",
+              out_dir / "model" / "model.safetensors", out_dir / "model" / "tokenizer.json",
+              out_dir / "model" / "tokenizer_config.json"]
+    return all(p.is_file() for p in needed)
+
+
+def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["review_id", "text", "label", "category"])
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, path)
+
+
+def _train_demo_model(model_dir: Path, train_rows, eval_rows, *, seed: int, epochs: int,
+                      batch_size: int, lr: float, log) -> dict:
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    build_tiny_classifier(model_dir, "bert", labels=DEFAULT_LABELS, seed=seed,
+                          texts=[r["text"] for r in train_rows], num_layers=2, hidden_size=64,
+                          max_position_embeddings=128, initializer_range=0.02, dropout=0.1,
+                          vocab_size=1000)
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
+    label2id = model.config.label2id
+
+    def encode(rows):
+        enc = tokenizer([r["text"] for r in rows], padding=True, truncation=True, max_length=64,
+                        return_tensors="pt")
+        return enc, torch.tensor([label2id[r["label"]] for r in rows])
+
+    train_enc, train_y = encode(train_rows)
+    n = len(train_rows)
+    steps = epochs * ((n + batch_size - 1) // batch_size)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warmup = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    step = 0
+    for epoch in range(epochs):
+        perm = torch.randperm(n, generator=gen)
+        total = 0.0
+        for start in range(0, n, batch_size):
+            idx = perm[start:start + batch_size]
+            batch = {k: v[idx] for k, v in train_enc.items()}
+            # trim the batch to its longest row: much faster on CPU
+            width = int(batch["attention_mask"].sum(1).max())
+            batch = {k: v[:, :width] for k, v in batch.items()}
+            out = model(**batch, labels=train_y[idx])
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            total += float(out.loss.detach()) * len(idx)
+            step += 1
+        log(f"epoch {epoch + 1}/{epochs}: train loss {total / n:.4f}")
+
+    model.eval()
+    with torch.no_grad():
+        enc, y = encode(eval_rows)
+        preds = []
+        for start in range(0, len(eval_rows), 256):
+            preds.append(model(**{k: v[start:start + 256] for k, v in enc.items()}).logits.argmax(-1))
+        accuracy = float((torch.cat(preds) == y).float().mean())
+    model.save_pretrained(str(model_dir))
+    return {"steps": step, "demo_accuracy": accuracy}
+
+
+def build_demo(out_dir, *, seed: int = 0, rows: int = DEMO_ROWS, train_rows: int = DEMO_TRAIN_ROWS,
+               epochs: int = 3, threads: int | None = 1, force: bool = False, verbose: bool = False) -> Path:
+    """Build the demo under ``out_dir``: ``data/reviews.csv`` and ``model/`` (a trained tiny BERT).
+
+    ``reviews.csv`` has columns review_id (``r00001``...), text, label (negative, neutral,
+    positive) and category (books, electronics, kitchen); labels carry ~7% noise. The model is
+    trained on a separate synthetic split (different seed, different ids), never on these rows.
+    Idempotent: returns at once when ``out_dir`` already holds a complete demo (``force`` rebuilds).
+    ``threads`` is torch's intra-op thread count while training (``None``: leave it as it is).
+    One thread is the default on purpose: the model is tiny, extra threads gain little, and
+    when other processes share the cores an oversubscribed torch slows down 5-10x.
+    The build is deterministic for a given seed and thread count. Returns ``out_dir``.
+    """
+    import torch
+
+    out_dir = Path(out_dir)
+    if not force and demo_is_complete(out_dir, seed=seed, rows=rows, train_rows=train_rows, epochs=epochs):
+        return out_dir
+
+    def log(msg):
+        if verbose:
+            print(msg, file=sys.stderr, flush=True)
+
+    t0 = time.time()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / DEMO_MANIFEST).unlink(missing_ok=True)
+    (out_dir / "data").mkdir(exist_ok=True)
+
+    demo = generate_reviews(rows, seed=seed, id_prefix="r")
+    train = generate_reviews(train_rows, seed=seed + 10_000, id_prefix="t")
+    _write_csv(out_dir / "data" / "reviews.csv", demo)
+
+    model_dir = out_dir / "model"
+    tmp_dir = out_dir / "model.tmp"
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    old_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(max(1, int(threads)))
+    try:
+        stats = _train_demo_model(tmp_dir, train, demo, seed=seed, epochs=epochs, batch_size=32,
+                                  lr=2e-3, log=log)
+    finally:
+        torch.set_num_threads(old_threads)
+    shutil.rmtree(model_dir, ignore_errors=True)
+    os.replace(tmp_dir, model_dir)
+
+    manifest = {
+        "version": DEMO_VERSION,
+        "seed": seed,
+        "rows": rows,
+        "train_rows": train_rows,
+        "label_noise": DEMO_LABEL_NOISE,
+        "labels": list(DEFAULT_LABELS),
+        "epochs": epochs,
+        "build_seconds": round(time.time() - t0, 2),
+        **stats,
+    }
+    (out_dir / DEMO_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    log(f"demo built in {manifest['build_seconds']}s, accuracy on demo rows {stats['demo_accuracy']:.3f}")
+    return out_dir
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scorekeeper.demo",
+                                     description="Build offline demo data, tiny models and adapters.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build", help="build the demo (data/reviews.csv and a trained tiny BERT in model/)")
+    p.add_argument("out_dir")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--force", action="store_true", help="rebuild even if a complete demo exists")
+    p.add_argument("--threads", type=int, default=1, help="torch threads while training (default 1)")
+
+    p = sub.add_parser("tiny", help="build a tiny random classifier of one family")
+    p.add_argument("out_dir")
+    p.add_argument("--family", choices=FAMILIES, default="bert")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--labels", default=",".join(DEFAULT_LABELS), help="comma-separated label names")
+    p.add_argument("--num-layers", type=int, default=None)
+    p.add_argument("--hidden-size", type=int, default=None)
+    p.add_argument("--max-position-embeddings", type=int, default=128)
+
+    p = sub.add_parser("adapter", help="build a seeded LoRA adapter for a model folder")
+    p.add_argument("base_dir")
+    p.add_argument("out_dir")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--r", type=int, default=4)
+
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        path = build_demo(args.out_dir, seed=args.seed, force=args.force, threads=args.threads,
+                          verbose=True)
+    elif args.command == "tiny":
+        labels = [x.strip() for x in args.labels.split(",") if x.strip()]
+        path = build_tiny_classifier(args.out_dir, args.family, labels=labels, seed=args.seed,
+                                     num_layers=args.num_layers, hidden_size=args.hidden_size,
+                                     max_position_embeddings=args.max_position_embeddings)
+    else:
+        path = build_lora_adapter(args.base_dir, args.out_dir, seed=args.seed, r=args.r)
+    print(Path(path).resolve())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,398 @@
+"""Pipeline mode: the model's layers split into stages, micro-batches flowing through them.
+
+P = D x S processes run D pipelines of S stages (rank r is stage r % S of pipeline r // S). In
+each pipeline:
+
+* the first stage claims ranges (one counter for all pipelines, as in replica mode), reads,
+  tokenises and cuts them into exactly the batches replica mode would score, and tells the other
+  stages of its pipeline what is coming: one small broadcast per range carrying each batch's
+  (rows, width) and its rows' positions. Nothing else needs to reach them: a stage's input shape
+  is fixed by (rows, width), and the last stage reads the range's ids from the staged input itself;
+* every batch is one step of a GPipe schedule over M micro-batches. Micro-batch shapes must be
+  fixed per step, so the batch's rows are padded up to a multiple of M with copies of its first
+  row, and the copies are cut off the last stage's logits before anything is written;
+* the last stage turns logits into the range's prediction table and commits its shard.
+
+An empty header ends the pipeline. Every stage then shares its busy and step time, and the last
+stage emits one `pipeline` event with the stage boundaries and the measured bubble.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from scorekeeper.errors import InputError
+from scorekeeper.storage import Location
+from scorekeeper.worker.job import IndexRange, Job
+from scorekeeper.worker.model import LoadedModel
+from scorekeeper.worker.replica import PreparedRange, prepare_ranges
+from scorekeeper.worker.runtime import Ranks, emit, prefetch
+from scorekeeper.worker.shards import StagedInput, commit_shard, prediction_table
+from scorekeeper.worker.stages import build_stage
+
+log = logging.getLogger(__name__)
+
+SCHEDULE = "GPipe"
+# Stages and schedules kept per micro-batch shape. Each holds receive buffers for one batch's
+# activations, so the cache is small; building a new one costs a two-message warm-up, not a forward.
+SCHEDULE_CACHE = 4
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where this process sits: pipeline `pipeline` of `pipelines`, stage `stage` of `stages`."""
+
+    world: int
+    stages: int
+    pipeline: int
+    stage: int
+
+    @property
+    def pipelines(self) -> int:
+        return self.world // self.stages
+
+    @property
+    def ranks(self) -> list[int]:
+        """Global ranks of this pipeline's stages, in stage order."""
+        return list(range(self.pipeline * self.stages, (self.pipeline + 1) * self.stages))
+
+    @property
+    def is_first(self) -> bool:
+        return self.stage == 0
+
+    @property
+    def is_last(self) -> bool:
+        return self.stage == self.stages - 1
+
+
+def plan_layout(world: int, rank: int, requested_stages: int | None) -> Layout:
+    """Stages per pipeline (default: all processes, one pipeline) and this rank's place."""
+    stages = requested_stages or world
+    if stages > world:
+        raise InputError(f"pipeline_stages={stages} needs at least {stages} processes, but {world} were launched")
+    if world % stages:
+        raise InputError(
+            f"{world} processes cannot form pipelines of {stages} stages: num_processes must be a multiple "
+            f"of pipeline_stages (e.g. {stages * max(1, world // stages)} or {stages * (world // stages + 1)})"
+        )
+    return Layout(world=world, stages=stages, pipeline=rank // stages, stage=rank % stages)
+
+
+def pipeline_groups(layout: Layout) -> dist.ProcessGroup | None:
+    """This pipeline's process group. Every rank creates every group, in the same order, as
+    new_group requires; with one pipeline the default group is the pipeline's."""
+    if layout.pipelines == 1:
+        return None
+    mine = None
+    for d in range(layout.pipelines):
+        group = dist.new_group(list(range(d * layout.stages, (d + 1) * layout.stages)))
+        if d == layout.pipeline:
+            mine = group
+    return mine
+
+
+# -- what the first stage tells the others about a range ---------------------------------------
+
+
+@dataclass
+class RangeWork:
+    """A range as every stage of a pipeline sees it: its batches' shapes and rows' positions.
+
+    The first stage also has the collated batches (`prepared`); the others have only the shapes.
+    """
+
+    range: IndexRange
+    truncated: int
+    useful_tokens: int
+    padded_tokens: int
+    shapes: list[tuple[int, int]]  # (rows, width) per batch
+    positions: list[np.ndarray]  # row positions inside the range, per batch
+    prepared: PreparedRange | None = None
+
+    @classmethod
+    def from_prepared(cls, prepared: PreparedRange) -> RangeWork:
+        batches = prepared.batches
+        return cls(
+            range=prepared.range,
+            truncated=prepared.truncated,
+            useful_tokens=sum(b.useful_tokens for b in batches),
+            padded_tokens=sum(b.padded_tokens for b in batches),
+            shapes=[(len(b.positions), int(b.input_ids.shape[1])) for b in batches],
+            positions=[np.asarray(b.positions, dtype=np.int64) for b in batches],
+            prepared=prepared,
+        )
+
+    def header(self) -> np.ndarray:
+        r = self.range
+        fixed = [r.index, r.start, r.end, self.truncated, self.useful_tokens, self.padded_tokens, len(self.shapes)]
+        rows = [s[0] for s in self.shapes]
+        widths = [s[1] for s in self.shapes]
+        return np.concatenate([np.asarray(fixed + rows + widths, dtype=np.int64), *self.positions])
+
+    @classmethod
+    def from_header(cls, header: np.ndarray) -> RangeWork:
+        index, start, end, truncated, useful, padded, count = (int(x) for x in header[:7])
+        rows = header[7 : 7 + count].tolist()
+        widths = header[7 + count : 7 + 2 * count].tolist()
+        cuts = np.cumsum([0, *rows])
+        flat = header[7 + 2 * count :]
+        return cls(
+            range=IndexRange(index, start, end),
+            truncated=truncated,
+            useful_tokens=useful,
+            padded_tokens=padded,
+            shapes=list(zip(rows, widths)),
+            positions=[flat[cuts[k] : cuts[k + 1]].copy() for k in range(count)],
+        )
+
+
+def send_header(header: np.ndarray | None, layout: Layout, group, device: torch.device) -> None:
+    """First stage: broadcast a range's header to its pipeline; None (length 0) means no more."""
+    payload = torch.from_numpy(header if header is not None else np.zeros(0, dtype=np.int64)).to(device)
+    size = torch.tensor([payload.numel()], dtype=torch.int64, device=device)
+    dist.broadcast(size, src=layout.ranks[0], group=group)
+    if payload.numel():
+        dist.broadcast(payload, src=layout.ranks[0], group=group)
+
+
+def receive_header(layout: Layout, group, device: torch.device) -> np.ndarray | None:
+    size = torch.zeros(1, dtype=torch.int64, device=device)
+    dist.broadcast(size, src=layout.ranks[0], group=group)
+    if int(size.item()) == 0:
+        return None
+    payload = torch.empty(int(size.item()), dtype=torch.int64, device=device)
+    dist.broadcast(payload, src=layout.ranks[0], group=group)
+    return payload.cpu().numpy()
+
+
+def pipeline_ranges(job: Job, ranks: Ranks, layout: Layout, group, loaded: LoadedModel, staged: StagedInput | None) -> Iterator[RangeWork]:
+    """The ranges this pipeline scores, on every stage of it, ending on every stage together."""
+    if not layout.is_first:
+        while (header := receive_header(layout, group, ranks.device)) is not None:
+            yield RangeWork.from_header(header)
+        return
+    for prepared in prefetch(prepare_ranges(job, ranks, staged, loaded), depth=2):
+        work = RangeWork.from_prepared(prepared)
+        if layout.stages > 1:
+            send_header(work.header(), layout, group, ranks.device)
+        yield work
+    # Only a normal end says so: after a failure the launcher stops the whole job instead.
+    if layout.stages > 1:
+        send_header(None, layout, group, ranks.device)
+
+
+# -- running a batch through the schedule ------------------------------------------------------
+
+
+class TimedStage(nn.Module):
+    """The stage module, timing its own forward calls: the busy time the bubble is measured against."""
+
+    def __init__(self, inner: nn.Module, device: torch.device):
+        super().__init__()
+        self.inner = inner
+        self.cuda = device.type == "cuda"
+        self.busy = 0.0
+        self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+
+    def forward(self, *inputs):
+        if self.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = self.inner(*inputs)
+            end.record()
+            self._events.append((start, end))
+            return out
+        began = time.perf_counter()
+        out = self.inner(*inputs)
+        self.busy += time.perf_counter() - began
+        return out
+
+    def settle(self) -> None:
+        """Fold recorded CUDA event pairs into `busy` (call after a synchronize)."""
+        self.busy += sum(s.elapsed_time(e) for s, e in self._events) / 1000.0
+        self._events.clear()
+
+
+@dataclass
+class StepStats:
+    steps: int = 0
+    wall: float = 0.0
+    dummy_rows: int = 0
+    short_steps: int = 0  # batches with fewer rows than micro-batches, run with fewer micro-batches
+
+
+class StageRunner:
+    """This process's stage of one pipeline: runs each batch as one schedule step."""
+
+    def __init__(self, module: nn.Module, layout: Layout, group, device: torch.device, dtype: torch.dtype, microbatches: int):
+        self.timed = TimedStage(module, device)
+        self.module = module
+        self.layout = layout
+        self.group = group
+        self.device = device
+        self.dtype = dtype
+        self.microbatches = microbatches
+        self.stats = StepStats()
+        self._schedules: OrderedDict[tuple, object] = OrderedDict()
+
+    def _schedule(self, count: int, rows: int, width: int, first_inputs: int):
+        """A stage + GPipe schedule for `count` micro-batches of (rows, width). Every stage of the
+        pipeline asks for the same keys in the same order, so caches and warm-ups stay in step."""
+        from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+        key = (count, rows, width, first_inputs)
+        schedule = self._schedules.get(key)
+        if schedule is not None:
+            self._schedules.move_to_end(key)
+            return schedule
+        meta = lambda shape, dtype: torch.empty(shape, dtype=dtype, device="meta")  # noqa: E731
+        if self.layout.is_first:
+            inputs = tuple(meta((rows, width), torch.int64) for _ in range(first_inputs))
+        else:  # what the previous stage sends: every non-last stage of a family sends the same kinds
+            inputs = tuple(meta(s, d) for s, d in self.module.sent(rows, width, self.dtype))
+        if self.layout.is_last:
+            outputs = (meta((rows, self.num_labels), self.dtype),)
+        else:
+            outputs = tuple(meta(s, d) for s, d in self.module.sent(rows, width, self.dtype))
+        stage = PipelineStage(
+            self.timed, self.layout.stage, self.layout.stages, self.device,
+            input_args=inputs, output_args=outputs, group=self.group,
+        )  # fmt: skip
+        schedule = ScheduleGPipe(stage, n_microbatches=count)
+        self._schedules[key] = schedule
+        if len(self._schedules) > SCHEDULE_CACHE:
+            self._schedules.popitem(last=False)
+        return schedule
+
+    @property
+    def num_labels(self) -> int:
+        return int(self.module.config.num_labels)
+
+    @torch.inference_mode()
+    def run(self, rows: int, width: int, inputs: tuple[torch.Tensor, ...] | None) -> torch.Tensor | None:
+        """One batch through the pipeline; the last stage gets its logits (padding rows removed)."""
+        count = min(self.microbatches, rows)
+        per_micro = math.ceil(rows / count)
+        padded = count * per_micro
+        schedule = self._schedule(count, per_micro, width, len(inputs) if inputs is not None else 0)
+        args = ()
+        if inputs is not None:
+            args = tuple(t.to(self.device, non_blocking=True) for t in inputs)
+            if padded > rows:  # copies of the first row: fixed micro-batch shapes, dropped below
+                fill = torch.cat([torch.arange(rows), torch.zeros(padded - rows, dtype=torch.int64)]).to(self.device)
+                args = tuple(t.index_select(0, fill) for t in args)
+        began = time.perf_counter()
+        out = schedule.step(*args)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            self.timed.settle()
+        self.stats.wall += time.perf_counter() - began
+        self.stats.steps += 1
+        self.stats.dummy_rows += padded - rows
+        self.stats.short_steps += count < self.microbatches
+        return out[:rows] if self.layout.is_last else None
+
+
+# -- the runner --------------------------------------------------------------------------------
+
+
+def run_pipeline(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> None:
+    request = job.request
+    layout = plan_layout(ranks.world, ranks.rank, request.pipeline_stages)
+    dtype = next(loaded.model.parameters()).dtype
+    module, bounds = build_stage(loaded.model, layout.stage, layout.stages)
+    # Keep only this stage's modules. The whole model was loaded first (simple, but the peak
+    # memory of each process is the whole model's); dropping it here frees the other stages'.
+    loaded.model = None
+    gc.collect()
+    if ranks.device.type == "cuda":
+        torch.cuda.empty_cache()
+    if ranks.is_main:
+        log.info("pipeline mode: %d pipeline(s) of %d stages, layers %s, %d micro-batches", layout.pipelines, layout.stages, bounds, request.microbatches)
+    group = pipeline_groups(layout)
+    runner = StageRunner(module, layout, group, ranks.device, dtype, request.microbatches)
+    staged = StagedInput(run) if layout.is_first or layout.is_last else None
+    attempt = f"{job.attempt}-p{layout.pipeline}"
+    started = time.time()
+    writes: list[Future] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorekeeper-commit") as writer:
+        for work in pipeline_ranges(job, ranks, layout, group, loaded, staged):
+            batches = work.prepared.batches if work.prepared is not None else None
+            probabilities = np.empty((work.range.rows, len(loaded.labels)), dtype=np.float64) if layout.is_last else None
+            for k, (rows, width) in enumerate(work.shapes):
+                inputs = tuple(batches[k].model_inputs().values()) if batches is not None else None
+                logits = runner.run(rows, width, inputs)
+                if probabilities is not None:
+                    probabilities[work.positions[k]] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+            if layout.is_last:
+                rows_table = work.prepared.rows if work.prepared is not None else staged.read(work.range)
+                table = prediction_table(rows_table, probabilities, loaded.labels)
+                writes.append(writer.submit(_commit_and_report, run, work, table, job, attempt, ranks.rank, started))
+                for done in [w for w in writes if w.done()]:
+                    done.result()  # surface a failed commit early
+        for w in writes:
+            w.result()
+    report_pipeline(runner, layout, group, ranks.device, bounds, request.microbatches)
+
+
+def _commit_and_report(run: Location, work: RangeWork, table: pa.Table, job: Job, attempt: str, rank: int, started: float) -> None:
+    committed = commit_shard(
+        run, work.range, table, scoring_fingerprint=job.scoring_fingerprint, attempt=attempt,
+        tokens=work.useful_tokens, truncated=work.truncated,
+    )  # fmt: skip
+    emit(
+        "range_done", rank=rank, range=work.range.index, rows=work.range.rows, tokens=work.useful_tokens,
+        padded_tokens=work.padded_tokens, truncated=work.truncated, committed=committed, elapsed=time.time() - started,
+    )  # fmt: skip
+
+
+def bubble_theoretical(stages: int, microbatches: int) -> float:
+    """GPipe's idle share with equal stages: (S - 1) / (M + S - 1)."""
+    return (stages - 1) / (microbatches + stages - 1)
+
+
+def report_pipeline(runner: StageRunner, layout: Layout, group, device: torch.device, bounds, microbatches: int) -> None:
+    """Gather every stage's busy and step time; the last stage emits the pipeline's one event.
+
+    The measured bubble is the share of step time the stages spent not computing, pooled over
+    stages: 1 - sum(busy) / sum(step time). It includes communication and stage imbalance.
+    """
+    mine = torch.tensor([runner.timed.busy, runner.stats.wall], dtype=torch.float64, device=device)
+    if layout.stages > 1:
+        gathered = [torch.zeros_like(mine) for _ in range(layout.stages)]
+        dist.all_gather(gathered, mine, group=group)
+    else:
+        gathered = [mine]
+    if not layout.is_last:
+        return
+    busy = [float(t[0]) for t in gathered]
+    wall = [float(t[1]) for t in gathered]
+    measured = 1.0 - sum(busy) / sum(wall) if sum(wall) > 0 else None
+    emit(
+        "pipeline",
+        pipeline=layout.pipeline,
+        ranks=layout.ranks,
+        stages=[list(b) for b in bounds],
+        microbatches=microbatches,
+        schedule=SCHEDULE,
+        steps=runner.stats.steps,
+        short_steps=runner.stats.short_steps,
+        dummy_rows=runner.stats.dummy_rows,
+        stage_busy_s=[round(b, 6) for b in busy],
+        stage_step_s=[round(w, 6) for w in wall],
+        bubble_measured=None if measured is None else round(measured, 6),
+        bubble_theoretical=round(bubble_theoretical(layout.stages, microbatches), 6),
+    )

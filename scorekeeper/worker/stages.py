@@ -1,0 +1,323 @@
+"""Pipeline stages built explicitly per architecture family: no tracing, no export.
+
+A sequence classifier is seen as a chain: embeddings -> transformer layers -> head. The layers
+are cut into contiguous stages balanced by their parameter count, and each stage is a small
+`nn.Module` that holds only its own submodules and re-does, for its layers, exactly what the
+transformers model does around them (the 4D attention mask, rotary position embeddings).
+
+What travels between stages is plain tensors, so a receiving stage can pre-allocate them:
+
+* encoders (BERT, MiniLM, RoBERTa, DistilBERT): ``(hidden, attention_mask)``;
+* decoders (Llama, Qwen2, Mistral): ``(hidden, attention_mask, last_token)``, where
+  ``last_token`` is each row's last non-pad position, found from the input ids on the first stage
+  the way ``GenericForSequenceClassification`` finds it (the last stage never sees the ids).
+
+The first stage takes ``(input_ids, attention_mask[, token_type_ids])``; the last returns logits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from scorekeeper.errors import ModelError
+
+ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
+DECODER_TYPES = ("llama", "qwen2", "mistral")
+SUPPORTED = (
+    "encoders: BERT and MiniLM-like (model_type bert), RoBERTa (roberta, xlm-roberta, camembert), "
+    "DistilBERT (distilbert); decoders: Llama (llama), Qwen2 (qwen2), Mistral (mistral)"
+)
+
+
+@dataclass
+class Chain:
+    """A classifier taken apart: what runs before, inside and after the transformer layers."""
+
+    model_type: str
+    config: object
+    embed: Callable  # (input_ids, token_type_ids | None) -> hidden; a bound method of `embeddings`
+    embeddings: nn.Module
+    layers: list[nn.Module]
+    head: nn.Module  # hidden -> logits (decoders: the final norm, last-token pick and score)
+    rotary: nn.Module | None = None  # decoders: rotary position embeddings, needed by every stage
+
+    @property
+    def is_decoder(self) -> bool:
+        return self.model_type in DECODER_TYPES
+
+
+def unwrap_adapter(model: nn.Module) -> nn.Module:
+    """The transformers model under an unmerged PEFT adapter. LoRA layers live inside the linear
+    layers they adapt and the saved head copy is a wrapper module, so they split like the rest."""
+    get_base_model = getattr(model, "get_base_model", None)
+    if get_base_model is not None and hasattr(model, "peft_config"):
+        base = get_base_model()
+        if any(getattr(c, "is_prompt_learning", False) for c in model.peft_config.values()):
+            raise ModelError("pipeline mode cannot split a prompt-learning adapter; use replica mode")
+        return base
+    return model
+
+
+def take_apart(model: nn.Module) -> Chain:
+    """The model's chain of parts, or a ModelError that names the supported families."""
+    model = unwrap_adapter(model)
+    config = model.config
+    model_type = getattr(config, "model_type", None)
+    if model_type in ("bert",):
+        return Chain(model_type, config, _bert_embed(model.bert.embeddings), model.bert.embeddings,
+                     list(model.bert.encoder.layer), BertHead(model.bert.pooler, model.dropout, model.classifier))
+    if model_type in ("roberta", "xlm-roberta", "camembert"):
+        return Chain(model_type, config, _bert_embed(model.roberta.embeddings), model.roberta.embeddings,
+                     list(model.roberta.encoder.layer), RobertaHead(model.classifier))
+    if model_type == "distilbert":
+        embeddings = model.distilbert.embeddings
+        return Chain(model_type, config, lambda ids, _types: embeddings(ids), embeddings,
+                     list(model.distilbert.transformer.layer),
+                     DistilBertHead(model.pre_classifier, model.dropout, model.classifier))
+    if model_type in DECODER_TYPES:
+        inner = model.model
+        embed_tokens = inner.embed_tokens
+        layers = list(inner.layers[: config.num_hidden_layers])
+        return Chain(model_type, config, lambda ids, _types: embed_tokens(ids), embed_tokens,
+                     layers, DecoderHead(inner.norm, model.score), rotary=inner.rotary_emb)
+    raise ModelError(
+        f"pipeline mode cannot split a {type(model).__name__} (model_type {model_type!r}); it supports "
+        f"{SUPPORTED}. Use mode=replica for other architectures."
+    )
+
+
+def _bert_embed(embeddings: nn.Module) -> Callable:
+    return lambda ids, types: embeddings(input_ids=ids, token_type_ids=types)
+
+
+# -- heads: what the *ForSequenceClassification model does after the last layer ----------------
+
+
+class BertHead(nn.Module):
+    """BertForSequenceClassification: pooler (dense + tanh on [CLS]) -> dropout -> classifier."""
+
+    def __init__(self, pooler: nn.Module, dropout: nn.Module, classifier: nn.Module):
+        super().__init__()
+        if pooler is None:
+            raise ModelError("this BERT classifier has no pooler; pipeline mode needs the pooled [CLS] output")
+        self.pooler, self.dropout, self.classifier = pooler, dropout, classifier
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.dropout(self.pooler(hidden)))
+
+
+class RobertaHead(nn.Module):
+    """RobertaForSequenceClassification: the classification head reads <s> itself."""
+
+    def __init__(self, classifier: nn.Module):
+        super().__init__()
+        self.classifier = classifier
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.classifier(hidden)
+
+
+class DistilBertHead(nn.Module):
+    """DistilBertForSequenceClassification: [CLS] -> pre_classifier -> ReLU -> dropout -> classifier."""
+
+    def __init__(self, pre_classifier: nn.Module, dropout: nn.Module, classifier: nn.Module):
+        super().__init__()
+        self.pre_classifier, self.dropout, self.classifier = pre_classifier, dropout, classifier
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.dropout(torch.relu(self.pre_classifier(hidden[:, 0]))))
+
+
+class DecoderHead(nn.Module):
+    """GenericForSequenceClassification: final norm, then the score of each row's last non-pad token."""
+
+    def __init__(self, norm: nn.Module, score: nn.Module):
+        super().__init__()
+        self.norm, self.score = norm, score
+
+    def forward(self, hidden: torch.Tensor, last_token: torch.Tensor) -> torch.Tensor:
+        hidden = self.norm(hidden)
+        rows = torch.arange(hidden.shape[0], device=hidden.device)
+        # score is a linear map per position: scoring the picked position equals picking the scored one.
+        return self.score(hidden[rows, last_token])
+
+
+def last_non_pad_token(input_ids: torch.Tensor, pad_token_id: int | None) -> torch.Tensor:
+    """Each row's rightmost non-pad position, exactly as GenericForSequenceClassification finds it."""
+    width = input_ids.shape[-1]
+    if pad_token_id is None:
+        return torch.full((input_ids.shape[0],), width - 1, dtype=torch.int64, device=input_ids.device)
+    non_pad = (input_ids != pad_token_id).to(torch.int32)
+    positions = torch.arange(width, device=input_ids.device, dtype=torch.int32)
+    return (positions * non_pad).argmax(-1).to(torch.int64)
+
+
+# -- masks: the same calls the transformers models make ---------------------------------------
+
+
+def encoder_mask(config, hidden: torch.Tensor, attention_mask: torch.Tensor):
+    from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+
+    if getattr(config, "is_decoder", False):  # a BERT trained as a decoder attends causally
+        return create_causal_mask(config=config, inputs_embeds=hidden, attention_mask=attention_mask, cache=None)
+    return create_bidirectional_mask(config=config, inputs_embeds=hidden, attention_mask=attention_mask)
+
+
+def decoder_masks(config, model_type: str, layer_ids: Sequence[int], hidden, attention_mask, position_ids) -> list:
+    """The attention mask of each of this stage's layers (full or sliding-window causal)."""
+    from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+
+    kwargs = dict(config=config, inputs_embeds=hidden, attention_mask=attention_mask, cache=None, position_ids=position_ids)
+    if model_type == "mistral":
+        make = create_causal_mask if getattr(config, "sliding_window", None) is None else create_sliding_window_causal_mask
+        mask = make(**kwargs)
+        return [mask] * len(layer_ids)
+    layer_types = getattr(config, "layer_types", None) or ["full_attention"] * config.num_hidden_layers
+    wanted = {layer_types[i] for i in layer_ids}
+    made = {}
+    if "full_attention" in wanted:
+        made["full_attention"] = create_causal_mask(**kwargs)
+    if "sliding_attention" in wanted:
+        made["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)
+    unknown = wanted - made.keys()
+    if unknown:
+        raise ModelError(f"pipeline mode does not know the attention layer types {sorted(unknown)} of this {model_type} model")
+    return [made[layer_types[i]] for i in layer_ids]
+
+
+# -- stages ------------------------------------------------------------------------------------
+
+
+class EncoderStage(nn.Module):
+    """Layers [start, end) of an encoder; the first stage embeds, the last applies the head."""
+
+    def __init__(self, chain: Chain, start: int, end: int, first: bool, last: bool):
+        super().__init__()
+        self.config = chain.config
+        self._embed = chain.embed if first else None
+        self.embeddings = chain.embeddings if first else None
+        self.layers = nn.ModuleList(chain.layers[start:end])
+        self.head = chain.head if last else None
+        self.hidden_size = hidden_size(chain.config)
+
+    def sent(self, rows: int, width: int, dtype: torch.dtype) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """Shapes and dtypes of what this stage sends on (fixed by the micro-batch's rows and width)."""
+        return [((rows, width, self.hidden_size), dtype), ((rows, width), torch.int64)]
+
+    def forward(self, *inputs: torch.Tensor):
+        if self._embed is not None:
+            input_ids, attention_mask = inputs[0], inputs[1]
+            hidden = self._embed(input_ids, inputs[2] if len(inputs) > 2 else None)
+        else:
+            hidden, attention_mask = inputs
+        mask = encoder_mask(self.config, hidden, attention_mask)
+        for layer in self.layers:
+            hidden = layer(hidden, mask)
+        if self.head is not None:
+            return self.head(hidden)
+        return hidden.contiguous(), attention_mask
+
+
+class DecoderStage(nn.Module):
+    """Layers [start, end) of a decoder; the first stage embeds, the last applies norm and score."""
+
+    def __init__(self, chain: Chain, start: int, end: int, first: bool, last: bool):
+        super().__init__()
+        self.config = chain.config
+        self.model_type = chain.model_type
+        self.layer_ids = list(range(start, end))
+        self.embeddings = chain.embeddings if first else None
+        self.layers = nn.ModuleList(chain.layers[start:end])
+        self.rotary = chain.rotary
+        self.head = chain.head if last else None
+        self.pad_token_id = getattr(chain.config, "pad_token_id", None)
+        self.hidden_size = hidden_size(chain.config)
+
+    def sent(self, rows: int, width: int, dtype: torch.dtype) -> list[tuple[tuple[int, ...], torch.dtype]]:
+        """Shapes and dtypes of what this stage sends on (fixed by the micro-batch's rows and width)."""
+        return [((rows, width, self.hidden_size), dtype), ((rows, width), torch.int64), ((rows,), torch.int64)]
+
+    def forward(self, *inputs: torch.Tensor):
+        if self.embeddings is not None:
+            input_ids, attention_mask = inputs[0], inputs[1]
+            hidden = self.embeddings(input_ids)
+            last_token = last_non_pad_token(input_ids, self.pad_token_id)
+        else:
+            hidden, attention_mask, last_token = inputs
+        position_ids = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
+        masks = decoder_masks(self.config, self.model_type, self.layer_ids, hidden, attention_mask, position_ids)
+        position_embeddings = self.rotary(hidden, position_ids)
+        for layer, mask in zip(self.layers, masks):
+            hidden = layer(hidden, attention_mask=mask, position_ids=position_ids, position_embeddings=position_embeddings)
+        if self.head is not None:
+            return self.head(hidden, last_token)
+        return hidden.contiguous(), attention_mask, last_token
+
+
+# -- the split ---------------------------------------------------------------------------------
+
+
+def hidden_size(config) -> int:
+    return int(getattr(config, "hidden_size", None) or config.dim)
+
+
+def parameter_count(module: nn.Module | None) -> int:
+    return 0 if module is None else sum(p.numel() for p in module.parameters())
+
+
+def balanced_boundaries(costs: Sequence[int], stages: int) -> list[int]:
+    """Cut points [0, b1, ..., n] of `stages` contiguous, non-empty groups minimising the largest
+    group's cost (ties: the earliest cut), by dynamic programming over the prefix sums."""
+    n = len(costs)
+    if stages < 1 or stages > n:
+        raise ModelError(f"cannot split {n} layers into {stages} pipeline stages: each stage needs at least one layer")
+    prefix = [0]
+    for c in costs:
+        prefix.append(prefix[-1] + c)
+    inf = float("inf")
+    # best[s][i]: the smallest possible largest cost when the first i layers form s stages.
+    best = [[inf] * (n + 1) for _ in range(stages + 1)]
+    cut = [[0] * (n + 1) for _ in range(stages + 1)]
+    best[0][0] = 0
+    for s in range(1, stages + 1):
+        for i in range(s, n - (stages - s) + 1):
+            for j in range(s - 1, i):
+                value = max(best[s - 1][j], prefix[i] - prefix[j])
+                if value < best[s][i]:
+                    best[s][i], cut[s][i] = value, j
+    bounds = [n]
+    for s in range(stages, 0, -1):
+        bounds.append(cut[s][bounds[-1]])
+    return bounds[::-1]
+
+
+def stage_boundaries(chain: Chain, stages: int) -> list[tuple[int, int]]:
+    """Layer ranges [start, end) of each stage, balanced by parameter count.
+
+    The layers' parameters are what is balanced (they are the compute and most of the memory);
+    the head's are added to the last layer. The embedding table is left out: it is a lookup, and
+    counting a large vocabulary would leave the first stage with almost no layers to run.
+    """
+    costs = [parameter_count(layer) for layer in chain.layers]
+    costs[-1] += parameter_count(chain.head)
+    bounds = balanced_boundaries(costs, stages)
+    return [(bounds[k], bounds[k + 1]) for k in range(stages)]
+
+
+def build_stage(model: nn.Module, stage: int, stages: int) -> tuple[nn.Module, list[tuple[int, int]]]:
+    """The module of pipeline stage `stage` of `stages`, and every stage's layer range.
+
+    The returned module holds references to its own submodules only: once the caller drops the
+    whole model, the other stages' weights can be freed.
+    """
+    chain = take_apart(model)
+    bounds = stage_boundaries(chain, stages)
+    start, end = bounds[stage]
+    cls = DecoderStage if chain.is_decoder else EncoderStage
+    module = cls(chain, start, end, first=stage == 0, last=stage == stages - 1)
+    module.eval()
+    return module, bounds

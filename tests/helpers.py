@@ -1,0 +1,104 @@
+"""Test helpers: the flow's steps without the Prefect engine, independent references, data files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from scorekeeper.params import ScoreRequest
+from scorekeeper.tasks.evaluate import evaluate
+from scorekeeper.tasks.gather import gather_predictions
+from scorekeeper.tasks.plan import plan_run
+from scorekeeper.tasks.prepare import open_run
+from scorekeeper.tasks.read import read_inputs
+from scorekeeper.tasks.report import publish_report
+from scorekeeper.tasks.score import Progress, launch_command, run_worker
+
+LABELS = ["negative", "neutral", "positive"]
+WORDS = "good bad great terrible fine okay awful nice product price quality fast slow love hate meh broken works".split()
+
+
+def make_rows(n: int, seed: int = 0, max_words: int = 30) -> list[dict]:
+    """Labelled rows of random words with varied lengths (so batches get padding)."""
+    rng = random.Random(seed)
+    return [
+        {
+            "review_id": f"r{i:05d}",
+            "text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, max_words))),
+            "label": rng.choice(LABELS),
+        }
+        for i in range(n)
+    ]
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".csv":
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    elif path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    return path
+
+
+@dataclass
+class Result:
+    run_dir: Path
+    predictions: pa.Table
+    metrics: dict
+    progress: Progress
+
+
+def run_job(num_processes: int = 1, **params) -> Result:
+    """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
+    request = ScoreRequest(num_processes=num_processes, **params)
+    context = open_run(request, None)
+    manifest = read_inputs(request, context.run)
+    job = plan_run(request, context, manifest)
+    progress = Progress(total_rows=sum(r.rows for r in job.ranges))
+    if job.ranges:
+        run_worker(launch_command(num_processes, context.run.uri + "/work/job.json", 60), progress)
+    gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
+    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns)
+    publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})
+    run_dir = Path(context.run_uri)
+    return Result(run_dir, pq.read_table(run_dir / "predictions.parquet"), metrics, progress)
+
+
+def reference_probabilities(model_dir: str, texts: list[str], pairs: list[str] | None = None,
+                            adapter_dir: str | None = None, merge: bool = True) -> np.ndarray:
+    """Each row scored alone, unpadded, with transformers directly: the independent reference."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir)
+    if adapter_dir:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter_dir)
+        if merge:
+            model = model.merge_and_unload()
+    model.eval()
+    limit = min(tokenizer.model_max_length, 10**6)
+    out = []
+    with torch.no_grad():
+        for i, text in enumerate(texts):
+            enc = tokenizer(text, pairs[i] if pairs else None, truncation=True, max_length=limit, return_tensors="pt")
+            out.append(torch.softmax(model(**enc).logits.double(), -1)[0].numpy())
+    return np.stack(out)
+
+
+def probabilities(table: pa.Table) -> np.ndarray:
+    return np.array(table.column("probabilities").to_pylist(), dtype=np.float64)

@@ -1,0 +1,36 @@
+"""Length-aware batching: a pure function of the range, under the token budget."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scorekeeper.worker.batching import Encoded, collate, cut_batches
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_batches_cover_each_position_once_within_budget(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 200, size=rng.integers(1, 300))
+    batches = cut_batches(lengths, tokens_per_batch=1000, max_rows=64)
+    positions = np.concatenate(batches)
+    assert sorted(positions.tolist()) == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) <= 64
+        assert len(b) == 1 or len(b) * lengths[b].max() <= 1000
+        assert lengths[b].tolist() == sorted(lengths[b].tolist(), reverse=True)
+    assert [b.tolist() for b in batches] == [b.tolist() for b in cut_batches(lengths.copy(), 1000, 64)]
+
+
+def test_a_row_longer_than_the_budget_gets_a_batch_of_its_own():
+    batches = cut_batches(np.array([5, 600, 5]), tokens_per_batch=100, max_rows=8)
+    assert [b.tolist() for b in batches] == [[1], [0, 2]]
+
+
+def test_collate_pads_right_to_the_longest_row_and_masks_pads():
+    encoded = Encoded(ids=[[1, 2, 3], [4], [5, 6]], type_ids=[[0, 0, 1], [0], [0, 1]], lengths=np.array([3, 1, 2]), truncated=0)
+    batch = collate(encoded, np.array([1, 2]), pad_token_id=9)
+    assert batch.input_ids.tolist() == [[4, 9], [5, 6]]
+    assert batch.attention_mask.tolist() == [[1, 0], [1, 1]]
+    assert batch.token_type_ids.tolist() == [[0, 0], [0, 1]]
+    assert (batch.useful_tokens, batch.padded_tokens) == (3, 4)

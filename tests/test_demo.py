@@ -1,0 +1,293 @@
+"""Tests for scorekeeper.demo: tiny offline models, tokenizers, LoRA adapters and the demo build."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from transformers import AutoModelForSequenceClassification, AutoTokenizer  # noqa: E402
+
+from scorekeeper import demo  # noqa: E402
+
+# peft calls a transformers API that transformers 5 deprecates
+pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BATCH = [
+    "The kettle is great, I love it.",
+    "Awful screen. I regret buying it, do not buy!",
+    "ok",
+    "Three stars: the novel is average, 42 pages of nothing special.",
+]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _quiet_single_threaded():
+    """No progress bars; one torch thread (tiny models gain nothing from more, and an
+    oversubscribed torch on a shared 2-core machine is several times slower)."""
+    from transformers.utils import logging as hf_logging
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    hf_logging.disable_progress_bar()
+    yield
+    hf_logging.enable_progress_bar()
+    torch.set_num_threads(threads)
+
+
+def _load(path):
+    tok = AutoTokenizer.from_pretrained(str(path))
+    model = AutoModelForSequenceClassification.from_pretrained(str(path))
+    model.eval()
+    return tok, model
+
+
+def _ready_for_batches(tok, model):
+    """What a scorer has to do for decoder checkpoints that ship without a pad token."""
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    if model.config.pad_token_id is None:
+        model.config.pad_token_id = tok.pad_token_id
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory):
+    """One tiny model per family, built once for the module."""
+    root = tmp_path_factory.mktemp("tiny")
+    return {family: demo.build_tiny_classifier(root / family, family, seed=0) for family in demo.FAMILIES}
+
+
+# ------------------------------------------------------------------------------------------
+# tokenizers
+# ------------------------------------------------------------------------------------------
+
+def test_wordpiece_tokenizer(tmp_path):
+    tok = demo.build_tokenizer(tmp_path, demo.default_corpus(200), "wordpiece")
+    assert [tok.convert_tokens_to_ids(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
+    assert tok.pad_token == "[PAD]" and tok.pad_token_id == 0
+    assert tok.model_max_length == 128
+    enc = tok("The KETTLE is great", "It Works")
+    ids = enc["input_ids"]
+    assert ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id and ids.count(tok.sep_token_id) == 2
+    first_sep = ids.index(tok.sep_token_id)
+    assert set(enc["token_type_ids"][: first_sep + 1]) == {0}
+    assert set(enc["token_type_ids"][first_sep + 1:]) == {1}
+    # lowercasing normalizer; digits are in the alphabet even if the corpus has none
+    assert tok("KETTLE")["input_ids"] == tok("kettle")["input_ids"]
+    assert tok.unk_token_id not in tok("order 12345 arrived!")["input_ids"]
+    reloaded = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert reloaded("The KETTLE is great", "It Works")["input_ids"] == ids
+
+
+def test_bpe_tokenizer_has_no_pad(tmp_path):
+    tok = demo.build_tokenizer(tmp_path, demo.default_corpus(200), "bpe")
+    assert tok.pad_token is None and tok.pad_token_id is None
+    assert tok.bos_token == "<s>" and tok.eos_token == "</s>"
+    ids = tok("The kettle is great.")["input_ids"]
+    assert ids[0] == tok.bos_token_id and ids[-1] != tok.eos_token_id
+    assert "token_type_ids" not in tok("The kettle is great.")
+    assert tok.decode(ids, skip_special_tokens=True) == "The kettle is great."
+    reloaded = AutoTokenizer.from_pretrained(str(tmp_path))
+    assert reloaded.pad_token is None
+    assert reloaded("The kettle is great.")["input_ids"] == ids
+    with pytest.raises(ValueError):
+        demo.build_tokenizer(tmp_path / "x", ["a"], "sentencepiece")
+
+
+# ------------------------------------------------------------------------------------------
+# tiny classifiers
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("family", demo.FAMILIES)
+def test_tiny_classifier_round_trip(tiny_models, family):
+    path = tiny_models[family]
+    files = sorted(os.listdir(path))
+    assert "model.safetensors" in files and "config.json" in files and "tokenizer.json" in files
+    assert not [f for f in files if f.endswith((".bin", ".pt", ".pth", ".ckpt"))]
+
+    tok, model = _load(path)
+    cfg = model.config
+    assert cfg.id2label == {0: "negative", 1: "neutral", 2: "positive"}
+    assert cfg.label2id == {"negative": 0, "neutral": 1, "positive": 2}
+    assert cfg.vocab_size == len(tok)
+    assert 32 <= cfg.hidden_size <= 64
+    if family in demo.DECODER_FAMILIES:
+        assert tok.pad_token is None, "decoder tokenizers must ship without a pad token"
+        assert cfg.pad_token_id is None
+        assert cfg.bos_token_id == tok.bos_token_id and cfg.eos_token_id == tok.eos_token_id
+        assert cfg.num_key_value_heads < cfg.num_attention_heads  # grouped-query attention
+    else:
+        assert tok.pad_token_id == 0 and cfg.pad_token_id == 0
+    if family == "minilm":
+        assert cfg.model_type == "bert" and cfg.num_hidden_layers >= 3
+
+    _ready_for_batches(tok, model)
+    enc = tok(BATCH, padding=True, truncation=True, return_tensors="pt")
+    assert int(enc["input_ids"].max()) < cfg.vocab_size
+    with torch.no_grad():
+        logits = model(**enc).logits
+        singles = torch.cat([model(**tok([t], return_tensors="pt")).logits for t in BATCH])
+    assert logits.shape == (len(BATCH), 3)
+    assert torch.isfinite(logits).all()
+    # padding does not change a row's logits (right padding, pad = eos for decoders)
+    torch.testing.assert_close(logits, singles, atol=1e-4, rtol=1e-4)
+    # inputs truncated to model_max_length fit the position embeddings (RoBERTa needs +2)
+    long = tok([" ".join(["the kettle is great"] * 100)], truncation=True, return_tensors="pt")
+    assert long["input_ids"].shape[1] == tok.model_max_length == 128
+    with torch.no_grad():
+        assert model(**long).logits.shape == (1, 3)
+    # large init: predictions are far from uniform and differ between rows
+    probs = logits.softmax(-1)
+    assert float((probs - 1 / 3).abs().max()) > 0.05
+    assert float((probs[0] - probs[1]).abs().max()) > 1e-3
+
+
+def test_tiny_classifier_seeded_and_custom_labels(tmp_path, tiny_models):
+    again = demo.build_tiny_classifier(tmp_path / "again", "llama", seed=0)
+    other = demo.build_tiny_classifier(tmp_path / "other", "llama", seed=1, labels=("no", "yes"))
+    from safetensors.torch import load_file
+
+    w0 = load_file(str(Path(tiny_models["llama"]) / "model.safetensors"))
+    w1 = load_file(str(Path(again) / "model.safetensors"))
+    assert w0.keys() == w1.keys() and all(torch.equal(w0[k], w1[k]) for k in w0)
+    tok, model = _load(other)
+    assert model.config.id2label == {0: "no", 1: "yes"}
+    with torch.no_grad():
+        assert model(**tok(["hello there"], return_tensors="pt")).logits.shape == (1, 2)
+    with pytest.raises(ValueError):
+        demo.build_tiny_classifier(tmp_path / "bad", "gpt9")
+
+
+# ------------------------------------------------------------------------------------------
+# LoRA adapters
+# ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "llama", "qwen2"])
+def test_lora_adapter_changes_logits(tmp_path, tiny_models, family):
+    from peft import PeftModel
+
+    base_dir = tiny_models[family]
+    adapter_dir = demo.build_lora_adapter(base_dir, tmp_path / "adapter", seed=0)
+    files = sorted(os.listdir(adapter_dir))
+    assert "adapter_model.safetensors" in files and "adapter_config.json" in files
+    assert not [f for f in files if f.endswith(".bin")]
+    adapter_cfg = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
+    assert adapter_cfg["task_type"] == "SEQ_CLS"
+
+    tok, base = _load(base_dir)
+    _ready_for_batches(tok, base)
+    enc = tok(BATCH, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        base_logits = base(**enc).logits
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(base_dir))
+    model.config.pad_token_id = tok.pad_token_id
+    peft_model = PeftModel.from_pretrained(model, str(adapter_dir))
+    peft_model.eval()
+    with torch.no_grad():
+        unmerged = peft_model(**enc).logits
+    merged_model = peft_model.merge_and_unload()
+    merged_model.eval()
+    with torch.no_grad():
+        merged = merged_model(**enc).logits
+
+    assert unmerged.shape == base_logits.shape == (len(BATCH), 3)
+    assert float((unmerged - base_logits).abs().max()) > 0.05, "the adapter must change the logits"
+    torch.testing.assert_close(merged, unmerged, atol=1e-4, rtol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------
+# demo
+# ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("demo")
+    start = time.time()
+    demo.build_demo(out)
+    return out, time.time() - start
+
+
+def test_demo_data(demo_dir):
+    out, _ = demo_dir
+    with open(out / "data" / "reviews.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["review_id", "text", "label", "category"]
+    assert 1000 <= len(rows) <= 1500
+    ids = [r["review_id"] for r in rows]
+    assert ids[0] == "r00001" and len(set(ids)) == len(ids)
+    assert {r["label"] for r in rows} == {"negative", "neutral", "positive"}
+    assert {r["category"] for r in rows} == {"books", "electronics", "kitchen"}
+    assert all(r["text"].strip() for r in rows)
+    assert os.listdir(out / "data") == ["reviews.csv"]
+    # deterministic
+    assert demo.generate_reviews(50) == demo.generate_reviews(50)
+
+
+def test_demo_model_beats_80_percent(demo_dir):
+    out, seconds = demo_dir
+    assert seconds < 90, f"demo build took {seconds:.1f}s"
+    with open(out / "data" / "reviews.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    tok, model = _load(out / "model")
+    assert not [f for f in os.listdir(out / "model") if f.endswith(".bin")]
+    preds = []
+    with torch.no_grad():
+        for start in range(0, len(rows), 256):
+            chunk = [r["text"] for r in rows[start:start + 256]]
+            enc = tok(chunk, padding=True, truncation=True, return_tensors="pt")
+            preds.extend(model(**enc).logits.argmax(-1).tolist())
+    accuracy = sum(model.config.id2label[p] == r["label"] for p, r in zip(preds, rows)) / len(rows)
+    assert accuracy > 0.80, accuracy
+    assert accuracy < 0.99  # the labels are noisy on purpose
+
+
+def test_demo_is_idempotent(demo_dir):
+    out, _ = demo_dir
+    weights = out / "model" / "model.safetensors"
+    before = weights.stat().st_mtime_ns
+    start = time.time()
+    assert demo.build_demo(out) == out
+    assert time.time() - start < 2
+    assert weights.stat().st_mtime_ns == before
+    assert demo.demo_is_complete(out)
+    assert not demo.demo_is_complete(out / "nowhere")
+    assert not demo.demo_is_complete(out, seed=1)  # a different request would rebuild
+
+
+# ------------------------------------------------------------------------------------------
+# command line
+# ------------------------------------------------------------------------------------------
+
+def test_cli_tiny_in_process(tmp_path, capsys):
+    assert demo.main(["tiny", str(tmp_path / "m"), "--family", "llama", "--labels", "a,b,c,d"]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    assert Path(printed) == (tmp_path / "m").resolve()
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["id2label"]["3"] == "d"
+
+
+def test_cli_module_entry_point_is_reproducible(tmp_path, tiny_models):
+    """`python -m scorekeeper.demo tiny` works, and a fresh process builds byte-identical files.
+
+    (tokenizers' own WordPieceTrainer is not reproducible across processes; demo.py avoids it.)
+    """
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scorekeeper.demo", "tiny", str(tmp_path / "bert"), "--family", "bert"],
+        capture_output=True, text=True, env=env, cwd=str(REPO_ROOT), timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == str((tmp_path / "bert").resolve())
+    for name in ("tokenizer.json", "config.json", "model.safetensors"):
+        fresh = (tmp_path / "bert" / name).read_bytes()
+        assert fresh == (Path(tiny_models["bert"]) / name).read_bytes(), name

@@ -1,0 +1,80 @@
+"""Planning and gathering: ranges tile the rows exactly once, whatever happens."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from scorekeeper.errors import GatherError
+from scorekeeper.storage import Location
+from scorekeeper.tasks.gather import gather_predictions, tiling_problems
+from scorekeeper.worker.job import CommitRecord, commit_name, plan_ranges
+from scorekeeper.worker.shards import commit_shard, prediction_table
+
+
+@pytest.mark.parametrize("total,per", [(1, 4), (7, 3), (12, 4), (4096, 1000), (5, 5)])
+def test_ranges_tile_the_rows_in_fixed_sizes(total, per):
+    ranges = plan_ranges(total, per)
+    assert [r.index for r in ranges] == list(range(len(ranges)))
+    assert ranges[0].start == 0 and ranges[-1].end == total
+    assert all(a.end == b.start for a, b in zip(ranges, ranges[1:]))
+    assert all(r.rows == per for r in ranges[:-1]) and 0 < ranges[-1].rows <= per
+    assert not tiling_problems([(r.start, r.end) for r in ranges], total)
+
+
+def test_tiling_names_gaps_overlaps_duplicates_and_excess():
+    assert tiling_problems([(0, 3), (5, 7)], 7) == ["rows [3, 5) have no prediction"]
+    assert tiling_problems([(0, 4), (3, 7)], 7) == ["rows [3, 4) are predicted more than once"]
+    assert tiling_problems([(0, 4), (0, 4), (4, 7)], 7) == ["rows [0, 4) are predicted more than once"]
+    assert tiling_problems([(0, 4)], 7) == ["rows [4, 7) have no prediction"]
+    assert tiling_problems([(0, 9)], 7) == ["rows [7, 9) are beyond the input's 7 rows"]
+    assert tiling_problems([], 3) == ["rows [0, 3) have no prediction"]
+
+
+def _commit(run: Location, index: int, start: int, end: int, fingerprint: str = "fp") -> None:
+    from scorekeeper.worker.job import IndexRange
+
+    rows = pa.table({"row_index": pa.array(range(start, end), pa.int64()), "id": pa.array(range(start, end), pa.int64())})
+    probs = np.full((end - start, 2), 0.5)
+    assert commit_shard(run, IndexRange(index, start, end), prediction_table(rows, probs, ["a", "b"]),
+                        scoring_fingerprint=fingerprint, attempt="t", tokens=1, truncated=0)
+
+
+def test_gather_writes_rows_in_order_and_refuses_gaps(tmp_path):
+    run = Location.from_uri(str(tmp_path / "run"))
+    _commit(run, 1, 3, 6)
+    _commit(run, 0, 0, 3)
+    with pytest.raises(GatherError, match=r"rows \[6, 8\) have no prediction"):
+        gather_predictions(run, 8, "fp")
+    _commit(run, 2, 6, 8)
+    assert gather_predictions(run, 8, "fp")["rows"] == 8
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "run" / "predictions.parquet")
+    assert table.column("row_index").to_pylist() == list(range(8))
+
+
+def test_commit_is_exclusive_and_tampered_shards_are_refused(tmp_path):
+    run = Location.from_uri(str(tmp_path / "run"))
+    _commit(run, 0, 0, 4)
+    from scorekeeper.worker.job import IndexRange
+
+    rows = pa.table({"row_index": pa.array(range(4), pa.int64()), "id": pa.array(range(4), pa.int64())})
+    second = commit_shard(run, IndexRange(0, 0, 4), prediction_table(rows, np.full((4, 2), 0.5), ["a", "b"]),
+                          scoring_fingerprint="fp", attempt="other", tokens=1, truncated=0)
+    assert second is False
+    assert run.list_names("work/shards") == ["range-0000000-t.parquet"]
+    # A record that claims other rows than its shard holds fails the gather and names the shard.
+    record = CommitRecord.from_bytes(run.read_bytes(commit_name(0)))
+    record.end, record.rows = 5, 5
+    (tmp_path / "run" / commit_name(0)).write_bytes(record.to_bytes())
+    with pytest.raises(GatherError, match="does not hold exactly rows"):
+        gather_predictions(run, 5, "fp")
+
+
+def test_commits_of_other_settings_do_not_count(tmp_path):
+    run = Location.from_uri(str(tmp_path / "run"))
+    _commit(run, 0, 0, 4, fingerprint="old")
+    with pytest.raises(GatherError, match=r"rows \[0, 4\) have no prediction"):
+        gather_predictions(run, 4, "new")
