@@ -93,8 +93,9 @@ def plan_layout(world: int, rank: int, requested_stages: int | None) -> Layout:
 
 def pipeline_groups(layout: Layout) -> dist.ProcessGroup | None:
     """This pipeline's process group. Every rank creates every group, in the same order, as
-    new_group requires; with one pipeline the default group is the pipeline's."""
-    if layout.pipelines == 1:
+    new_group requires; with one pipeline the default group is the pipeline's, and a one-stage
+    pipeline talks to no one."""
+    if layout.pipelines == 1 or layout.stages == 1:
         return None
     mine = None
     for d in range(layout.pipelines):
@@ -232,6 +233,7 @@ class StepStats:
     wall: float = 0.0
     dummy_rows: int = 0
     short_steps: int = 0  # batches with fewer rows than micro-batches, run with fewer micro-batches
+    schedules_built: int = 0  # stage + schedule objects made (the rest came from the shape cache)
 
 
 class StageRunner:
@@ -272,6 +274,7 @@ class StageRunner:
             input_args=inputs, output_args=outputs, group=self.group,
         )  # fmt: skip
         schedule = ScheduleGPipe(stage, n_microbatches=count)
+        self.stats.schedules_built += 1
         self._schedules[key] = schedule
         if len(self._schedules) > SCHEDULE_CACHE:
             self._schedules.popitem(last=False)
@@ -287,7 +290,6 @@ class StageRunner:
         count = min(self.microbatches, rows)
         per_micro = math.ceil(rows / count)
         padded = count * per_micro
-        schedule = self._schedule(count, per_micro, width, len(inputs) if inputs is not None else 0)
         args = ()
         if inputs is not None:
             args = tuple(t.to(self.device, non_blocking=True) for t in inputs)
@@ -295,7 +297,10 @@ class StageRunner:
                 fill = torch.cat([torch.arange(rows), torch.zeros(padded - rows, dtype=torch.int64)]).to(self.device)
                 args = tuple(t.index_select(0, fill) for t in args)
         began = time.perf_counter()
-        out = schedule.step(*args)
+        if self.layout.stages == 1:  # GPipe without peers: the micro-batches in turn, no process group needed
+            out = torch.cat([self.timed(*chunk) for chunk in zip(*(t.tensor_split(count) for t in args))])
+        else:
+            out = self._schedule(count, per_micro, width, len(args)).step(*args)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
             self.timed.settle()
@@ -391,6 +396,7 @@ def report_pipeline(runner: StageRunner, layout: Layout, group, device: torch.de
         steps=runner.stats.steps,
         short_steps=runner.stats.short_steps,
         dummy_rows=runner.stats.dummy_rows,
+        schedules_built=runner.stats.schedules_built,
         stage_busy_s=[round(b, 6) for b in busy],
         stage_step_s=[round(w, 6) for w in wall],
         bubble_measured=None if measured is None else round(measured, 6),

@@ -39,7 +39,7 @@ class Chain:
 
     model_type: str
     config: object
-    embed: Callable  # (input_ids, token_type_ids | None) -> hidden; a bound method of `embeddings`
+    embed: Callable  # (input_ids, token_type_ids | None) -> hidden, through `embeddings`
     embeddings: nn.Module
     layers: list[nn.Module]
     head: nn.Module  # hidden -> logits (decoders: the final norm, last-token pick and score)
@@ -219,7 +219,7 @@ class EncoderStage(nn.Module):
             hidden = layer(hidden, mask)
         if self.head is not None:
             return self.head(hidden)
-        return hidden.contiguous(), attention_mask
+        return hidden.contiguous(), attention_mask.contiguous()
 
 
 class DecoderStage(nn.Module):
@@ -255,7 +255,7 @@ class DecoderStage(nn.Module):
             hidden = layer(hidden, attention_mask=mask, position_ids=position_ids, position_embeddings=position_embeddings)
         if self.head is not None:
             return self.head(hidden, last_token)
-        return hidden.contiguous(), attention_mask, last_token
+        return hidden.contiguous(), attention_mask.contiguous(), last_token.contiguous()
 
 
 # -- the split ---------------------------------------------------------------------------------
