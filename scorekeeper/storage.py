@@ -8,7 +8,9 @@ Object storage is reached with the standard AWS chain (environment variables, AW
 AWS_ENDPOINT_URL_S3, profiles, instance roles) unless a flow run opened a `StorageAccess` scope
 (tasks/credentials.py builds one from a Prefect block): every filesystem made inside the scope
 gets its options, and the scoring subprocesses get its environment. fsspec caches filesystems by
-their options, so two scopes with different credentials never share a client.
+their options, so two scopes with different credentials never share a client. Prefect's task
+threads inherit the scope; a thread a step starts itself does not, so make its Location first
+(a Location keeps its filesystem) or run the thread in `contextvars.copy_context()`.
 """
 
 from __future__ import annotations
@@ -226,6 +228,7 @@ class Location:
 
 # A conditional PUT racing another one on the same key gets 409 ConditionalRequestConflict: ask again.
 _CONFLICT_RETRIES = 5
+_WARNED_NOT_EXCLUSIVE: set[str] = set()
 
 
 def _create_exclusive_remote(fs: fsspec.AbstractFileSystem, target: str, data: bytes) -> bool:
@@ -254,10 +257,12 @@ def _create_exclusive_remote(fs: fsspec.AbstractFileSystem, target: str, data: b
                 if code not in ("NotImplemented", "501"):
                     raise
                 break
-    log.warning(
-        "%s does not support conditional writes: creating %s with check-then-put, which is "
-        "exclusive only while a single job writes this run", type(fs).__name__, target,
-    )
+    if type(fs).__name__ not in _WARNED_NOT_EXCLUSIVE:
+        _WARNED_NOT_EXCLUSIVE.add(type(fs).__name__)
+        log.warning(
+            "%s does not support conditional writes: creating %s with check-then-put, which is "
+            "exclusive only while a single job writes this run", type(fs).__name__, target,
+        )
     if fs.exists(target):
         return _holds(fs, target, data)
     fs.pipe_file(target, data)

@@ -40,9 +40,11 @@ def list_folder(uri: str, what: str) -> list[tuple[str, str, int]]:
         rel = posixpath.relpath(path, root)
         if rel == ".":
             raise ModelError(f"{what} {uri} is a file; {what}_uri must name a folder")
-        if rel.startswith("../") or posixpath.isabs(rel):
+        if rel == ".." or rel.startswith("../") or posixpath.isabs(rel):
             raise ModelError(f"{what} folder {uri} holds an unusable object name: {path}")
-        entries.append((rel, str(info.get("ETag") or info.get("etag") or "").strip('"'), int(info.get("size") or 0)))
+        # The ETag changes with the content; a store that lists none gets the modification time.
+        version = info.get("ETag") or info.get("etag") or info.get("LastModified") or info.get("mtime") or ""
+        entries.append((rel, str(version).strip('"'), int(info.get("size") or 0)))
     if not entries:
         raise ModelError(f"{what} folder not found or empty: {uri}")
     return sorted(entries)
@@ -54,7 +56,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
     key = digest_of(entries)
     target = os.path.join(cache_root(), what, key)
     if os.path.isdir(target):
-        log.info("%s %s: using the cached copy %s", what, uri, target)
+        _logger().info("%s %s: using the cached copy %s", what, uri, target)
         return target
     fs, root = fs_and_path(uri)
     root = root.rstrip("/")
@@ -77,5 +79,16 @@ def fetch_to_cache(uri: str, what: str) -> str:
             # Another process renamed its complete copy into place first: use that one.
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    log.info("%s %s: fetched %d files (%d bytes) into %s", what, uri, len(entries), sum(s for _, _, s in entries), target)
+    _logger().info("%s %s: fetched %d files (%d bytes) into %s", what, uri, len(entries), sum(s for _, _, s in entries), target)
     return target
+
+
+def _logger() -> logging.Logger | logging.LoggerAdapter:
+    """The task run's logger inside a flow run (so the Prefect UI shows it), else this module's."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return log

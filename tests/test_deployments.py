@@ -1,0 +1,375 @@
+"""prefect.yaml against a real Prefect server: deploy, a process worker, runs with parameters and a
+storage block, and a failed run retried through Prefect that resumes where it stopped.
+
+One `prefect server start` on loopback (temporary PREFECT_HOME, SQLite) serves the whole module;
+the data, model, adapter and outputs live in moto's S3 server (tests/s3server.py), and the worker
+has no AWS credentials of its own: they come from an AwsCredentials block named in the parameters.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from scorekeeper.params import ScoreRequest
+from tests.helpers import LABELS, make_rows, probabilities, reference_probabilities
+from tests.s3server import MotoServer, free_port, isolated_aws_environment
+
+REPO = Path(__file__).resolve().parents[1]
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+FLOW = "scorekeeper"
+POOL = "scorekeeper"
+ENTRYPOINT = "scorekeeper/flows/score.py:score_dataset"
+BLOCK = "moto-s3"
+
+
+def _deployments() -> dict[str, dict]:
+    config = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    return {d["name"]: d for d in config["deployments"]}
+
+
+def test_prefect_yaml_defines_a_scheduled_and_an_adhoc_deployment_of_the_flow():
+    from prefect.flows import load_flow_from_entrypoint
+    from prefect.utilities.callables import parameter_schema
+
+    config = yaml.safe_load((REPO / "prefect.yaml").read_text())
+    deployments = _deployments()
+    assert set(deployments) == {"nightly", "adhoc"}
+    for d in deployments.values():
+        assert (d["entrypoint"], d["flow_name"], d["work_pool"]["name"]) == (ENTRYPOINT, FLOW, POOL)
+    nightly, adhoc = deployments["nightly"], deployments["adhoc"]
+    assert [s["cron"] for s in nightly["schedules"]] == ["0 2 * * *"] and nightly["schedules"][0]["active"]
+    ScoreRequest(**nightly["parameters"])  # the scheduled run's parameters are a valid request
+    assert not adhoc["schedules"] and not adhoc["parameters"]
+    # A fresh clone runs from wherever `prefect deploy` was run: the build step records it.
+    (build,) = config["build"]
+    (pull,) = config["pull"]
+    step_id = build["prefect.deployments.steps.run_shell_script"]["id"]
+    assert pull["prefect.deployments.steps.set_working_directory"]["directory"] == "{{ " + step_id + ".stdout }}"
+    flow = load_flow_from_entrypoint(str(REPO / ENTRYPOINT))
+    schema = parameter_schema(flow)
+    assert flow.name == FLOW and list(schema.properties) == list(ScoreRequest.model_fields)
+    assert set(schema.required) == {n for n, f in ScoreRequest.model_fields.items() if f.is_required()}
+
+
+# -- the stack: Prefect server, S3, pool, deployments, block, data -----------------------------------
+
+
+class PrefectServer:
+    """`prefect server start` on a free loopback port with its own home and SQLite database."""
+
+    def __init__(self, home: Path):
+        home.mkdir(parents=True, exist_ok=True)
+        self.home = home
+        self.api_url = f"http://127.0.0.1:{free_port()}/api"
+        self.env = isolated_aws_environment() | {
+            "PREFECT_HOME": str(home),
+            "PREFECT_API_URL": self.api_url,
+            "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home}/prefect.db",
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_UI_ENABLED": "false",
+            # The nightly cron must not fire while the test runs.
+            "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+        }
+        self._log = open(home / "server.log", "wb")
+        port = self.api_url.split(":")[2].split("/")[0]
+        self.process = subprocess.Popen(
+            [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", port],
+            env={**os.environ, **self.env}, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        self._wait_healthy()
+
+    def _wait_healthy(self, timeout: float = 180.0) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prefect server exited: {(self.home / 'server.log').read_text()[-3000:]}")
+            try:
+                if urllib.request.urlopen(self.api_url + "/health", timeout=2).read().strip() == b"true":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"prefect server not healthy within {timeout:.0f} s")
+
+    def cli(self, *args: str, timeout: float = 120, check: bool = True, cwd: Path = REPO) -> subprocess.CompletedProcess:
+        out = subprocess.run(
+            [PREFECT, *args], cwd=cwd, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout
+        )
+        if check and out.returncode != 0:
+            raise AssertionError(f"prefect {' '.join(args)} exited {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+        return out
+
+    def stop(self) -> None:
+        _stop_group(self.process, first=signal.SIGTERM)
+        self._log.close()
+
+
+class Worker:
+    """`prefect worker start --pool scorekeeper` as an operator starts it, in a folder of its own."""
+
+    def __init__(self, server: PrefectServer, folder: Path, extra_env: dict[str, str]):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.log_path = folder / f"worker-{uuid.uuid4().hex[:6]}.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [PREFECT, "worker", "start", "--pool", POOL, "--type", "process"],
+            cwd=folder, env={**os.environ, **server.env, **extra_env},
+            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        _stop_group(self.process, first=signal.SIGINT)
+        self._log.close()
+
+
+def _stop_group(process: subprocess.Popen, first: signal.Signals) -> None:
+    """Ask politely (Prefect's CLI wants a second SIGINT to stop at once), then insist."""
+    for sig, wait in ((first, 5), (signal.SIGINT, 5), (signal.SIGKILL, 30)):
+        if process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class Stack:
+    def __init__(self, root: Path, server: PrefectServer, s3: MotoServer, bucket: str, rows: list[dict], models: dict):
+        self.root, self.server, self.s3, self.bucket, self.rows, self.models = root, server, s3, bucket, rows, models
+        self.worker: Worker | None = None
+        self.worker_env: dict[str, str] | None = None
+        self.worker_logs: list[Path] = []
+
+    def use_worker(self, **extra_env: str) -> None:
+        """A worker whose environment is exactly this (restarted when it changes)."""
+        if self.worker is not None and self.worker_env == extra_env:
+            return
+        if self.worker is not None:
+            self.worker.stop()
+        env = {"SCOREKEEPER_CACHE": str(self.root / "cache"), **extra_env}
+        self.worker = Worker(self.server, self.root / "worker", env)
+        self.worker_env = extra_env
+        self.worker_logs.append(self.worker.log_path)
+
+    def parameters(self, **overrides) -> dict:
+        return {
+            "input_uri": f"s3://{self.bucket}/eval/reviews.jsonl",
+            "id_column": "review_id",
+            "model_uri": f"s3://{self.bucket}/models/bert",
+            "adapter_uri": f"s3://{self.bucket}/models/lora",
+            "output_uri": f"s3://{self.bucket}/runs",
+            "rows_per_range": 2,
+            "storage_block": BLOCK,
+            **overrides,
+        }
+
+    def run_deployment(self, parameters: dict) -> tuple[str, subprocess.CompletedProcess]:
+        out = self.server.cli(
+            "deployment", "run", f"{FLOW}/adhoc", "--params", json.dumps(parameters), "--watch", "--watch-timeout", "400",
+            timeout=450, check=False,
+        )  # fmt: skip
+        found = re.search(r"UUID: ([0-9a-f-]{36})", out.stdout)
+        assert found, out.stdout[-3000:] + out.stderr[-3000:]
+        return found.group(1), out
+
+    def commits(self, run_id: str) -> dict[str, bytes]:
+        fs = self.s3.filesystem()
+        folder = f"{self.bucket}/runs/{run_id}/work/commits"
+        return {p.rsplit("/", 1)[1]: fs.cat_file(p) for p in fs.find(folder)}
+
+    def check_predictions(self, run_id: str) -> None:
+        """Exactly one prediction per input row, in row order, equal to an independent reference."""
+        fs = self.s3.filesystem()
+        table = pq.read_table(io.BytesIO(fs.cat_file(f"{self.bucket}/runs/{run_id}/predictions.parquet")))
+        assert table.column("row_index").to_pylist() == list(range(len(self.rows)))
+        assert table.column("id").to_pylist() == [r["review_id"] for r in self.rows]
+        expected = reference_probabilities(self.models["bert"], [r["text"] for r in self.rows], adapter_dir=self.models["bert_adapter"])
+        assert np.abs(probabilities(table) - expected).max() < 1e-4
+        assert table.column("predicted_label").to_pylist() == [LABELS[i] for i in expected.argmax(axis=1)]
+        metrics = json.loads(fs.cat_file(f"{self.bucket}/runs/{run_id}/report/metrics.json"))
+        assert metrics["rows"] == metrics["scored"] == metrics["evaluated"] == len(self.rows)
+
+
+class AwsCredentialsShape:
+    """An AwsCredentials block as prefect-aws stores it, without prefect-aws (not installed here)."""
+
+    @staticmethod
+    def save(name: str, key: str, secret: str, endpoint: str) -> None:
+        from pydantic import SecretStr
+
+        from prefect.blocks.core import Block
+
+        class AwsCredentials(Block):
+            _block_type_name = "AWS Credentials"
+            _block_type_slug = "aws-credentials"
+            aws_access_key_id: str | None = None
+            aws_secret_access_key: SecretStr | None = None
+            aws_session_token: SecretStr | None = None
+            profile_name: str | None = None
+            region_name: str | None = None
+            aws_client_parameters: dict = {}
+
+        AwsCredentials(
+            aws_access_key_id=key, aws_secret_access_key=secret, region_name="us-east-1",
+            aws_client_parameters={"endpoint_url": endpoint},
+        ).save(name, overwrite=True)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, models):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    root = tmp_path_factory.mktemp("deployments")
+    s3 = MotoServer(root / "moto.log")
+    server = None
+    stack = None
+    try:
+        server = PrefectServer(root / "prefect-home")
+        bucket = s3.create_bucket("deploy")
+        rows = make_rows(12, seed=11)
+        s3.filesystem().pipe_file(f"{bucket}/eval/reviews.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
+        s3.upload_folder(models["bert"], f"s3://{bucket}/models/bert")
+        s3.upload_folder(models["bert_adapter"], f"s3://{bucket}/models/lora")
+        server.cli("work-pool", "create", POOL, "--type", "process")
+        server.cli("--no-prompt", "deploy", "--all", timeout=240)
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            AwsCredentialsShape.save(BLOCK, s3.key, s3.secret, s3.endpoint)
+            stack = Stack(root, server, s3, bucket, rows, models)
+            yield stack
+    finally:
+        if stack is not None and stack.worker is not None:
+            stack.worker.stop()
+        if server is not None:
+            server.stop()
+        s3.stop()
+
+
+def _client():
+    from prefect.client.orchestration import get_client
+
+    return get_client(sync_client=True)
+
+
+def _wait_final(flow_run_id: str, timeout: float = 400):
+    deadline = time.time() + timeout
+    with _client() as client:
+        while time.time() < deadline:
+            flow_run = client.read_flow_run(uuid.UUID(flow_run_id))
+            if flow_run.state is not None and flow_run.state.is_final():
+                return flow_run
+            time.sleep(1)
+    raise AssertionError(f"flow run {flow_run_id} did not finish within {timeout:.0f} s")
+
+
+@pytest.mark.integration
+def test_deploy_registers_the_cron_schedule_parameters_and_working_directory(stack):
+    with _client() as client:
+        nightly = client.read_deployment_by_name(f"{FLOW}/nightly")
+        adhoc = client.read_deployment_by_name(f"{FLOW}/adhoc")
+    assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
+    assert nightly.parameters == _deployments()["nightly"]["parameters"]
+    assert not adhoc.schedules and adhoc.work_pool_name == POOL == nightly.work_pool_name
+    for d in (nightly, adhoc):
+        assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
+    assert set(adhoc.parameter_openapi_schema["required"]) == {"input_uri", "model_uri", "output_uri"}
+
+
+@pytest.mark.integration
+def test_storage_block_is_read_by_name_as_aws_credentials_or_secret(stack):
+    from prefect.blocks.system import Secret
+
+    from scorekeeper.errors import InputError
+    from scorekeeper.storage import fs_and_path, use_storage_access
+    from scorekeeper.tasks.credentials import load_storage_access
+
+    s3 = stack.s3
+    Secret(value={"aws_access_key_id": s3.key, "aws_secret_access_key": s3.secret, "endpoint_url": s3.endpoint}).save(
+        "moto-secret", overwrite=True
+    )
+    by_secret, by_type = load_storage_access("moto-secret"), load_storage_access(f"aws-credentials/{BLOCK}")
+    assert by_secret.source == "'secret/moto-secret'" and by_type.source == f"'aws-credentials/{BLOCK}'"
+    for access in (by_secret, by_type):
+        assert access.environment["AWS_SECRET_ACCESS_KEY"] == s3.secret and access.environment["AWS_ENDPOINT_URL_S3"] == s3.endpoint
+        with use_storage_access(access):
+            fs, path = fs_and_path(f"s3://{stack.bucket}/eval/reviews.jsonl")
+            assert fs.cat_file(path).count(b"\n") == len(stack.rows)
+    with pytest.raises(InputError, match="'no-such-block' not found"):
+        load_storage_access("no-such-block")
+
+
+@pytest.mark.integration
+def test_a_failed_flow_run_retried_through_prefect_resumes_where_it_stopped(stack):
+    # The first attempt runs on a machine that dies right after committing its first range.
+    stack.use_worker(SCOREKEEPER_FAULT_AFTER_RANGES="1")
+    flow_run_id, out = stack.run_deployment(stack.parameters(num_processes=1))
+    assert out.returncode == 1 and "Failed" in out.stdout, out.stdout[-3000:]
+    first = stack.commits(flow_run_id)  # the run is named after the flow run: a retry finds it
+    assert list(first) == ["range-0000000.json"]
+
+    stack.use_worker()  # a healthy machine
+    stack.server.cli("flow-run", "retry", flow_run_id)
+    flow_run = _wait_final(flow_run_id)
+    assert flow_run.state.is_completed(), flow_run.state
+    assert flow_run.run_count == 2
+
+    after = stack.commits(flow_run_id)
+    assert len(after) == 6 and after["range-0000000.json"] == first["range-0000000.json"]
+    fs = stack.s3.filesystem()
+    job = json.loads(fs.cat_file(f"{stack.bucket}/runs/{flow_run_id}/work/job.json"))
+    assert [r[0] for r in job["ranges"]] == [1, 2, 3, 4, 5]  # the retry scored only what was missing
+    assert {json.loads(after[n])["attempt"] for n in after if n != "range-0000000.json"} == {job["attempt"] + "-r0"}
+    stack.check_predictions(flow_run_id)
+
+
+@pytest.mark.integration
+def test_deployment_run_with_a_storage_block_scores_publishes_artifacts_and_leaks_no_secret(stack):
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, LogFilter, LogFilterFlowRunId
+
+    stack.use_worker()
+    flow_run_id, out = stack.run_deployment(stack.parameters(num_processes=2))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    stack.check_predictions(flow_run_id)
+
+    with _client() as client:
+        run_filter = [uuid.UUID(flow_run_id)]
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=run_filter)))
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=run_filter)))
+    by_key = {a.key: a for a in artifacts}
+    assert by_key["scorekeeper-summary"].type == "markdown" and flow_run_id in by_key["scorekeeper-summary"].data
+    assert by_key["scorekeeper-per-class"].type == "table"
+    assert {row["label"] for row in json.loads(by_key["scorekeeper-per-class"].data)} <= set(LABELS)
+    report_uri = f"s3://{stack.bucket}/runs/{flow_run_id}/report/report.html"
+    assert report_uri in by_key["scorekeeper-report"].data  # a link artifact (rendered as markdown)
+    progress = by_key["scorekeeper-progress"]
+    assert progress.type == "progress" and float(progress.data) == 100.0 and progress.updated > progress.created
+    messages = [log.message for log in logs]
+    assert any(f"credentials from block 'aws-credentials/{BLOCK}'" in m for m in messages)
+
+    # No credential in what Prefect stored, printed or logged, nor in any object in the bucket.
+    stored = json.dumps([a.model_dump(mode="json") for a in artifacts]) + "\n".join(messages)
+    assert not stack.s3.credentials_in(stored)
+    assert not stack.s3.credentials_in(out.stdout + out.stderr)
+    for log_path in stack.worker_logs:
+        assert not stack.s3.credentials_in(log_path.read_bytes()), log_path
+    leaked = {path: found for path, data in stack.s3.objects(stack.bucket).items() if (found := stack.s3.credentials_in(data))}
+    assert not leaked
