@@ -60,7 +60,7 @@ class Result:
     progress: Progress
 
 
-def run_job(num_processes: int = 1, **params) -> Result:
+def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params) -> Result:
     """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
     request = ScoreRequest(num_processes=num_processes, **params)
     context = open_run(request, None)
@@ -68,7 +68,8 @@ def run_job(num_processes: int = 1, **params) -> Result:
     job = plan_run(request, context, manifest)
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if job.ranges:
-        run_worker(launch_command(num_processes, context.run.uri + "/work/job.json", 60), progress)
+        cmd = launch_command(num_processes, context.run.uri + "/work/job.json", stall_timeout_s)
+        run_worker(cmd, progress, on_progress, num_processes=num_processes, stall_timeout_s=stall_timeout_s)
     gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
     metrics = evaluate(context.run, context.labels, manifest, request.slice_columns)
     publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})

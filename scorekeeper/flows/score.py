@@ -23,7 +23,8 @@ from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.gather import gather_predictions
 from scorekeeper.tasks.plan import plan_run
-from scorekeeper.tasks.prepare import RunContext, open_run
+from scorekeeper.tasks.lease import run_lease
+from scorekeeper.tasks.prepare import RunContext, open_run, resolve_run_id, run_location
 from scorekeeper.tasks.read import read_inputs
 from scorekeeper.tasks.report import publish_report
 from scorekeeper.tasks.score import Progress, launch_command, run_worker, visible_gpus
@@ -80,7 +81,10 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, env:
     cmd = launch_command(processes, context.run.uri + "/" + JOB_FILE, request.collective_timeout_s)
     # A storage block's credentials reach the scoring processes as their environment; they are
     # looked up here rather than passed in, so they never become a task parameter.
-    run_worker(cmd, progress, on_progress, env=child_environment() if env is None else env)
+    run_worker(
+        cmd, progress, on_progress, env=child_environment() if env is None else env,
+        num_processes=processes, stall_timeout_s=request.collective_timeout_s,
+    )
     return progress.summary() | {"processes": processes}
 
 
@@ -104,7 +108,8 @@ def report_task(request: ScoreRequest, context: RunContext, metrics: dict, throu
 
 def score_dataset(**parameters: Any) -> dict:
     request = ScoreRequest(**parameters)
-    with storage_credentials(request.storage_block):
+    run_id = resolve_run_id(request, flow_run.get_id())
+    with storage_credentials(request.storage_block), run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())):
         context = open_run_task(request)
         manifest = read_inputs_task(request, context)
         job = plan_ranges_task(request, context, manifest)

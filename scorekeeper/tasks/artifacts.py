@@ -21,7 +21,7 @@ class ProgressTracker:
     """A progress artifact, updated at most once a second."""
 
     def __init__(self, description: str):
-        self.artifact_id = create_progress_artifact(progress=0.0, key="scoring-progress", description=description)
+        self.artifact_id = create_progress_artifact(progress=0.0, key="scorekeeper-progress", description=description)
         self.last = 0.0
 
     def update(self, percent: float) -> None:

@@ -71,10 +71,15 @@ def resolve_run_id(request: ScoreRequest, flow_run_id: str | None) -> str:
     return uuid.uuid4().hex
 
 
+def run_location(request: ScoreRequest, run_id: str) -> Location:
+    """{output_uri}/{run_id}: run ids are validated names, so a run never escapes output_uri."""
+    return Location.from_uri(request.output_uri).child(run_id)
+
+
 def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
     """Resolve the run id and model, write request.json, or check that the earlier one matches."""
     run_id = resolve_run_id(request, flow_run_id)
-    run = Location.from_uri(request.output_uri).child(run_id)
+    run = run_location(request, run_id)
     model_path = localize_folder(request.model_uri, "model")
     check_safetensors_folder(model_path, "model")
     adapter_path = localize_folder(request.adapter_uri, "adapter") if request.adapter_uri else None

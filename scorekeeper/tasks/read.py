@@ -393,10 +393,13 @@ def read_inputs(request: ScoreRequest, run) -> dict:
         old = {f["uri"]: f["fingerprint"] for f in earlier["files"]}
         new = {f.uri: f.fingerprint for f in files}
         changed = sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
-        raise RunConflict(
-            f"the input changed since run '{posixpath.basename(run.path)}' started "
-            f"({', '.join(changed[:_SHOWN]) or 'column settings'}); choose another run_name to score it"
-        )
+        if changed:
+            raise RunConflict(
+                f"the input changed since run '{posixpath.basename(run.path)}' started "
+                f"({', '.join(changed[:_SHOWN])}); choose another run_name to score it"
+            )
+        # Same files, other evaluation settings (labels, ground truth, slices): stage them again;
+        # the rows and their order are the same, so committed shards stay valid.
     workdir = new_workdir()
     try:
         staged = stage_input(request, files, workdir)

@@ -11,6 +11,7 @@ import collections
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -19,12 +20,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import psutil
+
 from scorekeeper.errors import ScoringFailed
 from scorekeeper.worker.job import EVENT_PREFIX
 
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 30
+STARTUP_GRACE_S = 300.0
 
 
 def visible_gpus() -> int:
@@ -123,14 +127,25 @@ def run_worker(
     progress: Progress,
     on_progress: Callable[[Progress], None] | None = None,
     env: dict[str, str] | None = None,
+    *,
+    num_processes: int = 1,
+    stall_timeout_s: float = 120.0,
 ) -> Progress:
-    """Run the worker command; stream events into `progress`; raise ScoringFailed on failure."""
+    """Run the worker command; stream events into `progress`; raise ScoringFailed on failure.
+
+    A watchdog fails the job when a process stops sending heartbeats for `stall_timeout_s`
+    (stopped, wedged or lost), so a scoring job never hangs."""
     child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1, env=child_env,
         start_new_session=True,
     )  # fmt: skip
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+    # Before its first event a process gets extra time: imports and the model load come first.
+    launched = time.time()
+    last_seen = {rank: launched + STARTUP_GRACE_S for rank in range(num_processes)}
+    finished: set[int] = set()
+    stalled: list[str] = []
 
     def read_stderr() -> None:
         for line in proc.stderr:
@@ -138,37 +153,97 @@ def run_worker(
             tail.append(line)
             log.debug("worker: %s", line)
 
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
+    stdout_closed = threading.Event()
+
+    def watch() -> None:
+        # torchrun starts each rank in a session of its own, so the process group alone does not
+        # reach them: remember every descendant seen, and kill those that outlive the launcher.
+        known: dict[int, psutil.Process] = {}
+        while proc.poll() is None:
+            known.update((p.pid, p) for p in _descendants(proc.pid))
+            now = time.time()
+            for rank, seen in last_seen.items():
+                if rank not in finished and now - seen > stall_timeout_s:
+                    stalled.append(
+                        f"scoring process rank {rank} stopped responding (no heartbeat for {stall_timeout_s:.0f} s); "
+                        "the job was stopped and nothing was published. Rerun with the same run_name to resume"
+                    )
+                    _kill_tree(proc, known.values())
+                    return
+            time.sleep(0.5)
+        if not stdout_closed.wait(5.0):
+            _kill_tree(proc, known.values())
+
+    threading.Thread(target=read_stderr, daemon=True).start()
+    threading.Thread(target=watch, daemon=True).start()
     try:
         for line in proc.stdout:
             line = line.rstrip("\n")
-            if line.startswith(EVENT_PREFIX):
-                try:
-                    event = json.loads(line[len(EVENT_PREFIX):])
-                except ValueError:
+            if not line.startswith(EVENT_PREFIX):
+                if line.strip():
                     log.info("worker: %s", line)
-                    continue
-                progress.update(event)
-                if event.get("event") == "range_done" and on_progress:
-                    on_progress(progress)
-            elif line.strip():
+                continue
+            try:
+                event = json.loads(line[len(EVENT_PREFIX):])
+            except ValueError:
                 log.info("worker: %s", line)
+                continue
+            rank = event.get("rank")
+            if isinstance(rank, int):
+                last_seen[rank] = time.time()
+                if event.get("event") == "finished":
+                    finished.add(rank)
+            progress.update(event)
+            if event.get("event") == "range_done" and on_progress:
+                on_progress(progress)
+        stdout_closed.set()
         rc = proc.wait()
     except BaseException:
-        _kill_group(proc)
+        _kill_tree(proc, _descendants(proc.pid))
         raise
-    reader.join(timeout=10)
+    if stalled:
+        raise ScoringFailed(stalled[0])
     if rc != 0:
+        time.sleep(0.2)  # let the stderr reader drain
         if progress.errors:
             raise ScoringFailed("; ".join(dict.fromkeys(progress.errors)))
-        raise ScoringFailed(f"scoring failed with exit code {rc}; last lines of its stderr:\n" + "\n".join(tail))
+        raise ScoringFailed(failure_message(rc, list(tail)) + "\nlast lines of its stderr:\n" + "\n".join(tail))
     return progress
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    import signal
+def failure_message(rc: int, stderr_tail: list[str]) -> str:
+    """Which process failed and how, from torchrun's failure summary (or the exit code alone)."""
+    import re
 
+    # torchrun lists the ranks it terminated itself first; the root cause names the one that failed.
+    text = "\n".join(stderr_tail).split("Root Cause", 1)[-1]
+    rank = re.search(r"rank\s*:\s*(\d+)", text)
+    code = re.search(r"exitcode\s*:\s*(-?\d+)", text)
+    exit_code = int(code.group(1)) if code else rc
+    how = f"exit code {exit_code}"
+    if exit_code < 0:
+        try:
+            how = f"killed by {signal.Signals(-exit_code).name}"
+        except ValueError:
+            how = f"killed by signal {-exit_code}"
+    who = f"scoring process rank {rank.group(1) if rank else 0}" if rank or rc < 0 else "scoring"
+    return f"{who} failed: {how}; nothing was published. Rerun with the same run_name to resume"
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _kill_tree(proc: subprocess.Popen, descendants) -> None:
+    """SIGKILL the launcher and every scoring process (stopped ones included)."""
+    for p in [*descendants, *_descendants(proc.pid)]:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -25,9 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     from scorekeeper.storage import Location, fs_and_path
     from scorekeeper.worker.job import Job
     from scorekeeper.worker.model import load_model, resolve_dtype
-    from scorekeeper.worker.runtime import emit, init_distributed
+    from scorekeeper.worker.runtime import emit, init_distributed, start_heartbeat
 
     ranks = init_distributed(args.timeout)
+    start_heartbeat(ranks.rank)
     logging.basicConfig(
         level=logging.INFO if ranks.is_main else logging.WARNING,
         format=f"[rank {ranks.rank}] %(levelname)s %(name)s: %(message)s",

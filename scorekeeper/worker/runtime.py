@@ -61,6 +61,21 @@ def emit(event: str, **fields) -> None:
     sys.stdout.flush()
 
 
+HEARTBEAT_S = 2.0
+
+
+def start_heartbeat(rank: int, every_s: float = HEARTBEAT_S) -> None:
+    """A `heartbeat` event every few seconds from a daemon thread. A stopped (SIGSTOP) or wedged
+    process stops beating, and the flow's watchdog fails the job instead of waiting forever."""
+
+    def beat() -> None:
+        while True:
+            emit("heartbeat", rank=rank)
+            time.sleep(every_s)
+
+    threading.Thread(target=beat, name="scorekeeper-heartbeat", daemon=True).start()
+
+
 _DONE = object()
 
 

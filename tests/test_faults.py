@@ -1,0 +1,112 @@
+"""Faults: a killed or stopped scoring process, a crash between shard and commit, two runs at
+once. The job fails within a bounded time, names the rank, publishes nothing, and a rerun under
+the same name completes with exactly one prediction per row."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from scorekeeper.errors import RunConflict, ScoringFailed
+from scorekeeper.storage import Location
+from scorekeeper.tasks.lease import run_lease
+from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows
+
+pytestmark = pytest.mark.integration
+
+
+def worker_pid(run_dir: Path, rank: int) -> int | None:
+    """The pid of the scoring process of `rank` for this run (torchrun sets RANK in its env)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"scorekeeper.worker" in cmdline and str(run_dir).encode() in b" ".join(cmdline) and f"RANK={rank}".encode() in environ:
+            return int(entry.name)
+    return None
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    data = make_rows(120, seed=7)
+    return data, write_rows(tmp_path_factory.mktemp("faults") / "in.csv", data)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
+def test_a_lost_process_fails_the_job_and_a_rerun_completes_exactly_once(tmp_path, models, rows, how):
+    data, path = rows
+    params = dict(input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r", rows_per_range=2)
+    run_dir = tmp_path / "r"
+    victims = []
+
+    def strike(progress):
+        if not victims and (pid := worker_pid(run_dir, 1)):
+            victims.append(pid)
+            os.kill(pid, getattr(signal, how))
+
+    started = time.time()
+    with pytest.raises(ScoringFailed) as failure:
+        run_job(2, stall_timeout_s=8, on_progress=strike, **params)
+    assert victims, "the test never found rank 1 to strike"
+    assert time.time() - started < 120
+    expected = "rank 1 failed: killed by SIGKILL" if how == "SIGKILL" else "rank 1 stopped responding"
+    assert expected in str(failure.value)
+    assert not (run_dir / "predictions.parquet").exists()
+    assert worker_pid(run_dir, 0) is None and worker_pid(run_dir, 1) is None  # nothing left running
+    committed = len(list((run_dir / "work" / "commits").glob("*.json")))
+    assert committed < 60
+
+    resumed = run_job(1, **params)  # another process count resumes the same plan
+    assert resumed.progress.rows_done == 120 - 2 * committed
+    assert resumed.predictions.column("row_index").to_pylist() == list(range(120))
+    reference = reference_probabilities(models["bert"], [r["text"] for r in data])
+    assert abs(probabilities(resumed.predictions) - reference).max() < 1e-4
+
+
+def test_a_crash_between_shard_and_commit_leaves_the_range_uncommitted(tmp_path, models, rows, monkeypatch):
+    """The shard is published first and counts only once its commit record exists."""
+    import numpy as np
+    import pyarrow as pa
+
+    from scorekeeper.tasks.plan import committed_ranges
+    from scorekeeper.worker.job import IndexRange
+    from scorekeeper.worker.shards import commit_shard, prediction_table
+
+    run = Location.from_uri(str(tmp_path / "r"))
+    table = prediction_table(pa.table({"row_index": pa.array([0, 1], pa.int64()), "id": pa.array([0, 1], pa.int64())}), np.full((2, 2), 0.5), ["a", "b"])
+
+    def die(*args, **kwargs):
+        raise SystemExit("killed")
+
+    with monkeypatch.context() as m:
+        m.setattr(Location, "create_exclusive", die)
+        with pytest.raises(SystemExit):
+            commit_shard(run, IndexRange(0, 0, 2), table, scoring_fingerprint="fp", attempt="a", tokens=0, truncated=0)
+    assert run.list_names("work/shards") and not committed_ranges(run, "fp")
+    assert commit_shard(run, IndexRange(0, 0, 2), table, scoring_fingerprint="fp", attempt="b", tokens=0, truncated=0)
+    assert list(committed_ranges(run, "fp")) == [0]
+
+
+def test_two_runs_under_one_name_never_share_the_folder(tmp_path):
+    run = Location.from_uri(str(tmp_path / "r"))
+    with run_lease(run, "r", owner="first"):
+        with pytest.raises(RunConflict, match="is being written by another job"):
+            with run_lease(run, "r", owner="second"):
+                pass
+        with run_lease(run, "r", owner="first"):  # a retry of the same flow run takes it over
+            pass
+    with run_lease(run, "r", owner="second"):  # released: the next run proceeds
+        pass
+    # A lease left behind by a crashed job expires.
+    run.publish_bytes(b'{"owner": "crashed", "renewed_at": 0}', "work/lease.json")
+    with run_lease(run, "r", owner="third"):
+        assert b"third" in run.read_bytes("work/lease.json")
+    assert not run.exists("work/lease.json")

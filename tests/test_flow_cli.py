@@ -1,0 +1,85 @@
+"""The Prefect flow under Prefect's test harness, and the command line as a user types it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
+
+pytestmark = pytest.mark.integration
+SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
+
+
+@pytest.fixture(scope="module")
+def prefect_api():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_api):
+    from prefect.client.orchestration import get_client
+
+    from scorekeeper.flows.score import score_dataset
+
+    rows = make_rows(23)
+    path = write_rows(tmp_path / "in.csv", rows)
+    result = score_dataset(input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path / "out"),
+                           num_processes=2, rows_per_range=6, slice_columns=["review_id"])
+    run_dir = Path(result["run_uri"])
+    table = pq.read_table(run_dir / "predictions.parquet")
+    assert table.column("row_index").to_pylist() == list(range(23))
+    assert np.abs(probabilities(table) - reference_probabilities(models["bert"], [r["text"] for r in rows])).max() < 1e-4
+    metrics = json.loads((run_dir / "report" / "metrics.json").read_text())
+    assert metrics["evaluated"] == 23 and len(metrics["slices"]["review_id"]) == 23
+    assert {"report.md", "report.html", "confusion.svg", "reliability.svg"} <= {p.name for p in (run_dir / "report").iterdir()}
+    request = json.loads((run_dir / "request.json").read_text())
+    assert request["run_id"] == run_dir.name and request["input_uri"] == str(path)
+
+    import asyncio
+
+    async def artifact_keys():
+        async with get_client() as client:
+            return {a.key for a in await client.read_artifacts()}
+
+    expected = {"scorekeeper-summary", "scorekeeper-per-class", "scorekeeper-report", "scorekeeper-progress", "scorekeeper-confusion"}
+    assert expected <= asyncio.run(artifact_keys())
+
+
+def _cli(*args, cwd):
+    env = {**os.environ, "PREFECT_HOME": str(cwd / ".prefect")}
+    env.pop("PREFECT_API_URL", None)
+    return subprocess.run([SCOREKEEPER, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+
+
+def test_cli_as_a_user_types_it(tmp_path, models):
+    write_rows(tmp_path / "test.csv", make_rows(11))
+    done = _cli("run", "--input-uri", "./test.csv", "--model-uri", models["bert"], "--output-uri", "./runs",
+                "--num-processes", "2", "--run-name", "cli", "--rows-per-range", "4", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith("scorekeeper: run cli scored 11 rows") and str(tmp_path / "runs" / "cli") in summary
+    assert "scored 11/11 rows" in done.stdout + done.stderr  # progress was shown
+    assert pq.read_table(tmp_path / "runs" / "cli" / "predictions.parquet").num_rows == 11
+
+
+def test_cli_bad_input_is_one_clear_line_and_publishes_nothing(tmp_path, models):
+    write_rows(tmp_path / "test.csv", make_rows(5))
+    done = _cli("run", "--input-uri", "test.csv", "--model-uri", models["bert"], "--output-uri", "runs",
+                "--text-column", "body", "--run-name", "bad", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "scorekeeper: error: column 'body' not found in" in done.stderr
+    assert "its columns are: review_id, text, label" in done.stderr
+    assert not (tmp_path / "runs" / "bad" / "predictions.parquet").exists()
+    bad_param = _cli("run", "--input-uri", "x.csv", "--model-uri", "m", "--output-uri", "runs", "--run-name", "../up", cwd=tmp_path)
+    assert bad_param.returncode == 2 and "--run-name: run_name '../up'" in bad_param.stderr and "Traceback" not in bad_param.stderr
