@@ -107,8 +107,9 @@ class ScoreRequest(BaseModel):
     )
     storage_block: str | None = Field(
         None,
-        description="Name of a Prefect AwsCredentials block to read and write object storage with; "
-        "default: the standard AWS chain (environment, profiles, instance roles).",
+        description="Prefect block with the object-storage credentials: NAME, aws-credentials/NAME or "
+        "secret/NAME (a Secret holding the AwsCredentials fields as JSON); default: the standard AWS "
+        "chain (environment incl. AWS_ENDPOINT_URL, profiles, instance roles).",
     )
 
     @field_validator("text_column", "text_pair_column", "id_column", "label_column")
@@ -160,6 +161,16 @@ class ScoreRequest(BaseModel):
                 raise ValueError("ground_truth_uri is joined on id_column: set id_column too")
             if self.label_column is None:
                 raise ValueError("ground_truth_uri needs label_column (the label column in those files)")
+        if (
+            self.mode == "pipeline"
+            and self.pipeline_stages is not None
+            and isinstance(self.num_processes, int)
+            and self.num_processes % self.pipeline_stages
+        ):
+            raise ValueError(
+                f"num_processes {self.num_processes} is not a multiple of pipeline_stages {self.pipeline_stages}: "
+                "pipeline mode runs num_processes / pipeline_stages pipelines"
+            )
         if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
             raise ValueError("id_column must differ from the text columns")
         return self

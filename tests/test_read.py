@@ -66,8 +66,9 @@ def test_null_text_is_refused_with_its_rows_or_scored_empty(tmp_path):
         (lambda d: _schemas_differ(d), {"id_column": "review_id"}, r"schemas differ across files: column 'review_id' is integer in .*a.jsonl but text in .*b.jsonl"),
         (lambda d: _numeric_text(d), {}, r"column 'text' in .*num.jsonl is int64, not text"),
         (lambda d: _text_file(d), {}, "unsupported file type"),
+        (lambda d: write_rows(d / "s.csv", make_rows(2)), {"text_column": 'text"); DROP TABLE staged; --'}, r"column 'text\"\); DROP TABLE staged; --' not found"),
     ],
-    ids=["not-found", "no-rows", "missing-column", "duplicate-ids", "truncated-file", "invalid-utf8", "schemas-differ", "text-not-text", "unsupported"],
+    ids=["not-found", "no-rows", "missing-column", "duplicate-ids", "truncated-file", "invalid-utf8", "schemas-differ", "text-not-text", "unsupported", "sql-like-name"],
 )
 def test_bad_input_gets_one_clear_message(tmp_path, make, params, message):
     path = make(tmp_path)

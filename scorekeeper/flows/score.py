@@ -101,6 +101,7 @@ def evaluate_task(request: ScoreRequest, context: RunContext, manifest: dict) ->
 @task(name="publish report", **_io)
 def report_task(request: ScoreRequest, context: RunContext, metrics: dict, throughput: dict) -> dict:
     run_info = request.public_dict() | {"run_id": context.run_id, "throughput": throughput, "num_processes": throughput.get("processes") or request.num_processes}
+    metrics = metrics | {"scoring": throughput}
     files = publish_report(context.run, metrics, run_info)
     artifacts.publish_report_artifacts(context, metrics, throughput, files)
     return files

@@ -40,6 +40,13 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
             f"{throughput['truncated']} texts truncated to the model's maximum length.",
             "",
         ]
+    for pipe in (throughput or {}).get("pipeline", []):
+        lines += [
+            f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
+            f"{pipe.get('microbatches')} micro-batches, bubble {_fmt(pipe.get('bubble_measured'), 3)} measured "
+            f"vs {_fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
+            "",
+        ]
     if metrics["unknown_labels"]:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
