@@ -80,6 +80,6 @@ def test_cli_bad_input_is_one_clear_line_and_publishes_nothing(tmp_path, models)
     assert "Traceback" not in done.stdout + done.stderr
     assert "scorekeeper: error: column 'body' not found in" in done.stderr
     assert "its columns are: review_id, text, label" in done.stderr
-    assert not (tmp_path / "runs" / "bad" / "predictions.parquet").exists()
+    assert not (tmp_path / "runs" / "bad").exists()  # a refused input leaves no run folder
     bad_param = _cli("run", "--input-uri", "x.csv", "--model-uri", "m", "--output-uri", "runs", "--run-name", "../up", cwd=tmp_path)
     assert bad_param.returncode == 2 and "--run-name: run_name '../up'" in bad_param.stderr and "Traceback" not in bad_param.stderr

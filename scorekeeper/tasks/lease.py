@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from scorekeeper.errors import RunConflict
-from scorekeeper.storage import Location
+from scorekeeper.storage import Location, is_local
 from scorekeeper.worker.job import WORK_DIR
 
 log = logging.getLogger(__name__)
@@ -69,3 +69,15 @@ def run_lease(run: Location, run_id: str, owner: str, ttl_s: float = LEASE_TTL_S
                 run.remove(LEASE_FILE)
         except (FileNotFoundError, ValueError):
             pass
+        _prune_empty_folders(run)
+
+
+def _prune_empty_folders(run: Location) -> None:
+    """A run refused before writing anything (bad input) leaves no empty folder behind."""
+    if not is_local(run.fs):
+        return  # object stores have no folders
+    for folder in (run.join(WORK_DIR), run.path):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return  # not empty (or gone): a real run lives here

@@ -11,8 +11,8 @@ import uuid
 
 from scorekeeper.params import ScoreRequest
 from scorekeeper.storage import Location, digest_of
-from scorekeeper.tasks.prepare import RunContext, scoring_fingerprint
-from scorekeeper.worker.job import COMMIT_DIR, JOB_FILE, PLAN_FILE, CommitRecord, Job, plan_ranges
+from scorekeeper.tasks.prepare import RunContext, request_record, scoring_fingerprint
+from scorekeeper.worker.job import COMMIT_DIR, JOB_FILE, PLAN_FILE, REQUEST_FILE, CommitRecord, Job, plan_ranges
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ def committed_ranges(run: Location, fingerprint: str) -> dict[int, CommitRecord]
 def plan_run(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
     """Write plan.json and the worker's job.json; the job lists only uncommitted ranges."""
     run = context.run
+    if not run.exists(REQUEST_FILE):
+        run.publish_json(request_record(request, context), REQUEST_FILE)
     input_fingerprint = digest_of([f["fingerprint"] for f in manifest["files"]])
     fingerprint = scoring_fingerprint(request, context, input_fingerprint)
     ranges = plan_ranges(manifest["total_rows"], request.rows_per_range)

@@ -95,18 +95,21 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
         labels=label_names(model_path),
         resumed=run.exists(REQUEST_FILE),
     )
-    record = {
+    if context.resumed:
+        check_resumable(run.read_json(REQUEST_FILE), request_record(request, context))
+        log.info("resuming run %s at %s", run_id, run.uri)
+    return context
+
+
+def request_record(request: ScoreRequest, context: RunContext) -> dict:
+    """request.json: the resolved parameters (a block's name, never its secrets) and fingerprints.
+    Published by the plan step, once the input has been read: a refused input leaves no run behind."""
+    return {
         **request.public_dict(),
-        "run_id": run_id,
+        "run_id": context.run_id,
         "model_fingerprint": context.model_fingerprint,
         "adapter_fingerprint": context.adapter_fingerprint,
     }
-    if context.resumed:
-        check_resumable(run.read_json(REQUEST_FILE), record)
-        log.info("resuming run %s at %s", run_id, run.uri)
-    else:
-        run.publish_json(record, REQUEST_FILE)
-    return context
 
 
 def check_resumable(earlier: dict, now: dict) -> None:
