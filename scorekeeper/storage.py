@@ -41,6 +41,34 @@ S3_PROTOCOLS = frozenset({"s3", "s3a"})
 # cached listing would hide them: object-store listings are never cached.
 OBJECT_STORE_DEFAULTS: dict[str, Any] = {"use_listings_cache": False}
 
+# Retries against object storage are bounded explicitly, because two layers retry and their counts
+# multiply. botocore retries 5xx replies, throttling (503 SlowDown) and dropped connections; its
+# default here ("legacy" mode, 5 attempts) waits up to 1+2+4+8 s. s3fs then repeats the whole call
+# for SlowDown, connection errors and truncated bodies (5 times, class attribute `retries`): one
+# request under a persistent SlowDown made 25 attempts and took about 50 s, then a Prefect task
+# retry (flows/score.py: 2 more) started it all over again. Here botocore uses "standard" mode
+# (exponential backoff with jitter, capped at 20 s per wait, and a retry quota per client, so a
+# store that keeps failing is not hammered) with S3_MAX_ATTEMPTS attempts per request: expected
+# waits of 0.5+1+2+4 s, at most 15 s. s3fs's own loop keeps S3FS_ATTEMPTS (> 1: it alone retries
+# a body cut off mid-download). So one call makes at most S3_MAX_ATTEMPTS requests for a 500
+# reply (s3fs does not repeat those) and S3_MAX_ATTEMPTS * S3FS_ATTEMPTS for SlowDown or a dropped
+# connection, then raises an OSError; tests/test_s3_faults.py measures these bounds. The standard
+# variables AWS_MAX_ATTEMPTS and AWS_RETRY_MODE still take precedence (an explicit botocore Config
+# would otherwise silently override them), and so does a caller's own config_kwargs["retries"].
+S3_RETRY_MODE = "standard"
+S3_MAX_ATTEMPTS = 5
+S3FS_ATTEMPTS = 3
+
+
+def s3_retry_config() -> dict[str, Any]:
+    """botocore's `retries` setting for object storage (see S3_MAX_ATTEMPTS)."""
+    attempts = os.environ.get("AWS_MAX_ATTEMPTS", "").strip()
+    try:
+        max_attempts = int(attempts) if attempts else S3_MAX_ATTEMPTS
+    except ValueError:
+        raise ValueError(f"AWS_MAX_ATTEMPTS must be a whole number, not {attempts!r}") from None
+    return {"mode": os.environ.get("AWS_RETRY_MODE", "").strip() or S3_RETRY_MODE, "max_attempts": max_attempts}
+
 
 @dataclass(frozen=True, eq=False)
 class StorageAccess:
@@ -90,7 +118,12 @@ def fs_and_path(uri: str, **storage_options: Any) -> tuple[fsspec.AbstractFileSy
     if protocol in S3_PROTOCOLS:
         access = _ACCESS.get()
         storage_options = {**OBJECT_STORE_DEFAULTS, **(access.s3_options if access else {}), **storage_options}
+        config = dict(storage_options.get("config_kwargs") or {})
+        config.setdefault("retries", s3_retry_config())
+        storage_options["config_kwargs"] = config
     fs, path = url_to_fs(uri, **storage_options)
+    if protocol in S3_PROTOCOLS:
+        fs.retries = S3FS_ATTEMPTS  # an attribute, not an option, in s3fs (see S3_MAX_ATTEMPTS)
     return fs, path
 
 

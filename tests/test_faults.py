@@ -61,8 +61,9 @@ def test_a_lost_process_fails_the_job_and_a_rerun_completes_exactly_once(tmp_pat
     assert expected in str(failure.value)
     assert not (run_dir / "predictions.parquet").exists()
     assert worker_pid(run_dir, 0) is None and worker_pid(run_dir, 1) is None  # nothing left running
+    # Ranges claimed by the lost process stay uncommitted; the others may all have been committed
+    # by its peer (claims are dynamic), and the rerun scores exactly what is missing.
     committed = len(list((run_dir / "work" / "commits").glob("*.json")))
-    assert committed < 60
 
     resumed = run_job(1, **params)  # another process count resumes the same plan
     assert resumed.progress.rows_done == 120 - 2 * committed
