@@ -67,7 +67,9 @@ def s3_retry_config() -> dict[str, Any]:
         max_attempts = int(attempts) if attempts else S3_MAX_ATTEMPTS
     except ValueError:
         raise ValueError(f"AWS_MAX_ATTEMPTS must be a whole number, not {attempts!r}") from None
-    return {"mode": os.environ.get("AWS_RETRY_MODE", "").strip() or S3_RETRY_MODE, "max_attempts": max_attempts}
+    # total_max_attempts counts the first request too, as AWS_MAX_ATTEMPTS does; botocore's
+    # `max_attempts` key would count retries only (5 meant 6 requests).
+    return {"mode": os.environ.get("AWS_RETRY_MODE", "").strip() or S3_RETRY_MODE, "total_max_attempts": max_attempts}
 
 
 @dataclass(frozen=True, eq=False)

@@ -358,12 +358,13 @@ def new_workdir() -> str:
 
 
 def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
-    """(id, count, first row_index) of duplicated ids, first by position; DuckDB, out of core."""
+    """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
+    In the staged input a row's position in the file is its row_index."""
     import duckdb
 
     with duckdb.connect() as con:
         return con.execute(
-            "SELECT id, count(*) AS n, min(row_index) AS first FROM read_parquet(?) "
+            "SELECT id, count(*) AS n, min(file_row_number) AS first FROM read_parquet(?, file_row_number = true) "
             "GROUP BY id HAVING count(*) > 1 ORDER BY first LIMIT ?",
             [parquet_path, limit],
         ).fetchall()
@@ -411,9 +412,9 @@ def read_inputs(request: ScoreRequest, run) -> dict:
         manifest = staged.manifest() | {"staging_key": staging_key, "ground_truth": None}
         if request.ground_truth_uri:
             gt_files, gt_path, gt_id_type = stage_ground_truth(request, workdir)
-            dupes = first_duplicate_ids_gt(gt_path)
+            dupes = first_duplicate_ids(gt_path)
             if dupes:
-                shown = "; ".join(f"{i!r} x{n}" for i, n in dupes)
+                shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
                 raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
             manifest["ground_truth"] = {"files": [asdict(f) for f in gt_files], "id_type": gt_id_type}
             run.publish_local_file(gt_path, STAGED_GROUND_TRUTH)
@@ -422,16 +423,6 @@ def read_inputs(request: ScoreRequest, run) -> dict:
         return manifest
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def first_duplicate_ids_gt(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
-    import duckdb
-
-    with duckdb.connect() as con:
-        return con.execute(
-            "SELECT id, count(*) FROM read_parquet(?) GROUP BY id HAVING count(*) > 1 ORDER BY id LIMIT ?",
-            [parquet_path, limit],
-        ).fetchall()
 
 
 # Parameters that change what staging writes.
