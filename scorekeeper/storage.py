@@ -48,13 +48,15 @@ OBJECT_STORE_DEFAULTS: dict[str, Any] = {"use_listings_cache": False}
 # request under a persistent SlowDown made 25 attempts and took about 50 s, then a Prefect task
 # retry (flows/score.py: 2 more) started it all over again. Here botocore uses "standard" mode
 # (exponential backoff with jitter, capped at 20 s per wait, and a retry quota per client, so a
-# store that keeps failing is not hammered) with S3_MAX_ATTEMPTS attempts per request: expected
-# waits of 0.5+1+2+4 s, at most 15 s. s3fs's own loop keeps S3FS_ATTEMPTS (> 1: it alone retries
-# a body cut off mid-download). So one call makes at most S3_MAX_ATTEMPTS requests for a 500
-# reply (s3fs does not repeat those) and S3_MAX_ATTEMPTS * S3FS_ATTEMPTS for SlowDown or a dropped
-# connection, then raises an OSError; tests/test_s3_faults.py measures these bounds. The standard
-# variables AWS_MAX_ATTEMPTS and AWS_RETRY_MODE still take precedence (an explicit botocore Config
-# would otherwise silently override them), and so does a caller's own config_kwargs["retries"].
+# store that keeps failing is not hammered) with S3_MAX_ATTEMPTS attempts per request, the first
+# one included: expected waits of 0.5+1+2+4 s between them, at most 15 s in all. s3fs's own loop
+# keeps S3FS_ATTEMPTS (> 1: it alone retries a body cut off mid-download). So one call makes at
+# most S3_MAX_ATTEMPTS requests for a 500 reply (s3fs does not repeat those) and S3_MAX_ATTEMPTS *
+# S3FS_ATTEMPTS for SlowDown or a closed connection, then raises (aiohttp also resends a request
+# once when the connection is reset under it, which can double these); tests/test_s3_faults.py
+# measures these bounds. The standard variables AWS_MAX_ATTEMPTS and AWS_RETRY_MODE still take
+# precedence (an explicit botocore Config would otherwise silently override them), and so does a
+# caller's own config_kwargs["retries"].
 S3_RETRY_MODE = "standard"
 S3_MAX_ATTEMPTS = 5
 S3FS_ATTEMPTS = 3

@@ -30,6 +30,7 @@ import re
 import socket
 import struct
 import threading
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -93,6 +94,7 @@ class Exchange:
     rule: str | None
     kind: str | None
     upstream_status: int | None
+    at: float = field(default_factory=time.monotonic)  # when the proxy answered (or dropped) it
 
 
 class FaultProxy:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scorekeeper.params import ScoreRequest
+from scorekeeper.storage import is_local
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.gather import gather_predictions
 from scorekeeper.tasks.plan import plan_run
@@ -54,7 +55,7 @@ def write_rows(path: Path, rows: list[dict]) -> Path:
 
 @dataclass
 class Result:
-    run_dir: Path
+    run_dir: Path | str  # a local folder, or the run's URI in object storage
     predictions: pa.Table
     metrics: dict
     progress: Progress
@@ -73,8 +74,10 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
     gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
     metrics = evaluate(context.run, context.labels, manifest, request.slice_columns)
     publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})
-    run_dir = Path(context.run_uri)
-    return Result(run_dir, pq.read_table(run_dir / "predictions.parquet"), metrics, progress)
+    run = context.run
+    with run.fs.open(run.join("predictions.parquet"), "rb") as f:
+        predictions = pq.read_table(f)
+    return Result(Path(run.path) if is_local(run.fs) else run.uri, predictions, metrics, progress)
 
 
 def reference_probabilities(model_dir: str, texts: list[str], pairs: list[str] | None = None,

@@ -1,0 +1,247 @@
+"""Object-storage faults: 5xx replies, throttling and dropped connections between scorekeeper and S3.
+
+A fault-injecting proxy (tests/faultproxy.py) stands in front of the loopback moto server, and the
+standard AWS chain's endpoint (AWS_ENDPOINT_URL_S3) points at the proxy, so the flow's steps and
+the scoring subprocesses alike go through it. Transient faults are absorbed by the bounded
+retries (storage.S3_MAX_ATTEMPTS, storage.S3FS_ATTEMPTS) and the run's result is exact; a
+persistent fault fails the run within a measured time and publishes nothing; a conditional create
+whose response was lost still counts as the writer's own commit, once.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import s3fs
+from botocore.exceptions import BotoCoreError
+
+from scorekeeper.storage import S3_MAX_ATTEMPTS, S3FS_ATTEMPTS, Location
+from scorekeeper.worker.job import CommitRecord
+from tests.faultproxy import FaultProxy
+from tests.helpers import make_rows, probabilities, reference_probabilities, run_job
+from tests.s3server import AWS_VARIABLES, moto  # noqa: F401  (moto is a fixture)
+
+pytestmark = pytest.mark.integration
+
+ROWS = 17
+ROWS_PER_RANGE = 3  # 6 ranges: 6 shard PUTs and 6 conditional commit PUTs from 2 processes
+
+
+@pytest.fixture(scope="module")
+def proxy(moto):
+    with FaultProxy(moto.endpoint) as p:
+        yield p
+
+
+@pytest.fixture
+def through_proxy(moto, proxy, monkeypatch, tmp_path):
+    """This process and its subprocesses reach S3 through the proxy, with the standard AWS chain."""
+    env = moto.environment() | {"AWS_ENDPOINT_URL_S3": proxy.endpoint, "SCOREKEEPER_CACHE": str(tmp_path / "cache")}
+    for name in AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            monkeypatch.setenv(name, value)
+    # fsspec caches filesystems by their options, not by the environment they were made in: a
+    # filesystem cached by another test would still talk to moto directly.
+    s3fs.S3FileSystem.clear_instance_cache()
+    proxy.clear()
+    yield proxy
+    proxy.clear()
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def _dataset(moto, models, bucket: str) -> tuple[list[dict], dict]:
+    """Input (two CSV files), ground truth (Parquet) and the model folder in the bucket."""
+    fs = moto.filesystem()
+    rows = make_rows(ROWS, seed=11)
+    for name, part in (("part-1.csv", rows[:8]), ("part-2.csv", rows[8:])):
+        text = "review_id,text\n" + "".join(f'{r["review_id"]},"{r["text"]}"\n' for r in part)
+        fs.pipe_file(f"{bucket}/eval/input/{name}", text.encode())
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([{"review_id": r["review_id"], "label": r["label"]} for r in rows]), sink)
+    fs.pipe_file(f"{bucket}/eval/truth.parquet", sink.getvalue())
+    params = dict(
+        input_uri=f"s3://{bucket}/eval/input/",
+        id_column="review_id",
+        ground_truth_uri=f"s3://{bucket}/eval/truth.parquet",
+        model_uri=moto.upload_folder(models["bert"], f"s3://{bucket}/models/bert"),
+        output_uri=f"s3://{bucket}/runs",
+        run_name="r",
+        rows_per_range=ROWS_PER_RANGE,
+    )
+    return rows, params
+
+
+def _run_objects(moto, bucket: str) -> list[str]:
+    """Every object under the run folder, read from moto directly (not through the proxy)."""
+    return sorted(p.removeprefix(f"{bucket}/runs/r/") for p in moto.filesystem().find(f"{bucket}/runs/r"))
+
+
+# -- transient faults: the run succeeds, exactly ----------------------------------------------------
+
+
+def test_transient_5xx_throttling_and_dropped_connections_are_retried_and_the_run_is_exact(moto, models, through_proxy, monkeypatch):
+    proxy = through_proxy
+    bucket = moto.create_bucket("faults")
+    rows, params = _dataset(moto, models, bucket)
+    run = f"/{bucket}/runs/r/"
+    commits, shards = run + r"work/commits/range-", run + r"work/shards/range-"
+    # The plan, by request kind; a request gets the first fault whose rule hits it. Every fault
+    # here is transient: the next attempt of the same request goes through.
+    plan = {
+        # commit records: conditional PUTs from the scoring processes
+        "commit PUT 503 SlowDown": dict(kind="error", method="PUT", target=commits, status=503, code="SlowDown", every=2, times=3),
+        "commit PUT response lost": dict(kind="lose_response", method="PUT", target=commits, skip=1, every=2, times=2),
+        # shards: plain PUTs from the scoring processes
+        "shard PUT 500": dict(kind="error", method="PUT", target=shards, times=2),
+        "shard PUT connection reset": dict(kind="drop", method="PUT", target=shards, skip=1, times=1),
+        # listings (ListObjectsV2): the model folder, the input prefix, the commit records
+        "listing 503 SlowDown": dict(kind="error", method="GET", target=r"[?&]list-type=2", status=503, code="SlowDown", every=3, times=3),
+        "listing cut mid-body": dict(kind="truncate", method="GET", target=r"[?&]list-type=2", skip=1, every=4, times=2),
+        # object reads: the model files (flow), job.json and the staged input (scoring processes)
+        "model GET 500": dict(kind="error", method="GET", target=rf"/{bucket}/models/bert/[^?]+$", times=1),
+        "model GET cut mid-body": dict(kind="truncate", method="GET", target=rf"/{bucket}/models/bert/[^?]+$", skip=1, times=1),
+        "job.json GET 503 SlowDown": dict(kind="error", method="GET", target=run + r"work/job\.json", status=503, code="SlowDown", times=1),
+        "staged input GET cut mid-body": dict(kind="truncate", method="GET", target=run + r"work/input\.parquet", times=2),
+        "HEAD 500": dict(kind="error", method="HEAD", target=run, every=5, times=2),
+        # what the run publishes
+        "predictions PUT 500": dict(kind="error", method="PUT", target=run + r"predictions\.parquet$", times=2),
+        "predictions PUT response lost": dict(kind="lose_response", method="PUT", target=run + r"predictions\.parquet$", times=1),
+        "metrics.json PUT 503 SlowDown": dict(kind="error", method="PUT", target=run + r"report/metrics\.json$", status=503, code="SlowDown", times=1),
+    }
+    for name, rule in plan.items():
+        proxy.add(name, **rule)
+
+    started = time.time()
+    result = run_job(2, **params)
+    elapsed = time.time() - started
+    injected = proxy.injected()
+    print(f"\nrun with faults: {elapsed:.1f} s; requests {dict(proxy.requests())}; injected {injected}")
+
+    # Every scripted fault really happened, as many times as scripted.
+    assert injected == {name: rule["times"] for name, rule in plan.items()}
+    # A commit whose response was lost was sent again and met 412 from the store (its first PUT
+    # had landed), and still counted as that process's commit: had create_exclusive said "not
+    # ours", the process would have removed its shard and gather would name a missing shard.
+    lost = proxy.exchanges("commit PUT response lost")
+    assert 200 in {e.upstream_status for e in lost}
+    answered = [e for e in proxy.exchanges() if e.method == "PUT" and e.target in {x.target for x in lost} and e.rule is None]
+    assert 412 in {e.upstream_status for e in answered}
+
+    table = result.predictions
+    assert table.column("row_index").to_pylist() == list(range(ROWS))
+    assert table.column("id").to_pylist() == [r["review_id"] for r in rows]
+    expected = reference_probabilities(models["bert"], [r["text"] for r in rows])
+    assert np.abs(probabilities(table) - expected).max() < 1e-4
+    assert result.metrics["rows"] == result.metrics["scored"] == result.metrics["evaluated"] == ROWS
+    assert result.metrics["missing_predictions"] == 0
+
+    # Exactly one commit per range, each naming the one shard of its range: nothing duplicated.
+    objects = _run_objects(moto, bucket)
+    ranges = (ROWS + ROWS_PER_RANGE - 1) // ROWS_PER_RANGE
+    commit_names = [o for o in objects if o.startswith("work/commits/")]
+    shard_names = [o for o in objects if o.startswith("work/shards/")]
+    assert commit_names == [f"work/commits/range-{i:07d}.json" for i in range(ranges)]
+    records = [CommitRecord.from_bytes(moto.filesystem().cat_file(f"{bucket}/runs/r/{c}")) for c in commit_names]
+    assert [(r.start, r.end) for r in records] == [(s, min(s + ROWS_PER_RANGE, ROWS)) for s in range(0, ROWS, ROWS_PER_RANGE)]
+    assert sorted(r.shard for r in records) == shard_names
+    assert {"predictions.parquet", "report/metrics.json"} <= set(objects)
+
+
+# -- a persistent fault: bounded, clear, nothing published -----------------------------------------
+
+
+def test_a_persistent_fault_fails_within_the_retry_bound_and_publishes_nothing(moto, models, through_proxy, monkeypatch):
+    proxy = through_proxy
+    bucket = moto.create_bucket("broken")
+    rows, params = _dataset(moto, models, bucket)
+    proxy.add("predictions PUT 500 forever", "error", rf"/{bucket}/runs/r/predictions\.parquet$", "PUT")
+
+    started = time.time()
+    with pytest.raises(OSError, match="internal error") as failure:
+        run_job(1, **params)
+    elapsed = time.time() - started
+    puts = proxy.exchanges("predictions PUT 500 forever")
+    first = min(e.at for e in puts)
+    retrying = max(e.at for e in puts) - first
+    print(f"\npersistent 500: failed after {elapsed:.1f} s in all, {len(puts)} PUTs over {retrying:.1f} s: {failure.value!r}")
+
+    # Bounded: S3_MAX_ATTEMPTS requests (s3fs does not repeat a 500), backoff of at most 1+2+4+8 s.
+    assert len(puts) == S3_MAX_ATTEMPTS
+    assert retrying < 16
+    # Nothing partial published: no predictions, no report, no unfinished multipart upload.
+    objects = _run_objects(moto, bucket)
+    assert "predictions.parquet" not in objects
+    assert not [o for o in objects if o.startswith("report/")]
+    assert not moto.filesystem().call_s3("list_multipart_uploads", Bucket=bucket).get("Uploads")
+    # The committed ranges survive: once the store recovers, a rerun under the same name finishes
+    # without scoring again.
+    assert len([o for o in objects if o.startswith("work/commits/")]) == (ROWS + ROWS_PER_RANGE - 1) // ROWS_PER_RANGE
+    proxy.clear()
+    result = run_job(1, **params)
+    assert result.progress.rows_done == 0
+    assert result.predictions.column("row_index").to_pylist() == list(range(ROWS))
+    assert result.metrics["evaluated"] == ROWS
+
+
+def test_persistent_throttling_is_retried_by_both_layers_within_their_product(moto, through_proxy, monkeypatch):
+    """SlowDown and dropped connections are retried by botocore and then by s3fs's loop: the bound
+    is their product. AWS_MAX_ATTEMPTS, the standard variable, sets botocore's share."""
+    proxy = through_proxy
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    s3fs.S3FileSystem.clear_instance_cache()
+    bucket = moto.create_bucket("slow")
+    moto.filesystem().pipe_file(f"{bucket}/run/b.json", b"{}")
+    run = Location.from_uri(f"s3://{bucket}/run")
+    proxy.add("PUT 503 SlowDown forever", "error", r"/run/a\.json$", "PUT", status=503, code="SlowDown")
+    proxy.add("GET reset forever", "drop", r"/run/b\.json$", "GET")
+    started = time.time()
+    with pytest.raises(OSError, match="reduce your request rate"):
+        run.publish_bytes(b"{}", "a.json")
+    throttled = time.time() - started
+    started = time.time()
+    # s3fs hands on botocore's connection errors untranslated: not an OSError, but named clearly.
+    with pytest.raises((OSError, BotoCoreError), match=r"b\.json"):
+        run.read_bytes("b.json")
+    dropped = time.time() - started
+    injected = proxy.injected()
+    print(f"\nSlowDown forever: {injected['PUT 503 SlowDown forever']} PUTs in {throttled:.1f} s; "
+          f"reset forever: {injected['GET reset forever']} GETs in {dropped:.1f} s")  # fmt: skip
+    assert injected["PUT 503 SlowDown forever"] == 2 * S3FS_ATTEMPTS
+    assert 2 <= injected["GET reset forever"] <= 2 * 2 * S3FS_ATTEMPTS  # aiohttp may reconnect once itself
+    assert throttled < 15 and dropped < 15
+
+
+# -- a conditional create whose response is lost -------------------------------------------------
+
+
+def test_a_commit_whose_response_was_lost_is_ours_exactly_once(moto, through_proxy):
+    proxy = through_proxy
+    bucket = moto.create_bucket("lost")
+    run = Location.from_uri(f"s3://{bucket}/run")
+    name = "work/commits/range-0000000.json"
+    ours, theirs = b'{"attempt": "ours"}\n', b'{"attempt": "theirs"}\n'
+    proxy.add("our response lost", "lose_response", rf"/{bucket}/run/{name}$", "PUT", times=1)
+
+    # Our PUT lands at the store but its answer never arrives; botocore sends it again, the store
+    # answers 412 (the key exists now), and create_exclusive reads the object back: our bytes.
+    assert run.create_exclusive(ours, name)
+    puts = [e for e in proxy.exchanges() if e.method == "PUT"]
+    assert [(e.rule, e.upstream_status) for e in puts] == [("our response lost", 200), (None, 412)]
+    # Another writer's PUT of the same record meets 412, its answer lost too, then 412 again:
+    # the object holds other bytes, so the range is not theirs.
+    proxy.add("their response lost", "lose_response", rf"/{bucket}/run/{name}$", "PUT", times=1)
+    assert not run.create_exclusive(theirs, name)
+    assert proxy.injected() == {"our response lost": 1, "their response lost": 1}
+    puts = [e for e in proxy.exchanges() if e.method == "PUT"]
+    assert [(e.rule, e.upstream_status) for e in puts[2:]] == [("their response lost", 412), (None, 412)]
+    assert moto.objects(bucket) == {f"{bucket}/run/{name}": ours}
