@@ -9,10 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scorekeeper.params import ScoreRequest
+if TYPE_CHECKING:  # the job file needs pydantic; the range and commit helpers do not
+    from scorekeeper.params import ScoreRequest
 
 # Layout of a run folder: {output_uri}/{run_id}/...
 REQUEST_FILE = "request.json"
@@ -116,6 +118,8 @@ class Job:
 
     @classmethod
     def from_json(cls, text: str) -> Job:
+        from scorekeeper.params import ScoreRequest
+
         raw = json.loads(text)
         return cls(
             request=ScoreRequest(**raw["request"]),

@@ -72,19 +72,25 @@ def ahead_of_the_model(prepared: Iterable[PreparedRange], device: torch.device) 
     On a GPU the host is otherwise idle while the device computes, so tokenising the next range
     in a thread hides it. On CPU the model's intra-op threads already use every core: a third
     busy thread does not add compute, it only preempts one of them, and each parallel op then
-    waits for the preempted thread (measured: the loop ran ~15% slower on 2 cores with it).
+    waits for the preempted thread (bench/README.md: on 2 cores, `scorekeeper run` went from 100
+    to 121 rows/s when this thread was left out on CPU).
     """
     return prefetch(prepared, depth=2) if device.type == "cuda" else prepared
 
 
 @torch.inference_mode()
 def score_batches(model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device) -> np.ndarray:
-    """Probabilities (softmax in float64 of the logits) for every row of a range, in row order."""
+    """Probabilities (softmax in float64 of the logits) for every row of a range, in row order.
+
+    Logits stay on the device until the range is done and come back in one copy: a copy per
+    batch would make the device wait for the host before every batch.
+    """
     probabilities = np.empty((rows, num_labels), dtype=np.float64)
-    for batch in batches:
-        on_device = batch.to(device, non_blocking=True)
-        logits = model(**on_device.model_inputs()).logits
-        probabilities[batch.positions] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+    if not batches:
+        return probabilities
+    logits = [model(**batch.to(device, non_blocking=True).model_inputs()).logits for batch in batches]
+    order = np.concatenate([batch.positions for batch in batches])
+    probabilities[order] = torch.softmax(torch.cat(logits).double(), dim=-1).cpu().numpy()
     return probabilities
 
 
