@@ -8,7 +8,6 @@ a resume may run with any process count.
 from __future__ import annotations
 
 import json
-import os
 import queue
 import sys
 import threading
@@ -117,6 +116,3 @@ def prefetch(items: Iterable, depth: int) -> Iterator:
 def default_tokens_per_batch(device: torch.device) -> int:
     return 131072 if device.type == "cuda" else 16384
 
-
-def env_flag(name: str) -> str | None:
-    return os.environ.get(name)
