@@ -61,7 +61,7 @@ def plan_ranges_task(request: ScoreRequest, context: RunContext, manifest: dict)
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)
-def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, env: dict[str, str] | None = None) -> dict:
+def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> dict:
     logger = get_run_logger()
     processes = request.resolved_num_processes(visible_gpus())
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
@@ -82,7 +82,7 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, env:
     # A storage block's credentials reach the scoring processes as their environment; they are
     # looked up here rather than passed in, so they never become a task parameter.
     run_worker(
-        cmd, progress, on_progress, env=child_environment() if env is None else env,
+        cmd, progress, on_progress, env=child_environment(),
         num_processes=processes, stall_timeout_s=request.collective_timeout_s,
     )
     return progress.summary() | {"processes": processes}

@@ -63,7 +63,6 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
         total_rows=manifest["total_rows"],
         ranges=pending,
         scoring_fingerprint=fingerprint,
-        has_text_pair=manifest["has_text_pair"],
         attempt=uuid.uuid4().hex[:12],
     )
     run.publish_bytes(job.to_json().encode(), JOB_FILE)

@@ -77,7 +77,8 @@ def run_location(request: ScoreRequest, run_id: str) -> Location:
 
 
 def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
-    """Resolve the run id and model, write request.json, or check that the earlier one matches."""
+    """Resolve the run id, the model and adapter; when the run exists, check that its request.json
+    allows resuming with these parameters (the plan step writes request.json for a new run)."""
     run_id = resolve_run_id(request, flow_run_id)
     run = run_location(request, run_id)
     model_path = localize_folder(request.model_uri, "model")

@@ -82,7 +82,6 @@ class Progress:
     truncated: int = 0
     ranges_done: int = 0
     started: float = field(default_factory=time.time)
-    first_range_at: float | None = None
     errors: list[str] = field(default_factory=list)
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
 
@@ -93,7 +92,6 @@ class Progress:
             self.padded_tokens += event.get("padded_tokens", 0)
             self.truncated += event.get("truncated", 0)
             self.ranges_done += 1
-            self.first_range_at = self.first_range_at or time.time()
         elif event.get("event") == "pipeline":
             self.pipeline.append({k: v for k, v in event.items() if k not in ("event", "t")})
         elif event.get("event") == "error":

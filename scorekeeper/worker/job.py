@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -95,9 +95,7 @@ class Job:
     total_rows: int
     ranges: list[IndexRange]
     scoring_fingerprint: str
-    has_text_pair: bool = False
     attempt: str = ""
-    extra: dict = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -109,9 +107,7 @@ class Job:
                 "total_rows": self.total_rows,
                 "ranges": [[r.index, r.start, r.end] for r in self.ranges],
                 "scoring_fingerprint": self.scoring_fingerprint,
-                "has_text_pair": self.has_text_pair,
                 "attempt": self.attempt,
-                "extra": self.extra,
             },
             indent=2,
         )
@@ -129,7 +125,5 @@ class Job:
             total_rows=raw["total_rows"],
             ranges=[IndexRange(*r) for r in raw["ranges"]],
             scoring_fingerprint=raw["scoring_fingerprint"],
-            has_text_pair=raw.get("has_text_pair", False),
             attempt=raw.get("attempt", ""),
-            extra=raw.get("extra", {}),
         )
