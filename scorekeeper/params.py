@@ -81,7 +81,7 @@ class ScoreRequest(BaseModel):
     tokens_per_batch: int | None = Field(
         None,
         ge=1,
-        description="Padded tokens per model batch; default 16384 on CPU, 131072 on a GPU.",
+        description="Padded tokens per model batch; default 2048 on CPU, 131072 on a GPU.",
     )
     max_batch_rows: int = Field(1024, ge=1, description="Upper bound on rows in one model batch.")
     null_text: Literal["error", "empty"] = Field(

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,34 +71,74 @@ def ahead_of_the_model(prepared: Iterable[PreparedRange], device: torch.device) 
     """Prepare ranges in a background thread on a GPU; inline on CPU.
 
     On a GPU the host is otherwise idle while the device computes, so tokenising the next range
-    in a thread hides it. On CPU the model's intra-op threads already use every core: a third
-    busy thread does not add compute, it only preempts one of them, and each parallel op then
-    waits for the preempted thread (bench/README.md: on 2 cores, `scorekeeper run` went from 100
-    to 121 rows/s when this thread was left out on CPU).
+    in a thread hides it. On CPU the batch threads already use every core: one more busy thread
+    does not add compute, it only preempts them (bench/README.md: on 2 cores, `scorekeeper run`
+    went from 100 to 121 rows/s when this thread was left out on CPU).
     """
     return prefetch(prepared, depth=2) if device.type == "cuda" else prepared
 
 
-@torch.inference_mode()
-def score_batches(model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device) -> np.ndarray:
+def _forward(model: torch.nn.Module, device: torch.device, batch: Batch) -> torch.Tensor:
+    with torch.inference_mode():  # thread-local: each batch thread enters it itself
+        return model(**batch.to(device, non_blocking=True).model_inputs()).logits
+
+
+def cpu_batch_threads(device: torch.device) -> int:
+    """Batches run side by side on CPU: one per core torch would use (torch.get_num_threads(),
+    which follows OMP_NUM_THREADS; 1 under a multi-process launch, where each rank has one core).
+
+    One batch per core, each on a single intra-op thread, beats one batch at a time spread over
+    every core: small ops stop paying a fork/join per core, and a batch's activations stay in its
+    core's caches (bench/README.md: about 5% on 2 cores). Each batch is computed exactly as it
+    would be alone, so the probabilities do not depend on the thread count.
+    """
+    return torch.get_num_threads() if device.type == "cpu" else 1
+
+
+@contextmanager
+def batch_runner(device: torch.device) -> Iterator[ThreadPoolExecutor | None]:
+    """A pool of batch threads on a multi-core CPU (None otherwise); intra-op threads are 1 meanwhile."""
+    threads = cpu_batch_threads(device)
+    if threads <= 1:
+        yield None
+        return
+    intra_op = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="scorekeeper-batch") as pool:
+            yield pool
+    finally:
+        torch.set_num_threads(intra_op)
+
+
+def score_batches(
+    model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device,
+    pool: ThreadPoolExecutor | None = None,
+) -> np.ndarray:  # fmt: skip
     """Probabilities (softmax in float64 of the logits) for every row of a range, in row order.
 
     Logits stay on the device until the range is done and come back in one copy: a copy per
-    batch would make the device wait for the host before every batch.
+    batch would make the device wait for the host before every batch. With a pool (CPU), the
+    batches, longest first, are taken by the pool's threads in turn.
     """
     probabilities = np.empty((rows, num_labels), dtype=np.float64)
     if not batches:
         return probabilities
-    logits = [model(**batch.to(device, non_blocking=True).model_inputs()).logits for batch in batches]
+    if pool is None:
+        logits = [_forward(model, device, batch) for batch in batches]
+    else:
+        logits = list(pool.map(lambda batch: _forward(model, device, batch), batches))
     order = np.concatenate([batch.positions for batch in batches])
-    probabilities[order] = torch.softmax(torch.cat(logits).double(), dim=-1).cpu().numpy()
+    with torch.inference_mode():
+        probabilities[order] = torch.softmax(torch.cat(logits).double(), dim=-1).cpu().numpy()
     return probabilities
 
 
 def scored_ranges(prepared: Iterable[PreparedRange], loaded: LoadedModel, device: torch.device) -> Iterator[tuple[PreparedRange, np.ndarray]]:
     """Each prepared range with its probabilities (rows x labels, row order)."""
-    for p in ahead_of_the_model(prepared, device):
-        yield p, score_batches(loaded.model, p.batches, p.range.rows, len(loaded.labels), device)
+    with batch_runner(device) as pool:
+        for p in ahead_of_the_model(prepared, device):
+            yield p, score_batches(loaded.model, p.batches, p.range.rows, len(loaded.labels), device, pool)
 
 
 def run_replica(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> None:
