@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from prefect import flow, get_run_logger, task
@@ -27,7 +29,7 @@ from scorekeeper.tasks.lease import run_lease
 from scorekeeper.tasks.prepare import RunContext, open_run, resolve_run_id, run_location
 from scorekeeper.tasks.read import read_inputs
 from scorekeeper.tasks.report import publish_report
-from scorekeeper.tasks.score import Progress, launch_command, run_worker, visible_gpus
+from scorekeeper.tasks.score import Progress, WorkerProcess, launch_command, start_ahead, stop_ahead, take_ahead, visible_gpus
 from scorekeeper.worker.job import JOB_FILE, Job
 
 
@@ -78,13 +80,16 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
             last_log[0] = time.time()
             logger.info(p.line())
 
-    cmd = launch_command(processes, context.run.uri + "/" + JOB_FILE, request.collective_timeout_s)
     # A storage block's credentials reach the scoring processes as their environment; they are
     # looked up here rather than passed in, so they never become a task parameter.
-    run_worker(
-        cmd, progress, on_progress, env=child_environment(),
-        num_processes=processes, stall_timeout_s=request.collective_timeout_s,
-    )
+    env = child_environment()
+    job_uri = context.run.uri + "/" + JOB_FILE
+    worker = take_ahead(processes, request.collective_timeout_s, env)
+    if worker is not None:
+        worker.submit(job_uri)  # started while the input was read: its imports are done
+    else:
+        worker = WorkerProcess(launch_command(processes, job_uri, request.collective_timeout_s), env, num_processes=processes)
+    worker.follow(progress, on_progress, stall_timeout_s=request.collective_timeout_s)
     return progress.summary() | {"processes": processes}
 
 
@@ -107,10 +112,25 @@ def report_task(request: ScoreRequest, context: RunContext, metrics: dict, throu
     return files
 
 
+@contextmanager
+def workers_started_ahead(request: ScoreRequest) -> Iterator[None]:
+    """Start the scoring processes now, so their imports overlap reading and planning; the score
+    task takes them. Those no task took (a refused input, nothing left to score) are killed."""
+    start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment())
+    try:
+        yield
+    finally:
+        stop_ahead()
+
+
 def score_dataset(**parameters: Any) -> dict:
     request = ScoreRequest(**parameters)
     run_id = resolve_run_id(request, flow_run.get_id())
-    with storage_credentials(request.storage_block), run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())):
+    with (
+        storage_credentials(request.storage_block),
+        run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
+        workers_started_ahead(request),
+    ):
         context = open_run_task(request)
         manifest = read_inputs_task(request, context)
         job = plan_ranges_task(request, context, manifest)

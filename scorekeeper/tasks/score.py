@@ -11,10 +11,13 @@ import collections
 import json
 import logging
 import os
+import queue
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,12 +52,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch_command(num_processes: int, job_uri: str, collective_timeout_s: float) -> list[str]:
+def launch_command(
+    num_processes: int, job_uri: str | None, collective_timeout_s: float, *, job_from: str | None = None, owner_pid: int | None = None
+) -> list[str]:  # fmt: skip
     """The worker's command line. Several processes go through `accelerate launch`; without GPUs,
     --multi_gpu still starts one process per rank, and the worker's PartialState(cpu=True) makes
     them a gloo group (NOTES.md). One process runs the worker directly: the same code path
-    (PartialState without a launcher), without the launcher's few seconds of start-up."""
-    worker = ["-m", "scorekeeper.worker", job_uri, "--timeout", str(collective_timeout_s)]
+    (PartialState without a launcher), without the launcher's few seconds of start-up.
+
+    With `job_from` instead of `job_uri` the worker starts ahead of its job and waits for the job's
+    URI to appear in that local file (see WorkerProcess.ahead)."""
+    target = [job_uri] if job_uri is not None else ["--job-from", job_from, "--owner-pid", str(owner_pid or os.getpid())]
+    worker = ["-m", "scorekeeper.worker", *target, "--timeout", str(collective_timeout_s)]
     if num_processes == 1:
         return [sys.executable, *worker]
     return [
@@ -120,6 +129,139 @@ class Progress:
         }
 
 
+class WorkerProcess:
+    """The scoring processes, from launch to exit.
+
+    Launched with their job, or ahead of it (`ahead`): then they import torch and transformers
+    and join their process group while the flow reads and plans, and `submit` hands them the job.
+    Their output is read from the launch on (events wait in a queue until `follow`), so a worker
+    waiting for its job never blocks on a full pipe.
+    """
+
+    def __init__(self, cmd: list[str], env: dict[str, str] | None = None, *, num_processes: int = 1, job_file: str | None = None):
+        self.cmd = cmd
+        self.env = dict(env or {})
+        self.num_processes = num_processes
+        self.job_file = job_file
+        self.launched_as: tuple | None = None  # set by `ahead`: what a job must need to take it
+        self.launched = time.time()
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+        )  # fmt: skip
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    @classmethod
+    def ahead(cls, num_processes: int, collective_timeout_s: float, env: dict[str, str] | None = None) -> WorkerProcess:
+        """Workers started before their job exists; `submit` gives them one."""
+        job_file = os.path.join(tempfile.mkdtemp(prefix="scorekeeper-job-"), "job")
+        cmd = launch_command(num_processes, None, collective_timeout_s, job_from=job_file)
+        worker = cls(cmd, env, num_processes=num_processes, job_file=job_file)
+        worker.launched_as = _launch_key(num_processes, collective_timeout_s, env)
+        return worker
+
+    def submit(self, job_uri: str) -> None:
+        """Hand a worker started ahead its job (the file appears whole: written, then renamed)."""
+        staging = self.job_file + ".tmp"
+        with open(staging, "w") as f:
+            f.write(job_uri)
+        os.replace(staging, self.job_file)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _read_stdout(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def _read_stderr(self) -> None:
+        for line in self.proc.stderr:
+            line = line.rstrip("\n")
+            self.tail.append(line)
+            log.debug("worker: %s", line)
+
+    def follow(
+        self, progress: Progress, on_progress: Callable[[Progress], None] | None = None, *, stall_timeout_s: float = 120.0
+    ) -> Progress:  # fmt: skip
+        """Stream the workers' events into `progress` until they exit; raise ScoringFailed on failure.
+
+        A watchdog fails the job when a process stops sending heartbeats for `stall_timeout_s`
+        (stopped, wedged or lost), so a scoring job never hangs."""
+        proc = self.proc
+        # Before its first event a process gets extra time: imports and the model load come first.
+        last_seen = {rank: self.launched + STARTUP_GRACE_S for rank in range(self.num_processes)}
+        finished: set[int] = set()
+        stalled: list[str] = []
+        stdout_closed = threading.Event()
+
+        def watch() -> None:
+            # torchrun starts each rank in a session of its own, so the process group alone does not
+            # reach them: remember every descendant seen, and kill those that outlive the launcher.
+            known: dict[int, psutil.Process] = {}
+            while proc.poll() is None:
+                known.update((p.pid, p) for p in _descendants(proc.pid))
+                now = time.time()
+                for rank, seen in last_seen.items():
+                    if rank not in finished and now - seen > stall_timeout_s:
+                        stalled.append(
+                            f"scoring process rank {rank} stopped responding (no heartbeat for {stall_timeout_s:.0f} s); "
+                            "the job was stopped and nothing was published. Rerun with the same run_name to resume"
+                        )
+                        _kill_tree(proc, known.values())
+                        return
+                time.sleep(0.5)
+            if not stdout_closed.wait(5.0):
+                _kill_tree(proc, known.values())
+
+        threading.Thread(target=watch, daemon=True).start()
+        try:
+            while (line := self.lines.get()) is not None:
+                if not line.startswith(EVENT_PREFIX):
+                    if line.strip():
+                        log.info("worker: %s", line)
+                    continue
+                try:
+                    event = json.loads(line[len(EVENT_PREFIX):])
+                except ValueError:
+                    log.info("worker: %s", line)
+                    continue
+                rank = event.get("rank")
+                if isinstance(rank, int):
+                    last_seen[rank] = time.time()
+                    if event.get("event") == "finished":
+                        finished.add(rank)
+                progress.update(event)
+                if event.get("event") == "range_done" and on_progress:
+                    on_progress(progress)
+            stdout_closed.set()
+            rc = proc.wait()
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            self._remove_job_file()
+        if stalled:
+            raise ScoringFailed(stalled[0])
+        if rc != 0:
+            time.sleep(0.2)  # let the stderr reader drain
+            if progress.errors:
+                raise ScoringFailed("; ".join(dict.fromkeys(progress.errors)))
+            raise ScoringFailed(failure_message(rc, list(self.tail)) + "\nlast lines of its stderr:\n" + "\n".join(self.tail))
+        return progress
+
+    def kill(self) -> None:
+        _kill_tree(self.proc, _descendants(self.proc.pid))
+        self._remove_job_file()
+
+    def _remove_job_file(self) -> None:
+        if self.job_file:
+            shutil.rmtree(os.path.dirname(self.job_file), ignore_errors=True)
+
+
 def run_worker(
     cmd: list[str],
     progress: Progress,
@@ -129,84 +271,45 @@ def run_worker(
     num_processes: int = 1,
     stall_timeout_s: float = 120.0,
 ) -> Progress:
-    """Run the worker command; stream events into `progress`; raise ScoringFailed on failure.
+    """Launch the worker command with its job and follow it to the end (see WorkerProcess.follow)."""
+    return WorkerProcess(cmd, env, num_processes=num_processes).follow(progress, on_progress, stall_timeout_s=stall_timeout_s)
 
-    A watchdog fails the job when a process stops sending heartbeats for `stall_timeout_s`
-    (stopped, wedged or lost), so a scoring job never hangs."""
-    child_env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1, env=child_env,
-        start_new_session=True,
-    )  # fmt: skip
-    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-    # Before its first event a process gets extra time: imports and the model load come first.
-    launched = time.time()
-    last_seen = {rank: launched + STARTUP_GRACE_S for rank in range(num_processes)}
-    finished: set[int] = set()
-    stalled: list[str] = []
 
-    def read_stderr() -> None:
-        for line in proc.stderr:
-            line = line.rstrip("\n")
-            tail.append(line)
-            log.debug("worker: %s", line)
+# Workers started ahead of their job (by the CLI before Prefect's server is up, or by the flow
+# before it reads its input), not handed a job yet. The score task takes a matching one.
+_ahead: list[WorkerProcess] = []
+_ahead_lock = threading.Lock()
 
-    stdout_closed = threading.Event()
 
-    def watch() -> None:
-        # torchrun starts each rank in a session of its own, so the process group alone does not
-        # reach them: remember every descendant seen, and kill those that outlive the launcher.
-        known: dict[int, psutil.Process] = {}
-        while proc.poll() is None:
-            known.update((p.pid, p) for p in _descendants(proc.pid))
-            now = time.time()
-            for rank, seen in last_seen.items():
-                if rank not in finished and now - seen > stall_timeout_s:
-                    stalled.append(
-                        f"scoring process rank {rank} stopped responding (no heartbeat for {stall_timeout_s:.0f} s); "
-                        "the job was stopped and nothing was published. Rerun with the same run_name to resume"
-                    )
-                    _kill_tree(proc, known.values())
-                    return
-            time.sleep(0.5)
-        if not stdout_closed.wait(5.0):
-            _kill_tree(proc, known.values())
+def _launch_key(num_processes: int, collective_timeout_s: float, env: dict[str, str] | None) -> tuple:
+    return (num_processes, float(collective_timeout_s), tuple(sorted((env or {}).items())))
 
-    threading.Thread(target=read_stderr, daemon=True).start()
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            if not line.startswith(EVENT_PREFIX):
-                if line.strip():
-                    log.info("worker: %s", line)
-                continue
-            try:
-                event = json.loads(line[len(EVENT_PREFIX):])
-            except ValueError:
-                log.info("worker: %s", line)
-                continue
-            rank = event.get("rank")
-            if isinstance(rank, int):
-                last_seen[rank] = time.time()
-                if event.get("event") == "finished":
-                    finished.add(rank)
-            progress.update(event)
-            if event.get("event") == "range_done" and on_progress:
-                on_progress(progress)
-        stdout_closed.set()
-        rc = proc.wait()
-    except BaseException:
-        _kill_tree(proc, _descendants(proc.pid))
-        raise
-    if stalled:
-        raise ScoringFailed(stalled[0])
-    if rc != 0:
-        time.sleep(0.2)  # let the stderr reader drain
-        if progress.errors:
-            raise ScoringFailed("; ".join(dict.fromkeys(progress.errors)))
-        raise ScoringFailed(failure_message(rc, list(tail)) + "\nlast lines of its stderr:\n" + "\n".join(tail))
-    return progress
+
+def start_ahead(num_processes: int, collective_timeout_s: float, env: dict[str, str] | None = None) -> None:
+    """Start workers now, for a score task of this process to take later (no-op if one is waiting)."""
+    key = _launch_key(num_processes, collective_timeout_s, env)
+    with _ahead_lock:
+        if not any(w.alive() and w.launched_as == key for w in _ahead):
+            _ahead.append(WorkerProcess.ahead(num_processes, collective_timeout_s, env))
+
+
+def take_ahead(num_processes: int, collective_timeout_s: float, env: dict[str, str] | None = None) -> WorkerProcess | None:
+    """A waiting worker launched exactly as this job needs it (process count, timeout, environment)."""
+    key = _launch_key(num_processes, collective_timeout_s, env)
+    with _ahead_lock:
+        for w in list(_ahead):
+            if w.alive() and w.launched_as == key:
+                _ahead.remove(w)
+                return w
+    return None
+
+
+def stop_ahead() -> None:
+    """Kill workers that were started ahead and never got a job (the run failed or had nothing to score)."""
+    with _ahead_lock:
+        waiting, _ahead[:] = list(_ahead), []
+    for w in waiting:
+        w.kill()
 
 
 def failure_message(rc: int, stderr_tail: list[str]) -> str:
