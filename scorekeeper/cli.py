@@ -12,6 +12,8 @@ import logging
 import os
 import sys
 import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic import ValidationError
@@ -76,22 +78,73 @@ def _run(options: dict[str, Any]) -> int:
     if "slice_columns" in options:
         options["slice_columns"] = [c for value in options["slice_columns"] for c in value.split(",") if c]
     try:
-        ScoreRequest(**options)
+        request = ScoreRequest(**options)
     except ValidationError as exc:
         return _fail(_explain(exc), 2)
 
     from scorekeeper.errors import ScorekeeperError
-    from scorekeeper.flows.score import score_dataset
+    from scorekeeper.tasks.score import start_ahead, stop_ahead, visible_gpus
 
-    _hide_known_tracebacks()
+    # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
+    # temporary server (unless an API URL is set) and the scoring processes' imports run while this
+    # process imports Prefect and the flow. A storage block's credentials are known only inside the
+    # flow, so with a block the flow starts the scoring processes itself.
+    server = None if os.environ.get("PREFECT_API_URL") else _start_server()
+    if request.storage_block is None:
+        start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
     try:
-        result = score_dataset(**options)
+        from scorekeeper.flows.score import score_dataset
+
+        _hide_known_tracebacks()
+        with _api(server):
+            result = score_dataset(**options)
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
+    finally:
+        stop_ahead()
+        if server is not None:
+            server.stop()
     metrics = result["metrics"]
     numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
     print(f"scorekeeper: run {result['run_id']} scored {result['rows']} rows" + (f"; {numbers}" if numbers else "; scoring only") + f"; outputs in {result['run_uri']}")
     return 0
+
+
+def _start_server():
+    from scorekeeper.api_server import TemporaryServer
+
+    return TemporaryServer()
+
+
+@contextmanager
+def _api(server) -> Iterator[None]:
+    """Point Prefect at the CLI's temporary server where Prefect would have started one itself:
+    no API URL in its settings (profile, prefect.toml, .env), and temporary servers allowed."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, get_current_settings, temporary_settings
+
+    settings = get_current_settings()
+    if server is None or settings.api.url or not settings.server.ephemeral.enabled:
+        if server is not None:
+            server.stop()
+        yield
+        return
+    print(f"scorekeeper: started a temporary Prefect server on {server.api_url} (set PREFECT_API_URL to use a running one)", file=sys.stderr)
+    # No UI is served, so no "View at" links to one (Prefect's own temporary server prints none).
+    with temporary_settings(updates={PREFECT_API_URL: server.wait_ready(), PREFECT_UI_URL: ""}):
+        try:
+            yield
+        finally:
+            _drain_prefect_clients()
+
+
+def _drain_prefect_clients() -> None:
+    """Send the logs and events Prefect still holds before the server goes: otherwise Prefect
+    retries them against a stopped server at exit, for over a minute."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)
+    EventsWorker.drain_all(timeout=10)
 
 
 def _fail(message: str, code: int) -> int:
