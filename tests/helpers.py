@@ -61,12 +61,17 @@ class Result:
     progress: Progress
 
 
-def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params) -> Result:
-    """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
+def open_run_and_plan(num_processes: int = 1, **params):
+    """The flow's steps up to the plan: (request, context, manifest, job)."""
     request = ScoreRequest(num_processes=num_processes, **params)
     context = open_run(request, None)
     manifest = read_inputs(request, context.run)
-    job = plan_run(request, context, manifest)
+    return request, context, manifest, plan_run(request, context, manifest)
+
+
+def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params) -> Result:
+    """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
+    request, context, manifest, job = open_run_and_plan(num_processes, **params)
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if job.ranges:
         cmd = launch_command(num_processes, context.run.uri + "/work/job.json", stall_timeout_s)

@@ -56,9 +56,37 @@ def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_
 
 
 def _cli(*args, cwd):
+    """The CLI as a user runs it (no PREFECT_API_URL); checks it left no process behind."""
     env = {**os.environ, "PREFECT_HOME": str(cwd / ".prefect")}
     env.pop("PREFECT_API_URL", None)
-    return subprocess.run([SCOREKEEPER, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+    proc = subprocess.Popen([SCOREKEEPER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
+    out, err = proc.communicate(timeout=600)
+    _assert_nothing_left(proc.pid, err)
+    assert "Error logging to API" not in out + err  # logs were sent before the server stopped
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _assert_nothing_left(cli_pid: int, stderr: str) -> None:
+    """No scoring process started ahead by this CLI survives it, nor its temporary Prefect server."""
+    import re
+    import socket
+    import time
+
+    import psutil
+
+    deadline = time.time() + 10
+    while True:
+        left = [p.pid for p in psutil.process_iter(["cmdline", "status"])
+                if p.info["status"] != psutil.STATUS_ZOMBIE
+                and "--owner-pid" in (cmd := p.info["cmdline"] or []) and cmd[cmd.index("--owner-pid") + 1] == str(cli_pid)]
+        if not left or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left, f"scoring processes left behind: {left}"
+    port = re.search(r"temporary Prefect server on http://127\.0\.0\.1:(\d+)/api", stderr)
+    if port:
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", int(port.group(1)))) != 0, "the temporary Prefect server is still up"
 
 
 def test_cli_as_a_user_types_it(tmp_path, models):
@@ -69,6 +97,7 @@ def test_cli_as_a_user_types_it(tmp_path, models):
     summary = done.stdout.strip().splitlines()[-1]
     assert summary.startswith("scorekeeper: run cli scored 11 rows") and str(tmp_path / "runs" / "cli") in summary
     assert "scored 11/11 rows" in done.stdout + done.stderr  # progress was shown
+    assert "temporary Prefect server on http://127.0.0.1:" in done.stderr  # the CLI's own, started first
     assert pq.read_table(tmp_path / "runs" / "cli" / "predictions.parquet").num_rows == 11
 
 

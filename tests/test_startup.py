@@ -1,0 +1,108 @@
+"""Start-up and the CPU engine: scoring processes started ahead of their job, batch threads.
+
+The ahead path end to end is covered by every flow and CLI test (the flow always starts its
+scoring processes ahead); these tests pin what only shows when something goes wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import psutil
+import pytest
+import torch
+
+from scorekeeper.tasks import score
+from scorekeeper.tasks.score import Progress, WorkerProcess, start_ahead, stop_ahead, take_ahead
+from scorekeeper.worker.batching import collate, cut_batches, encode
+from scorekeeper.worker.model import load_model
+from scorekeeper.worker.replica import batch_runner, score_batches
+from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
+
+CPU = torch.device("cpu")
+
+
+def _gone(pid: int, within_s: float) -> bool:
+    deadline = time.time() + within_s
+    while time.time() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_batch_threads_score_each_batch_as_if_alone(models):
+    """Batches side by side on single-threaded cores give what one batch at a time gives."""
+    loaded = load_model(models["bert"], None, merge_adapter=False, dtype=torch.float32, device=CPU,
+                        trust_remote_code=False, max_length=None)
+    texts = [r["text"] for r in make_rows(40, seed=4, max_words=50)]
+    encoded = encode(loaded.tokenizer, texts, None, loaded.max_length, loaded.uses_token_type_ids)
+    batches = [collate(encoded, p, loaded.pad_token_id) for p in cut_batches(encoded.lengths, 120, 64)]
+    assert len(batches) > 4
+    alone = score_batches(loaded.model, batches, len(texts), len(loaded.labels), CPU)
+    threads_before = torch.get_num_threads()
+    with torch.inference_mode(False):
+        torch.set_num_threads(3)
+        try:
+            with batch_runner(CPU) as pool:
+                assert pool is not None and torch.get_num_threads() == 1
+                together = score_batches(loaded.model, batches, len(texts), len(loaded.labels), CPU, pool)
+            assert torch.get_num_threads() == 3  # restored
+        finally:
+            torch.set_num_threads(threads_before)
+    assert np.abs(alone - together).max() < 1e-6
+    assert (alone.argmax(1) == together.argmax(1)).all()
+    assert np.abs(together - reference_probabilities(models["bert"], texts)).max() < 1e-4
+
+
+@pytest.mark.integration
+def test_worker_started_ahead_scores_the_job_it_is_handed(tmp_path, models):
+    from tests.helpers import open_run_and_plan
+
+    rows = make_rows(9, seed=5)
+    _, context, _, job = open_run_and_plan(input_uri=str(write_rows(tmp_path / "in.csv", rows)), model_uri=models["bert"],
+                                     output_uri=str(tmp_path / "out"), run_name="ahead", rows_per_range=4)
+    worker = WorkerProcess.ahead(1, 60.0)
+    time.sleep(1.0)  # it is importing meanwhile; the job may come at any moment
+    worker.submit(context.run.uri + "/work/job.json")
+    progress = worker.follow(Progress(total_rows=9), stall_timeout_s=60.0)
+    assert progress.rows_done == 9 and progress.ranges_done == 3
+    assert not os.path.exists(os.path.dirname(worker.job_file))  # the hand-over file is cleaned up
+    from scorekeeper.tasks.gather import gather_predictions
+
+    gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "out" / "ahead" / "predictions.parquet")
+    assert np.abs(probabilities(table) - reference_probabilities(models["bert"], [r["text"] for r in rows])).max() < 1e-4
+
+
+@pytest.mark.integration
+def test_unclaimed_workers_are_killed_and_claims_match_exactly():
+    start_ahead(1, 30.0)
+    start_ahead(1, 30.0)  # one is waiting already: no second one
+    assert len(score._ahead) == 1
+    waiting = score._ahead[0]
+    assert take_ahead(2, 30.0) is None  # another process count
+    assert take_ahead(1, 60.0) is None  # another collective timeout
+    assert take_ahead(1, 30.0, {"AWS_ACCESS_KEY_ID": "x"}) is None  # another environment
+    stop_ahead()
+    assert not score._ahead
+    assert _gone(waiting.proc.pid, 10)
+    assert not os.path.exists(os.path.dirname(waiting.job_file))
+
+
+@pytest.mark.integration
+def test_worker_waiting_for_a_job_leaves_when_its_owner_is_gone(tmp_path):
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
+    cmd = score.launch_command(1, None, 30.0, job_from=str(tmp_path / "never"), owner_pid=owner.pid)
+    worker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    owner.wait()
+    assert worker.wait(timeout=60) == 1
