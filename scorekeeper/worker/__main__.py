@@ -32,6 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     if (args.job_uri is None) == (args.job_from is None):
         parser.error("give either JOB_URI or --job-from FILE")
 
+    from scorekeeper.worker.runtime import tune_allocator
+
+    tune_allocator()
     import torch
 
     from scorekeeper.storage import Location, fs_and_path

@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     from scorekeeper.worker.model import load_model, resolve_dtype
     from scorekeeper.worker.replica import prepare_range, scored_ranges
-    from scorekeeper.worker.runtime import default_tokens_per_batch
+    from scorekeeper.worker.runtime import default_tokens_per_batch, tune_allocator
+
+    tune_allocator()  # as the worker does at its start
 
     device = torch.device(a.device)
     dtype = resolve_dtype(a.dtype, device)
