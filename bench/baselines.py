@@ -102,7 +102,7 @@ def sorted_loop(model_dir, texts: list[str], device: str = "cpu", tokens_per_bat
     dt = _dtype(dtype, device)
     tokenizer, model = _load(model_dir, device, dt)
     t_load = time.perf_counter() - t0
-    budget = tokens_per_batch or (65_536 if device.startswith("cuda") else 16_384)
+    budget = tokens_per_batch or (65_536 if device.startswith("cuda") else 2_048)
     ids = tokenizer(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"]
     lengths = [len(x) for x in ids]
     order = sorted(range(len(ids)), key=lambda i: -lengths[i])

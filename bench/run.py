@@ -338,7 +338,7 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline-rows", type=int, help="run (a) on this many evenly spaced rows and "
                     "extrapolate per row; 0 = all rows. Default: 1000 on cpu, all on cuda")
     ap.add_argument("--tokens-per-batch", type=int, help="padded-token budget for (b), (c) and (d); "
-                    "default 16384 on cpu, 65536 on cuda for (b), scorekeeper's own default for (c), (d)")
+                    "default 2048 on cpu (as scorekeeper), 65536 on cuda for (b), scorekeeper's own default for (c), (d)")
     ap.add_argument("--num-processes", type=int, default=1, help="(d): scorekeeper run --num-processes")
     ap.add_argument("--step-args", default="", help="extra arguments for (c), one shell string")
     ap.add_argument("--cli-args", default="", help="extra arguments for (d)'s `scorekeeper run`")
