@@ -121,24 +121,48 @@ def score_batches(
     batch would make the device wait for the host before every batch. With a pool (CPU), the
     batches, longest first, are taken by the pool's threads in turn.
     """
-    probabilities = np.empty((rows, num_labels), dtype=np.float64)
-    if not batches:
-        return probabilities
     if pool is None:
         logits = [_forward(model, device, batch) for batch in batches]
     else:
         logits = list(pool.map(lambda batch: _forward(model, device, batch), batches))
-    order = np.concatenate([batch.positions for batch in batches])
-    with torch.inference_mode():
-        probabilities[order] = torch.softmax(torch.cat(logits).double(), dim=-1).cpu().numpy()
+    return _probabilities(batches, logits, rows, num_labels)
+
+
+def _probabilities(batches: list[Batch], logits: list[torch.Tensor], rows: int, num_labels: int) -> np.ndarray:
+    probabilities = np.empty((rows, num_labels), dtype=np.float64)
+    if batches:
+        order = np.concatenate([batch.positions for batch in batches])
+        with torch.inference_mode():
+            probabilities[order] = torch.softmax(torch.cat(logits).double(), dim=-1).cpu().numpy()
     return probabilities
 
 
 def scored_ranges(prepared: Iterable[PreparedRange], loaded: LoadedModel, device: torch.device) -> Iterator[tuple[PreparedRange, np.ndarray]]:
-    """Each prepared range with its probabilities (rows x labels, row order)."""
+    """Each prepared range with its probabilities (rows x labels, row order).
+
+    With batch threads (multi-core CPU), the next range is prepared and its batches queued
+    behind this range's before this range's results are awaited: the threads never wait at a
+    range boundary, neither for the last (shortest) batches of a range nor for the next range's
+    tokenisation, which runs meanwhile on this thread.
+    """
+    num_labels = len(loaded.labels)
     with batch_runner(device) as pool:
-        for p in ahead_of_the_model(prepared, device):
-            yield p, score_batches(loaded.model, p.batches, p.range.rows, len(loaded.labels), device, pool)
+        if pool is None:
+            for p in ahead_of_the_model(prepared, device):
+                yield p, score_batches(loaded.model, p.batches, p.range.rows, num_labels, device)
+            return
+        in_flight: tuple[PreparedRange, list[Future]] | None = None
+        for p in prepared:
+            queued = (p, [pool.submit(_forward, loaded.model, device, batch) for batch in p.batches])
+            if in_flight is not None:
+                yield _finished(*in_flight, num_labels)
+            in_flight = queued
+        if in_flight is not None:
+            yield _finished(*in_flight, num_labels)
+
+
+def _finished(p: PreparedRange, futures: list[Future], num_labels: int) -> tuple[PreparedRange, np.ndarray]:
+    return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels)
 
 
 def run_replica(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> None:
