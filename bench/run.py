@@ -183,7 +183,7 @@ def prepare(work: Path, rows: int, model: str) -> tuple[Path, dict, Path]:
 def run_method(m: str, args, work: Path, data: Path, meta: dict, model_dir: Path, model: str,
                probs: bool = True) -> dict:
     """One method in one subprocess; returns its result row (status 'ok', 'n/a' or 'failed')."""
-    tag = f"{model}-{meta['rows']}-{m}"
+    tag = f"{model}-{meta['rows']}-{m}" + (f"-p{args.num_processes}" if m == "d" and args.num_processes != 1 else "")
     out_json, out_probs = work / "results" / f"{tag}.json", work / "results" / f"{tag}.npz"
     out_json.parent.mkdir(parents=True, exist_ok=True)
     out_json.unlink(missing_ok=True)
@@ -326,6 +326,39 @@ def memory_check(args, work: Path) -> list[dict]:
     return out
 
 
+def scaling_check(args, work: Path) -> list[dict]:
+    """(d) end to end with each process count: rows/s, and rows/s per process against 1 process.
+
+    On a GPU machine a process is a device, and per-process throughput near 1.00 is the goal. On
+    CPU one process already uses every core (a batch per core), so P processes share the same
+    cores: the total stays about flat and per-process throughput is about 1/P by construction.
+    """
+    out = []
+    for model in args.models:
+        data, meta, model_dir = prepare(work, args.rows, model)
+        rows_out = []
+        for p in args.scaling:
+            args.num_processes = p
+            r = run_method("d", args, work, data, meta, model_dir, model, probs=False)
+            r["processes"] = p
+            rows_out.append(r)
+        add_rates(rows_out)
+        base = next((r for r in rows_out if r["processes"] == 1 and r["status"] == "ok"), None)
+        print(f"\nscaling, {model} on {args.device}, {meta['rows']:,} rows, (d) end to end:")
+        print(f"{'processes':>10}{'rows/s':>10}{'per process':>13}{'total vs 1':>12}{'per process vs 1':>18}{'proc s':>9}")
+        for r in rows_out:
+            if r["status"] != "ok":
+                print(f"{r['processes']:>10}  {r['status']}: {r['note']}")
+                continue
+            per = r["rows_per_s"] / r["processes"]
+            r["per_process_vs_1"] = per / base["rows_per_s"] if base else None
+            print(f"{r['processes']:>10}{r['rows_per_s']:>10.1f}{per:>13.1f}"
+                  f"{fmt(base and r['rows_per_s'] / base['rows_per_s'], '.2f'):>12}"
+                  f"{fmt(r['per_process_vs_1'], '.2f'):>18}{r['proc_s']:>9.1f}")
+        out += rows_out
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=20_000, help="corpus rows (default 20,000)")
@@ -346,6 +379,8 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-check", action="store_true",
                     help="instead of the table: peak RSS of one method on --rows and --memory-rows rows")
     ap.add_argument("--memory-rows", type=int, default=2_000_000, help="large input for --memory-check")
+    ap.add_argument("--scaling", help="instead of the table: (d) with each of these process counts "
+                    "(comma-separated, e.g. 1,2), rows/s per process against 1 process")
     ap.add_argument("--memory-method", default="c", choices=list("abc"),
                     help="method for --memory-check (c; a or b only to test the harness on small inputs)")
     args = ap.parse_args(argv)
@@ -360,7 +395,10 @@ def main(argv=None) -> int:
     work = Path(args.work).resolve()
     t_start = time.perf_counter()
 
-    if args.memory_check:
+    if args.scaling:
+        args.scaling = [int(p) for p in args.scaling.split(",")]
+        all_results = scaling_check(args, work)
+    elif args.memory_check:
         all_results = memory_check(args, work)
     else:
         all_results = []
