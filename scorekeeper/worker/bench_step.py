@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     from scorekeeper.worker.model import load_model, resolve_dtype
+    from scorekeeper.worker.first_token import first_token_last_layer
     from scorekeeper.worker.replica import prepare_range, scored_ranges
     from scorekeeper.worker.runtime import default_tokens_per_batch, tune_allocator
 
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(a.device)
     dtype = resolve_dtype(a.dtype, device)
     loaded = load_model(a.model, None, merge_adapter=False, dtype=dtype, device=device, trust_remote_code=False, max_length=None)
+    first_token = first_token_last_layer(loaded.model)  # as run_replica does
     load_s = time.perf_counter() - t0
     budget = a.tokens_per_batch or default_tokens_per_batch(device)
 
@@ -143,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         batches=batches, ranges=ranges, rows_per_range=a.rows_per_range, tokens_per_batch=budget,
         max_batch_rows=a.max_batch_rows, dtype=str(dtype).replace("torch.", ""), device=str(device),
         threads=torch.get_num_threads(), attn=getattr(loaded.model.config, "_attn_implementation", None),
+        first_token_last_layer=first_token,
     )  # fmt: skip
     if a.probs:
         np.savez(a.probs, probs=np.concatenate(probs) if probs else np.zeros((0, len(loaded.labels)), np.float32),

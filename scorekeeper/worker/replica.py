@@ -21,6 +21,7 @@ import torch
 
 from scorekeeper.storage import Location
 from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
+from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.runtime import Ranks, claim, default_tokens_per_batch, emit, prefetch
@@ -166,6 +167,8 @@ def _finished(p: PreparedRange, futures: list[Future], num_labels: int) -> tuple
 
 
 def run_replica(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> None:
+    if first_token_last_layer(loaded.model) and ranks.is_main:
+        log.info("the last layer runs for the classifier's first token only")
     staged = StagedInput(run)
     attempt = f"{job.attempt}-r{ranks.rank}"
     writes: list[Future] = []
