@@ -61,6 +61,10 @@ class FirstTokenLayer(nn.Module):
 def first_token_last_layer(model: nn.Module) -> bool:
     """Swap the classifier's last layer for its position-0-only form where that is exact.
     Returns whether it did (the model is changed in place)."""
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) < 5:
+        return False  # before 5.x layers returned tuples and attention had another interface
     base = model.get_base_model() if hasattr(model, "peft_config") and hasattr(model, "get_base_model") else model
     family = FIRST_TOKEN_CLASSIFIERS.get(type(base).__name__)
     config = base.config
