@@ -8,7 +8,7 @@ import torch
 
 from scorekeeper.demo import build_tiny_classifier
 from scorekeeper.worker.batching import collate, cut_batches, encode
-from scorekeeper.worker.first_token import FirstTokenLayer, first_token_last_layer
+from scorekeeper.worker.first_token import FirstTokenDistilBertLayer, FirstTokenLayer, first_token_last_layer
 from scorekeeper.worker.model import load_model
 from tests.helpers import make_rows
 
@@ -28,7 +28,7 @@ def _load(path, adapter=None, merge=False):
     return load_model(path, adapter, merge_adapter=merge, dtype=torch.float32, device=CPU, trust_remote_code=False, max_length=None)
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta", "minilm"])
+@pytest.mark.parametrize("family", ["bert", "roberta", "minilm", "distilbert"])
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_first_token_layer_gives_the_whole_layers_logits(tmp_path, family, attention):
     path = str(build_tiny_classifier(tmp_path / family, family, seed=11))
@@ -36,8 +36,9 @@ def test_first_token_layer_gives_the_whole_layers_logits(tmp_path, family, atten
     loaded.model.config._attn_implementation = attention
     whole = _logits(loaded, TEXTS)
     assert first_token_last_layer(loaded.model)
-    layers = (loaded.model.roberta if family == "roberta" else loaded.model.bert).encoder.layer
-    assert isinstance(layers[-1], FirstTokenLayer)
+    base = getattr(loaded.model, {"roberta": "roberta", "distilbert": "distilbert"}.get(family, "bert"))
+    layers = (base.transformer if family == "distilbert" else base.encoder).layer
+    assert isinstance(layers[-1], FirstTokenDistilBertLayer if family == "distilbert" else FirstTokenLayer)
     assert not first_token_last_layer(loaded.model)  # once only
     assert (whole - _logits(loaded, TEXTS)).abs().max() < 1e-5
 
@@ -49,7 +50,7 @@ def test_first_token_layer_under_an_unmerged_adapter(models):
     assert (whole - _logits(loaded, TEXTS)).abs().max() < 1e-5
 
 
-@pytest.mark.parametrize("family", ["distilbert", "llama"])
+@pytest.mark.parametrize("family", ["llama", "qwen2"])
 def test_other_heads_keep_their_whole_last_layer(tmp_path, family):
     loaded = _load(str(build_tiny_classifier(tmp_path / family, family, seed=12)))
     assert not first_token_last_layer(loaded.model)

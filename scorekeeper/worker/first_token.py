@@ -1,15 +1,17 @@
 """The last encoder layer, computed for the one position the classifier reads.
 
-BERT- and RoBERTa-style sequence classifiers read only position 0 ([CLS] / <s>) of the last
-layer's output (`BertPooler`, `RobertaClassificationHead`). The last layer's keys and values
+BERT-, RoBERTa- and DistilBERT-style sequence classifiers read only position 0 ([CLS] / <s>)
+of the last layer's output (`BertPooler`, `RobertaClassificationHead`, DistilBERT's
+`pre_classifier` on `hidden_state[:, 0]`). The last layer's keys and values
 need every position, but its query, attention output, residual, LayerNorm and feed-forward
 block are needed for position 0 alone: the same function of the same inputs, for one row of
 each sequence instead of all of them. On a 4-layer 256-wide BERT that is about a fifth of the
 model's work (bench/README.md); on BERT-base about 6%.
 
 Applied only where every piece is known: the classifier classes below, over BertLayer-shaped
-layers (attention.self.query/key/value, attention.output, feed_forward_chunk), as encoders
-without cross-attention. Anything else keeps its full last layer.
+layers (attention.self.query/key/value, attention.output, feed_forward_chunk) or DistilBERT's
+TransformerBlock, as encoders without cross-attention, on transformers 5.x. Anything else keeps
+its whole last layer.
 """
 
 from __future__ import annotations
@@ -22,40 +24,80 @@ from torch import nn
 
 log = logging.getLogger(__name__)
 
-# Classifiers whose head reads position 0 of the last hidden state and nothing else.
+# Classifiers whose head reads position 0 of the last hidden state and nothing else:
+# class name -> (attribute of the base model, attribute of its layer stack).
 FIRST_TOKEN_CLASSIFIERS = {
-    "BertForSequenceClassification": "bert",
-    "RobertaForSequenceClassification": "roberta",
-    "XLMRobertaForSequenceClassification": "roberta",
-    "CamembertForSequenceClassification": "roberta",
+    "BertForSequenceClassification": ("bert", "encoder"),
+    "RobertaForSequenceClassification": ("roberta", "encoder"),
+    "XLMRobertaForSequenceClassification": ("roberta", "encoder"),
+    "CamembertForSequenceClassification": ("roberta", "encoder"),
+    "DistilBertForSequenceClassification": ("distilbert", "transformer"),
 }
 
 
+def _attend(attention: nn.Module, query, key, value, attention_mask) -> torch.Tensor:
+    """Position 0's attention over every position, through the attention function the model's
+    own layer would call (its module's eager one by default); (batch, 1, hidden)."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    if attention_mask is not None and attention_mask.dim() == 4 and attention_mask.shape[2] > 1:
+        attention_mask = attention_mask[:, :, :1, :]  # the query row of position 0
+    eager = sys.modules[type(attention).__module__].eager_attention_forward
+    attend = ALL_ATTENTION_FUNCTIONS.get_interface(attention.config._attn_implementation, eager)
+    context, _ = attend(attention, query, key, value, attention_mask, dropout=0.0, scaling=attention.scaling)
+    return context.reshape(query.shape[0], 1, -1).contiguous()
+
+
+def _heads(linear: nn.Module, x: torch.Tensor, head_size: int) -> torch.Tensor:
+    return linear(x).view(x.shape[0], x.shape[1], -1, head_size).transpose(1, 2)
+
+
 class FirstTokenLayer(nn.Module):
-    """A BERT-style layer that returns its output for position 0 only, shape (batch, 1, hidden)."""
+    """A BERT-style layer (BertLayer, RobertaLayer) that returns position 0 only: (batch, 1, hidden)."""
 
     def __init__(self, layer: nn.Module):
         super().__init__()
         self.layer = layer
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs) -> torch.Tensor:
-        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
         attention = self.layer.attention.self
-        batch, length, _ = hidden_states.shape
-        first = hidden_states[:, :1]
-        head_size = attention.attention_head_size
-        query = attention.query(first).view(batch, 1, -1, head_size).transpose(1, 2)
-        key = attention.key(hidden_states).view(batch, length, -1, head_size).transpose(1, 2)
-        value = attention.value(hidden_states).view(batch, length, -1, head_size).transpose(1, 2)
-        if attention_mask is not None and attention_mask.dim() == 4 and attention_mask.shape[2] > 1:
-            attention_mask = attention_mask[:, :, :1, :]  # the query row of position 0
-        # The attention function the model's own layer would call (its module's eager one by default).
-        eager = sys.modules[type(attention).__module__].eager_attention_forward
-        attend = ALL_ATTENTION_FUNCTIONS.get_interface(attention.config._attn_implementation, eager)
-        context, _ = attend(attention, query, key, value, attention_mask, dropout=0.0, scaling=attention.scaling)
-        context = context.reshape(batch, 1, -1).contiguous()
+        first, size = hidden_states[:, :1], attention.attention_head_size
+        context = _attend(
+            attention, _heads(attention.query, first, size), _heads(attention.key, hidden_states, size),
+            _heads(attention.value, hidden_states, size), attention_mask,
+        )  # fmt: skip
         return self.layer.feed_forward_chunk(self.layer.attention.output(context, first))
+
+
+class FirstTokenDistilBertLayer(nn.Module):
+    """DistilBERT's TransformerBlock, returning position 0 only: (batch, 1, dim)."""
+
+    def __init__(self, layer: nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs) -> torch.Tensor:
+        block = self.layer
+        attention = block.attention
+        first, size = hidden_states[:, :1], attention.attention_head_size
+        context = _attend(
+            attention, _heads(attention.q_lin, first, size), _heads(attention.k_lin, hidden_states, size),
+            _heads(attention.v_lin, hidden_states, size), attention_mask,
+        )  # fmt: skip
+        attended = block.sa_layer_norm(attention.out_lin(context) + first)
+        return block.output_layer_norm(block.ffn(attended) + attended)
+
+
+_SHAPES = {
+    # the layer's form -> (its self-attention, the attributes both need, the replacement)
+    "encoder": (lambda l: getattr(getattr(l, "attention", None), "self", None),
+                ("query", "key", "value"), lambda l: hasattr(l.attention, "output") and hasattr(l, "feed_forward_chunk"),
+                FirstTokenLayer),
+    "transformer": (lambda l: getattr(l, "attention", None),
+                    ("q_lin", "k_lin", "v_lin", "out_lin"),
+                    lambda l: all(hasattr(l, a) for a in ("sa_layer_norm", "ffn", "output_layer_norm")),
+                    FirstTokenDistilBertLayer),
+}
 
 
 def first_token_last_layer(model: nn.Module) -> bool:
@@ -66,22 +108,23 @@ def first_token_last_layer(model: nn.Module) -> bool:
     if int(transformers.__version__.split(".")[0]) < 5:
         return False  # before 5.x layers returned tuples and attention had another interface
     base = model.get_base_model() if hasattr(model, "peft_config") and hasattr(model, "get_base_model") else model
-    family = FIRST_TOKEN_CLASSIFIERS.get(type(base).__name__)
+    known = FIRST_TOKEN_CLASSIFIERS.get(type(base).__name__)
     config = base.config
-    if family is None or getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
+    if known is None or getattr(config, "is_decoder", False) or getattr(config, "add_cross_attention", False):
         return False
     if getattr(config, "position_embedding_type", "absolute") != "absolute":
         return False  # relative position scores would need every query position's distances
-    encoder = getattr(getattr(base, family, None), "encoder", None)
-    layers = getattr(encoder, "layer", None)
-    if not isinstance(layers, nn.ModuleList) or not len(layers) or isinstance(layers[-1], FirstTokenLayer):
+    family, stack = known
+    layers = getattr(getattr(getattr(base, family, None), stack, None), "layer", None)
+    if not isinstance(layers, nn.ModuleList) or not len(layers) or isinstance(layers[-1], (FirstTokenLayer, FirstTokenDistilBertLayer)):
         return False
     last = layers[-1]
-    attention = getattr(getattr(last, "attention", None), "self", None)
-    needed = (hasattr(attention, name) for name in ("query", "key", "value", "attention_head_size", "scaling", "config"))
-    if not (all(needed) and hasattr(last.attention, "output") and hasattr(last, "feed_forward_chunk")):
+    self_attention, projections, rest, replacement = _SHAPES[stack]
+    attention = self_attention(last)
+    needed = (*projections, "attention_head_size", "scaling", "config")
+    if attention is None or not all(hasattr(attention, a) for a in needed) or not rest(last):
         return False
     if not hasattr(sys.modules.get(type(attention).__module__), "eager_attention_forward"):
         return False
-    layers[-1] = FirstTokenLayer(last)
+    layers[-1] = replacement(last)
     return True
