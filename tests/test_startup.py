@@ -71,6 +71,7 @@ def test_worker_started_ahead_scores_the_job_it_is_handed(tmp_path, models):
                                      output_uri=str(tmp_path / "out"), run_name="ahead", rows_per_range=4)
     worker = WorkerProcess.ahead(1, 60.0)
     time.sleep(1.0)  # it is importing meanwhile; the job may come at any moment
+    worker.launched -= 1000  # as if the flow had read a big input for a quarter of an hour
     worker.submit(context.run.uri + "/work/job.json")
     progress = worker.follow(Progress(total_rows=9), stall_timeout_s=60.0)
     assert progress.rows_done == 9 and progress.ranges_done == 3

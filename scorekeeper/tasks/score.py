@@ -193,7 +193,9 @@ class WorkerProcess:
         (stopped, wedged or lost), so a scoring job never hangs."""
         proc = self.proc
         # Before its first event a process gets extra time: imports and the model load come first.
-        last_seen = {rank: self.launched + STARTUP_GRACE_S for rank in range(self.num_processes)}
+        # It counts from now, not from the launch: a process started ahead may have waited for
+        # its job longer than any grace while the flow read a big input.
+        last_seen = {rank: time.time() + STARTUP_GRACE_S for rank in range(self.num_processes)}
         finished: set[int] = set()
         stalled: list[str] = []
         stdout_closed = threading.Event()
