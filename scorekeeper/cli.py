@@ -90,8 +90,9 @@ def _run(options: dict[str, Any]) -> int:
     # process imports Prefect and the flow. A storage block's credentials are known only inside the
     # flow, so with a block the flow starts the scoring processes itself.
     server = None if os.environ.get("PREFECT_API_URL") else _start_server()
+    ahead = None
     if request.storage_block is None:
-        start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
+        ahead = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
     try:
         from scorekeeper.flows.score import score_dataset
 
@@ -101,7 +102,8 @@ def _run(options: dict[str, Any]) -> int:
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
     finally:
-        stop_ahead()
+        if ahead is not None:
+            stop_ahead(ahead)
         if server is not None:
             server.stop()
     metrics = result["metrics"]

@@ -87,17 +87,21 @@ def test_worker_started_ahead_scores_the_job_it_is_handed(tmp_path, models):
 
 @pytest.mark.integration
 def test_unclaimed_workers_are_killed_and_claims_match_exactly():
-    start_ahead(1, 30.0)
-    start_ahead(1, 30.0)  # one is waiting already: no second one
-    assert len(score._ahead) == 1
-    waiting = score._ahead[0]
+    waiting = start_ahead(1, 30.0)
+    assert start_ahead(1, 30.0) is waiting  # one is waiting already: no second one
+    other = start_ahead(1, 45.0)  # another flow's, with another timeout
+    assert len(score._ahead) == 2
     assert take_ahead(2, 30.0) is None  # another process count
     assert take_ahead(1, 60.0) is None  # another collective timeout
     assert take_ahead(1, 30.0, {"AWS_ACCESS_KEY_ID": "x"}) is None  # another environment
-    stop_ahead()
-    assert not score._ahead
+    stop_ahead(waiting)  # kills that one only
+    assert score._ahead == [other]
     assert _gone(waiting.proc.pid, 10)
     assert not os.path.exists(os.path.dirname(waiting.job_file))
+    assert take_ahead(1, 45.0) is other
+    stop_ahead(other)  # taken: not killed
+    assert other.alive()
+    other.kill()
 
 
 @pytest.mark.integration

@@ -116,11 +116,11 @@ def report_task(request: ScoreRequest, context: RunContext, metrics: dict, throu
 def workers_started_ahead(request: ScoreRequest) -> Iterator[None]:
     """Start the scoring processes now, so their imports overlap reading and planning; the score
     task takes them. Those no task took (a refused input, nothing left to score) are killed."""
-    start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment())
+    worker = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment())
     try:
         yield
     finally:
-        stop_ahead()
+        stop_ahead(worker)
 
 
 def score_dataset(**parameters: Any) -> dict:

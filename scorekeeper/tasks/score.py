@@ -287,12 +287,17 @@ def _launch_key(num_processes: int, collective_timeout_s: float, env: dict[str, 
     return (num_processes, float(collective_timeout_s), tuple(sorted((env or {}).items())))
 
 
-def start_ahead(num_processes: int, collective_timeout_s: float, env: dict[str, str] | None = None) -> None:
-    """Start workers now, for a score task of this process to take later (no-op if one is waiting)."""
+def start_ahead(num_processes: int, collective_timeout_s: float, env: dict[str, str] | None = None) -> WorkerProcess:
+    """Workers started now, for a score task of this process to take later (or the matching ones
+    already waiting)."""
     key = _launch_key(num_processes, collective_timeout_s, env)
     with _ahead_lock:
-        if not any(w.alive() and w.launched_as == key for w in _ahead):
-            _ahead.append(WorkerProcess.ahead(num_processes, collective_timeout_s, env))
+        for w in _ahead:
+            if w.alive() and w.launched_as == key:
+                return w
+        worker = WorkerProcess.ahead(num_processes, collective_timeout_s, env)
+        _ahead.append(worker)
+        return worker
 
 
 def take_ahead(num_processes: int, collective_timeout_s: float, env: dict[str, str] | None = None) -> WorkerProcess | None:
@@ -306,12 +311,13 @@ def take_ahead(num_processes: int, collective_timeout_s: float, env: dict[str, s
     return None
 
 
-def stop_ahead() -> None:
-    """Kill workers that were started ahead and never got a job (the run failed or had nothing to score)."""
+def stop_ahead(worker: WorkerProcess) -> None:
+    """Kill `worker` if no score task took it (a refused input, nothing left to score)."""
     with _ahead_lock:
-        waiting, _ahead[:] = list(_ahead), []
-    for w in waiting:
-        w.kill()
+        if worker not in _ahead:
+            return
+        _ahead.remove(worker)
+    worker.kill()
 
 
 def failure_message(rc: int, stderr_tail: list[str]) -> str:
