@@ -60,9 +60,13 @@ class TemporaryServer:
     def wait_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> str:
         """Block until the API answers its health check; its URL."""
         deadline = time.monotonic() + timeout_s
+        relaunches = 0
         while time.monotonic() < deadline:
             code = self.proc.poll()
-            if code == PORT_IN_USE_EXIT:  # another process took the port first
+            # uvicorn exits with 3 both when the port was taken meanwhile and when the app fails to
+            # start: only the first is worth another port.
+            if code == PORT_IN_USE_EXIT and not _port_free(self.port) and relaunches < 5:
+                relaunches += 1
                 self._launch()
                 continue
             if code is not None:
@@ -92,9 +96,19 @@ class TemporaryServer:
         self._log.close()
 
     def _stderr(self) -> str:
+        """The last lines the server wrote: where its error is, without its whole traceback."""
         self._log.seek(0)
-        text = self._log.read().decode(errors="replace").strip()
-        return text[-2000:] or "(nothing)"
+        lines = [line for line in self._log.read().decode(errors="replace").splitlines() if line.strip()]
+        return "\n".join(lines[-6:])[-2000:] or "(nothing)"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _free_port() -> int:

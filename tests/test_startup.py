@@ -111,3 +111,18 @@ def test_worker_waiting_for_a_job_leaves_when_its_owner_is_gone(tmp_path):
     worker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     owner.wait()
     assert worker.wait(timeout=60) == 1
+
+
+@pytest.mark.integration
+def test_a_temporary_server_that_cannot_start_is_one_clear_error(tmp_path, monkeypatch):
+    from scorekeeper.api_server import TemporaryServer
+    from scorekeeper.errors import ScorekeeperError
+
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL", f"sqlite+aiosqlite:///{tmp_path}/not-a-folder/prefect.db")
+    server = TemporaryServer()
+    with pytest.raises(ScorekeeperError, match="Prefect's temporary server exited with code") as failed:
+        server.wait_ready(timeout_s=90)  # at once: a failed start is not taken for a busy port
+    assert "unable to open database file" in str(failed.value)  # the server's own last words
+    server.stop()
