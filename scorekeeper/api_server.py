@@ -28,6 +28,7 @@ from scorekeeper.errors import ScorekeeperError
 SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
 PORT_IN_USE_EXIT = 3  # uvicorn's exit code when it cannot bind
 STARTUP_TIMEOUT_S = 120.0
+_LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through an HTTP(S)_PROXY
 
 
 class TemporaryServer:
@@ -72,7 +73,7 @@ class TemporaryServer:
             if code is not None:
                 raise ScorekeeperError(f"Prefect's temporary server exited with code {code} while starting: {self._stderr()}")
             try:
-                with urllib.request.urlopen(f"{self.api_url}/health", timeout=2) as response:
+                with _LOOPBACK.open(f"{self.api_url}/health", timeout=2) as response:
                     if response.status == 200:
                         return self.api_url
             except (urllib.error.URLError, ConnectionError, TimeoutError):
