@@ -22,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from scorekeeper.errors import ScorekeeperError
+from scorekeeper.tasks.score import free_port
 
 # What Prefect's own temporary server runs with (prefect.server.api.server.SubprocessASGIServer):
 # no UI, and the app's ephemeral mode (no background services beyond what a local run needs).
@@ -45,7 +46,7 @@ class TemporaryServer:
         return f"http://127.0.0.1:{self.port}/api"
 
     def _launch(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         spec = importlib.util.find_spec("prefect")  # where it is, without importing it
         app_dir = str(Path(spec.origin).parent.parent) if spec and spec.origin else "."
         self.proc = subprocess.Popen(
@@ -111,8 +112,3 @@ def _port_free(port: int) -> bool:
             return False
     return True
 
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
