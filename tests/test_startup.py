@@ -13,14 +13,15 @@ import time
 
 import numpy as np
 import psutil
+import pyarrow as pa
 import pytest
 import torch
 
 from scorekeeper.tasks import score
 from scorekeeper.tasks.score import Progress, WorkerProcess, start_ahead, stop_ahead, take_ahead
-from scorekeeper.worker.batching import collate, cut_batches, encode
+from scorekeeper.worker.job import IndexRange
 from scorekeeper.worker.model import load_model
-from scorekeeper.worker.replica import batch_runner, score_batches
+from scorekeeper.worker.replica import prepare_range, score_batches, scored_ranges
 from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
 
 CPU = torch.device("cpu")
@@ -39,24 +40,26 @@ def _gone(pid: int, within_s: float) -> bool:
 
 
 def test_batch_threads_score_each_batch_as_if_alone(models):
-    """Batches side by side on single-threaded cores give what one batch at a time gives."""
+    """Batches side by side on single-threaded cores (the CPU path of `scored_ranges`, with the next
+    range queued before this one is awaited) give what one batch at a time gives."""
     loaded = load_model(models["bert"], None, merge_adapter=False, dtype=torch.float32, device=CPU,
                         trust_remote_code=False, max_length=None)
     texts = [r["text"] for r in make_rows(40, seed=4, max_words=50)]
-    encoded = encode(loaded.tokenizer, texts, None, loaded.max_length, loaded.uses_token_type_ids)
-    batches = [collate(encoded, p, loaded.pad_token_id) for p in cut_batches(encoded.lengths, 120, 64)]
-    assert len(batches) > 4
-    alone = score_batches(loaded.model, batches, len(texts), len(loaded.labels), CPU)
+    table = pa.table({"text": texts})
+    ranges = [IndexRange(0, 0, 25), IndexRange(1, 25, 40)]
+    prepared = [prepare_range(r, table.slice(r.start, r.rows), loaded, 120, 64, pin=False) for r in ranges]
+    assert all(len(p.batches) > 2 for p in prepared)
+    alone = np.concatenate([score_batches(loaded.model, p.batches, p.range.rows, len(loaded.labels), CPU) for p in prepared])
     threads_before = torch.get_num_threads()
-    with torch.inference_mode(False):
-        torch.set_num_threads(3)
-        try:
-            with batch_runner(CPU) as pool:
-                assert pool is not None and torch.get_num_threads() == 1
-                together = score_batches(loaded.model, batches, len(texts), len(loaded.labels), CPU, pool)
-            assert torch.get_num_threads() == 3  # restored
-        finally:
-            torch.set_num_threads(threads_before)
+    torch.set_num_threads(3)
+    try:
+        scored = scored_ranges(prepared, loaded, CPU)
+        first_range, first = next(scored)
+        assert torch.get_num_threads() == 1 and first_range is prepared[0]  # a pool of 3 single-threaded batch threads
+        together = np.concatenate([first, *(probabilities for _, probabilities in scored)])
+        assert torch.get_num_threads() == 3  # restored
+    finally:
+        torch.set_num_threads(threads_before)
     assert np.abs(alone - together).max() < 1e-6
     assert (alone.argmax(1) == together.argmax(1)).all()
     assert np.abs(together - reference_probabilities(models["bert"], texts)).max() < 1e-4

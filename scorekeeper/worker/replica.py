@@ -112,21 +112,13 @@ def batch_runner(device: torch.device) -> Iterator[ThreadPoolExecutor | None]:
         torch.set_num_threads(intra_op)
 
 
-def score_batches(
-    model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device,
-    pool: ThreadPoolExecutor | None = None,
-) -> np.ndarray:  # fmt: skip
+def score_batches(model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device) -> np.ndarray:
     """Probabilities (softmax in float64 of the logits) for every row of a range, in row order.
 
     Logits stay on the device until the range is done and come back in one copy: a copy per
-    batch would make the device wait for the host before every batch. With a pool (CPU), the
-    batches, longest first, are taken by the pool's threads in turn.
+    batch would make the device wait for the host before every batch.
     """
-    if pool is None:
-        logits = [_forward(model, device, batch) for batch in batches]
-    else:
-        logits = list(pool.map(lambda batch: _forward(model, device, batch), batches))
-    return _probabilities(batches, logits, rows, num_labels)
+    return _probabilities(batches, [_forward(model, device, batch) for batch in batches], rows, num_labels)
 
 
 def _probabilities(batches: list[Batch], logits: list[torch.Tensor], rows: int, num_labels: int) -> np.ndarray:
