@@ -47,10 +47,21 @@ def _load(model_dir, device: str, dtype: torch.dtype):
 
 
 def _result(method, t0, t_first, t_load, rows, useful, padded, batches, probs, dtype, device, **extra):
-    return dict(method=method, rows=rows, useful_tokens=int(useful), padded_tokens=int(padded),
-                wall_s=time.perf_counter() - t0, first_batch_s=t_first, load_s=t_load,
-                batches=batches, dtype=str(dtype).replace("torch.", ""), device=device,
-                threads=torch.get_num_threads(), probs=probs, **extra)
+    return dict(
+        method=method,
+        rows=rows,
+        useful_tokens=int(useful),
+        padded_tokens=int(padded),
+        wall_s=time.perf_counter() - t0,
+        first_batch_s=t_first,
+        load_s=t_load,
+        batches=batches,
+        dtype=str(dtype).replace("torch.", ""),
+        device=device,
+        threads=torch.get_num_threads(),
+        probs=probs,
+        **extra,
+    )
 
 
 def notebook_loop(model_dir, texts: list[str], device: str = "cpu", batch_size: int = 10) -> dict:
@@ -62,17 +73,29 @@ def notebook_loop(model_dir, texts: list[str], device: str = "cpu", batch_size: 
     t_load = time.perf_counter() - t0
     probs, useful, t_first = [], 0, None
     for i in range(0, len(texts), batch_size):
-        inputs = tokenizer(texts[i:i + batch_size], truncation=True, max_length=MAX_LENGTH,
-                           padding="max_length", return_tensors="pt").to(device)
+        inputs = tokenizer(texts[i : i + batch_size], truncation=True, max_length=MAX_LENGTH, padding="max_length", return_tensors="pt").to(
+            device
+        )
         with torch.no_grad():
             logits = model(**inputs).logits
         probs.extend(torch.softmax(logits, dim=-1).tolist())
         useful += int(inputs["attention_mask"].sum())
         if t_first is None:
             t_first = time.perf_counter() - t0
-    return _result("a", t0, t_first, t_load, len(texts), useful, len(texts) * MAX_LENGTH,
-                   -(-len(texts) // batch_size), np.asarray(probs, dtype=np.float32),
-                   torch.float32, device, batch_size=batch_size)
+    return _result(
+        "a",
+        t0,
+        t_first,
+        t_load,
+        len(texts),
+        useful,
+        len(texts) * MAX_LENGTH,
+        -(-len(texts) // batch_size),
+        np.asarray(probs, dtype=np.float32),
+        torch.float32,
+        device,
+        batch_size=batch_size,
+    )
 
 
 def _cut_batches(lengths: list[int], order: list[int], tokens_per_batch: int, max_rows: int):
@@ -90,8 +113,14 @@ def _cut_batches(lengths: list[int], order: list[int], tokens_per_batch: int, ma
     return batches
 
 
-def sorted_loop(model_dir, texts: list[str], device: str = "cpu", tokens_per_batch: int | None = None,
-                max_batch_rows: int = 1024, dtype: str | None = None) -> dict:
+def sorted_loop(
+    model_dir,
+    texts: list[str],
+    device: str = "cpu",
+    tokens_per_batch: int | None = None,
+    max_batch_rows: int = 1024,
+    dtype: str | None = None,
+) -> dict:
     """(b) Length-sorted, token-budget batches, dynamic padding, plain Python collation.
 
     Longest batches first, so a budget too big for the device fails at once, not at the end.
@@ -121,19 +150,32 @@ def sorted_loop(model_dir, texts: list[str], device: str = "cpu", tokens_per_bat
         padded += width * len(batch)
         if t_first is None:
             t_first = time.perf_counter() - t0
-    return _result("b", t0, t_first, t_load, len(texts), sum(lengths), padded, len(batches), probs,
-                   dt, device, tokens_per_batch=budget, max_batch_rows=max_batch_rows)
+    return _result(
+        "b",
+        t0,
+        t_first,
+        t_load,
+        len(texts),
+        sum(lengths),
+        padded,
+        len(batches),
+        probs,
+        dt,
+        device,
+        tokens_per_batch=budget,
+        max_batch_rows=max_batch_rows,
+    )
 
 
-def dense_loop(model_dir, texts: list[str], device: str = "cpu", seq_len: int = 128,
-               batch_rows: int = 512, dtype: str | None = None) -> dict:
+def dense_loop(
+    model_dir, texts: list[str], device: str = "cpu", seq_len: int = 128, batch_rows: int = 512, dtype: str | None = None
+) -> dict:
     """(e) Ceiling: the corpus's useful tokens as full (batch_rows x seq_len) batches, no mask.
 
     Batches are built and moved to the device before timing starts; one warm-up batch runs
     first; wall_s covers the model loop only (first_batch_s still counts from the start).
     probs are of the dense chunks, not of the rows: not comparable with other methods.
     """
-    import numpy as np
 
     t0 = time.perf_counter()
     dt = _dtype(dtype, device)
@@ -156,8 +198,21 @@ def dense_loop(model_dir, texts: list[str], device: str = "cpu", seq_len: int = 
                 t_first = time.perf_counter() - t0
         probs = torch.cat([o.cpu() for o in outs]).numpy()
     loop_s = time.perf_counter() - t_loop
-    res = _result("e", t0, t_first, t_load, n_batches * batch_rows, chunks.numel(), chunks.numel(),
-                  n_batches, probs, dt, device, seq_len=seq_len, batch_rows=batch_rows)
+    res = _result(
+        "e",
+        t0,
+        t_first,
+        t_load,
+        n_batches * batch_rows,
+        chunks.numel(),
+        chunks.numel(),
+        n_batches,
+        probs,
+        dt,
+        device,
+        seq_len=seq_len,
+        batch_rows=batch_rows,
+    )
     res["total_s"], res["wall_s"] = res["wall_s"], loop_s
     return res
 

@@ -33,8 +33,37 @@ N_WORDS = 30_000
 VOCAB_SIZE = 16_000
 ZIPF_S = 1.07
 
-_ONSETS = ["", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v",
-           "w", "z", "br", "ch", "dr", "fl", "gr", "pl", "sh", "st", "th", "tr"]
+_ONSETS = [
+    "",
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "z",
+    "br",
+    "ch",
+    "dr",
+    "fl",
+    "gr",
+    "pl",
+    "sh",
+    "st",
+    "th",
+    "tr",
+]
 _VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ou", "y"]
 _CODAS = ["", "", "", "n", "r", "s", "t", "l", "nd", "st"]
 
@@ -46,8 +75,10 @@ def word_list() -> tuple[list[str], np.ndarray]:
     seen: set[str] = set()
     while len(words) < N_WORDS:
         n_syllables = int(rng.choice([1, 2, 3, 4], p=[0.25, 0.4, 0.25, 0.1]))
-        w = "".join(_ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))]
-                    + _CODAS[rng.integers(len(_CODAS))] for _ in range(n_syllables))
+        w = "".join(
+            _ONSETS[rng.integers(len(_ONSETS))] + _VOWELS[rng.integers(len(_VOWELS))] + _CODAS[rng.integers(len(_CODAS))]
+            for _ in range(n_syllables)
+        )
         if len(w) >= 2 and w not in seen:
             seen.add(w)
             words.append(w)
@@ -72,8 +103,9 @@ def train_tokenizer(path: str | Path) -> Path:
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    trainer = trainers.WordPieceTrainer(vocab_size=VOCAB_SIZE, special_tokens=specials,
-                                        initial_alphabet=list("abcdefghijklmnopqrstuvwxyz."))
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=VOCAB_SIZE, special_tokens=specials, initial_alphabet=list("abcdefghijklmnopqrstuvwxyz.")
+    )
     # One line per word, the word repeated by its frequency: the trainer only counts words.
     lines = ((w + " ") * int(c) for w, c in zip(words, counts))
     tok.train_from_iterator(lines, trainer=trainer)
@@ -81,11 +113,12 @@ def train_tokenizer(path: str | Path) -> Path:
     # run. Renumber (specials first, then sorted) so every machine gets the same token ids.
     learned = tok.get_vocab()
     ordered = specials + sorted(t for t in learned if t not in specials)
-    tok.model = models.WordPiece({t: i for i, t in enumerate(ordered)}, unk_token="[UNK]",
-                                 max_input_chars_per_word=100)
+    tok.model = models.WordPiece({t: i for i, t in enumerate(ordered)}, unk_token="[UNK]", max_input_chars_per_word=100)
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tok.save(str(tmp))
@@ -93,8 +126,9 @@ def train_tokenizer(path: str | Path) -> Path:
     return path
 
 
-def _row(i: int, words: list[str], cdf: np.ndarray, pieces: np.ndarray, singles: np.ndarray,
-         singles_cdf: np.ndarray) -> tuple[str, str, int]:
+def _row(
+    i: int, words: list[str], cdf: np.ndarray, pieces: np.ndarray, singles: np.ndarray, singles_cdf: np.ndarray
+) -> tuple[str, str, int]:
     """Row i: (text, label, target token length incl. [CLS]/[SEP]), from its own generator.
 
     Words are drawn by inverse CDF (searchsorted) rather than rng.choice(p=...), which would
@@ -143,10 +177,17 @@ def make_corpus(path: str | Path, rows: int, tokenizer_path: str | Path) -> dict
     tmp = path.with_suffix(".tmp")
     pq.write_table(pa.table({"text": texts, "label": labels}), tmp, row_group_size=10_000)
     tmp.replace(path)
-    meta = {"rows": rows, "useful_tokens": int(lengths.sum()), "mean_tokens": float(lengths.mean()),
-            "median_tokens": float(np.median(lengths)), "max_tokens": int(lengths.max()),
-            "p99_tokens": float(np.percentile(lengths, 99)), "seed": SEED,
-            "sigma": SIGMA, "pieces_per_word": float((pieces * p).sum())}
+    meta = {
+        "rows": rows,
+        "useful_tokens": int(lengths.sum()),
+        "mean_tokens": float(lengths.mean()),
+        "median_tokens": float(np.median(lengths)),
+        "max_tokens": int(lengths.max()),
+        "p99_tokens": float(np.percentile(lengths, 99)),
+        "seed": SEED,
+        "sigma": SIGMA,
+        "pieces_per_word": float((pieces * p).sum()),
+    }
     np.save(str(path) + ".lengths.npy", lengths.astype(np.int16))
     meta_path.write_text(json.dumps(meta, indent=1))
     return meta
@@ -175,8 +216,7 @@ def repeat_corpus(src: str | Path, dst: str | Path, rows: int, row_group_rows: i
     lengths = np.load(str(src) + ".lengths.npy")
     full, part = divmod(rows, n)
     useful = full * int(lengths.sum()) + int(lengths[:part].sum())
-    meta = dict(json.loads(Path(str(src) + ".json").read_text()), rows=rows,
-                useful_tokens=useful, repeated_from=str(src))
+    meta = dict(json.loads(Path(str(src) + ".json").read_text()), rows=rows, useful_tokens=useful, repeated_from=str(src))
     meta_path.write_text(json.dumps(meta, indent=1))
     return meta
 

@@ -17,15 +17,21 @@ from corpus import LABELS, MAX_TOKENS
 BERT_VOCAB = 16_000
 SPECS = {
     # The CPU target: small enough for 20,000 rows on 2 cores in minutes.
-    "bert-tiny-bench": dict(kind="bert", num_hidden_layers=4, hidden_size=256, num_attention_heads=4,
-                            intermediate_size=1024),
-    "bert-base": dict(kind="bert", num_hidden_layers=12, hidden_size=768, num_attention_heads=12,
-                      intermediate_size=3072),
+    "bert-tiny-bench": dict(kind="bert", num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
+    "bert-base": dict(kind="bert", num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
     # Qwen2-0.5B's shapes. vocab_size keeps the real 151,936 rows (memory as in the real model);
     # the tokenizer uses only the first 16,000, which changes no per-token compute.
-    "qwen2-0.5b-like": dict(kind="qwen2", num_hidden_layers=24, hidden_size=896, num_attention_heads=14,
-                            num_key_value_heads=2, intermediate_size=4864, vocab_size=151_936,
-                            max_position_embeddings=32_768, tie_word_embeddings=True),
+    "qwen2-0.5b-like": dict(
+        kind="qwen2",
+        num_hidden_layers=24,
+        hidden_size=896,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        intermediate_size=4864,
+        vocab_size=151_936,
+        max_position_embeddings=32_768,
+        tie_word_embeddings=True,
+    ),
 }
 
 
@@ -34,10 +40,9 @@ def _config(name: str):
 
     spec = dict(SPECS[name])
     kind = spec.pop("kind")
-    labels = dict(id2label=dict(enumerate(LABELS)), label2id={l: i for i, l in enumerate(LABELS)})
+    labels = dict(id2label=dict(enumerate(LABELS)), label2id={name: i for i, name in enumerate(LABELS)})
     if kind == "bert":
-        return BertConfig(vocab_size=BERT_VOCAB, max_position_embeddings=MAX_TOKENS, pad_token_id=0,
-                          **labels, **spec)
+        return BertConfig(vocab_size=BERT_VOCAB, max_position_embeddings=MAX_TOKENS, pad_token_id=0, **labels, **spec)
     # Sequence classification on a decoder reads the last non-pad token: pad_token_id is required.
     return Qwen2Config(pad_token_id=0, bos_token_id=2, eos_token_id=3, **labels, **spec)
 
@@ -58,9 +63,15 @@ def build_model(name: str, out_dir: str | Path, tokenizer_json: str | Path, seed
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
-    tok = PreTrainedTokenizerFast(tokenizer_file=str(tokenizer_json), unk_token="[UNK]",
-                                  pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-                                  mask_token="[MASK]", model_max_length=MAX_TOKENS)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(tokenizer_json),
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=MAX_TOKENS,
+    )
     tok.save_pretrained(tmp)
     # "PreTrainedTokenizerFast" loads under transformers 4.x and 5.x alike ("TokenizersBackend",
     # which 5.x writes, does not exist in 4.x).

@@ -39,8 +39,7 @@ sys.path.insert(0, str(BENCH))
 import corpus  # noqa: E402
 import models  # noqa: E402
 
-NAMES = {"a": "notebook loop", "b": "sorted loop", "c": "scorekeeper step", "d": "scorekeeper CLI",
-         "e": "dense ceiling"}
+NAMES = {"a": "notebook loop", "b": "sorted loop", "c": "scorekeeper step", "d": "scorekeeper CLI", "e": "dense ceiling"}
 # --- plug points: scorekeeper's side ---------------------------------------------------------
 # (c): same arguments and JSON as baselines.py; the variable lets a stand-in be tried.
 STEP_MODULE = os.environ.get("BENCH_STEP_MODULE", "scorekeeper.worker.bench_step")
@@ -58,8 +57,7 @@ def module_available(module: str) -> bool:
     load torch into the parent)."""
     code = f"import importlib.util,sys; sys.exit(0 if importlib.util.find_spec({module!r}) else 1)"
     try:
-        return subprocess.run([sys.executable, "-c", code], env=child_env(), cwd=REPO,
-                              capture_output=True, timeout=120).returncode == 0
+        return subprocess.run([sys.executable, "-c", code], env=child_env(), cwd=REPO, capture_output=True, timeout=120).returncode == 0
     except (subprocess.TimeoutExpired, OSError):
         return False
 
@@ -68,8 +66,19 @@ def step_command(model_dir, input_path, json_out, probs_out, device, tokens_per_
     """(c) The scoring step alone. None while the module does not exist yet."""
     if not module_available(STEP_MODULE):
         return None
-    cmd = [sys.executable, "-m", STEP_MODULE, "--model", str(model_dir), "--input", str(input_path),
-           "--json", str(json_out), "--device", device]
+    cmd = [
+        sys.executable,
+        "-m",
+        STEP_MODULE,
+        "--model",
+        str(model_dir),
+        "--input",
+        str(input_path),
+        "--json",
+        str(json_out),
+        "--device",
+        device,
+    ]
     if probs_out:
         cmd += ["--probs", str(probs_out)]
     if tokens_per_batch:
@@ -79,8 +88,7 @@ def step_command(model_dir, input_path, json_out, probs_out, device, tokens_per_
 
 def cli_command() -> list[str] | None:
     """(d) How to start `scorekeeper`: the installed script, else the checkout's cli.main."""
-    exe = shutil.which("scorekeeper", path=os.pathsep.join([str(Path(sys.executable).parent),
-                                                            os.environ.get("PATH", "")]))
+    exe = shutil.which("scorekeeper", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     if exe:
         return [exe]
     if module_available("scorekeeper.cli"):
@@ -98,9 +106,10 @@ def cli_probs(out_dir: Path, npz: Path) -> bool:
     t = pq.read_table(found[0])
     if not {"row_index", "probabilities"} <= set(t.column_names):
         return False
-    np.savez(npz, index=t.column("row_index").to_numpy(),
-             probs=np.asarray(t.column("probabilities").to_pylist(), dtype=np.float32))
+    np.savez(npz, index=t.column("row_index").to_numpy(), probs=np.asarray(t.column("probabilities").to_pylist(), dtype=np.float32))
     return True
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -114,8 +123,7 @@ def run_child(cmd: list[str], log_path: Path, timeout: float) -> dict:
     busy0, self0 = _busy_cpu_s(), _self_cpu_s()
     with open(log_path, "w") as log:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=child_env(),
-                                start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=child_env(), start_new_session=True)
         peak, stop = [0], threading.Event()
 
         def sample():  # sum of RSS over the child and its descendants, every 0.2 s
@@ -146,9 +154,16 @@ def run_child(cmd: list[str], log_path: Path, timeout: float) -> dict:
     other = None
     if busy0 is not None:  # CPU time the machine spent on anything but this child and us
         other = max(0.0, (_busy_cpu_s() - busy0 - child_cpu - (_self_cpu_s() - self0)) / wall)
-    return dict(rc=proc.returncode, proc_s=wall, maxrss_mb=usage.ru_maxrss / 1024,
-                tree_peak_mb=peak[0] / 2**20 if peak[0] else None, child_cpu_s=child_cpu,
-                other_cores=other, last_line=tail[0][-200:], log=str(log_path))
+    return dict(
+        rc=proc.returncode,
+        proc_s=wall,
+        maxrss_mb=usage.ru_maxrss / 1024,
+        tree_peak_mb=peak[0] / 2**20 if peak[0] else None,
+        child_cpu_s=child_cpu,
+        other_cores=other,
+        last_line=tail[0][-200:],
+        log=str(log_path),
+    )
 
 
 def _busy_cpu_s() -> float | None:
@@ -180,8 +195,7 @@ def prepare(work: Path, rows: int, model: str) -> tuple[Path, dict, Path]:
     return data, meta, models.build_model(model, work / "models" / model, tok)
 
 
-def run_method(m: str, args, work: Path, data: Path, meta: dict, model_dir: Path, model: str,
-               probs: bool = True) -> dict:
+def run_method(m: str, args, work: Path, data: Path, meta: dict, model_dir: Path, model: str, probs: bool = True) -> dict:
     """One method in one subprocess; returns its result row (status 'ok', 'n/a' or 'failed')."""
     tag = f"{model}-{meta['rows']}-{m}" + (f"-p{args.num_processes}" if m == "d" and args.num_processes != 1 else "")
     out_json, out_probs = work / "results" / f"{tag}.json", work / "results" / f"{tag}.npz"
@@ -189,24 +203,43 @@ def run_method(m: str, args, work: Path, data: Path, meta: dict, model_dir: Path
     out_json.unlink(missing_ok=True)
     row = dict(method=m, name=NAMES[m], model=model, input_rows=meta["rows"])
     if m in "abe":
-        cmd = [sys.executable, str(BENCH / "baselines.py"), m, "--model", str(model_dir),
-               "--input", str(data), "--json", str(out_json), "--device", args.device]
+        cmd = [
+            sys.executable,
+            str(BENCH / "baselines.py"),
+            m,
+            "--model",
+            str(model_dir),
+            "--input",
+            str(data),
+            "--json",
+            str(out_json),
+            "--device",
+            args.device,
+        ]
         cmd += ["--probs", str(out_probs)] if probs else []
         if m == "a" and args.baseline_rows and args.baseline_rows < meta["rows"]:
             cmd += ["--sample", str(args.baseline_rows)]
         if m == "b" and args.tokens_per_batch:
             cmd += ["--tokens-per-batch", str(args.tokens_per_batch)]
     elif m == "c":
-        cmd = step_command(model_dir, data, out_json, out_probs if probs else None, args.device,
-                           args.tokens_per_batch)
+        cmd = step_command(model_dir, data, out_json, out_probs if probs else None, args.device, args.tokens_per_batch)
         cmd = cmd and cmd + shlex.split(args.step_args)
     else:
         cmd = cli_command()
         out_dir = work / "runs" / tag
         shutil.rmtree(out_dir, ignore_errors=True)  # a leftover run would be resumed, not re-run
         if cmd:
-            cmd += ["run", "--input-uri", str(data), "--model-uri", str(model_dir),
-                    "--output-uri", str(out_dir), "--num-processes", str(args.num_processes)]
+            cmd += [
+                "run",
+                "--input-uri",
+                str(data),
+                "--model-uri",
+                str(model_dir),
+                "--output-uri",
+                str(out_dir),
+                "--num-processes",
+                str(args.num_processes),
+            ]
             cmd += ["--tokens-per-batch", str(args.tokens_per_batch)] if args.tokens_per_batch else []
             cmd += shlex.split(args.cli_args)
     if cmd is None:
@@ -217,8 +250,14 @@ def run_method(m: str, args, work: Path, data: Path, meta: dict, model_dir: Path
     if proc["rc"] != 0:
         return dict(row, status="failed", note=f"rc={proc['rc']}: {proc['last_line']} (see {proc['log']})")
     if m == "d":  # timed from outside: start-up included; token counts from the corpus
-        row.update(rows=meta["rows"], useful_tokens=meta["useful_tokens"], padded_tokens=None,
-                   wall_s=proc["proc_s"], first_batch_s=None, status="ok")
+        row.update(
+            rows=meta["rows"],
+            useful_tokens=meta["useful_tokens"],
+            padded_tokens=None,
+            wall_s=proc["proc_s"],
+            first_batch_s=None,
+            status="ok",
+        )
         if probs and cli_probs(out_dir, out_probs):
             row["probs_path"] = str(out_probs)
         return row
@@ -269,11 +308,15 @@ def fmt(v, spec: str) -> str:
 
 
 def print_table(model: str, meta: dict, results: list[dict], device: str) -> None:
-    print(f"\n{model} on {device}: {meta['rows']:,} rows, {meta['useful_tokens']:,} useful tokens "
-          f"(median {meta['median_tokens']:.0f}, mean {meta['mean_tokens']:.1f}, max {meta['max_tokens']})")
-    head = (f"{'method':<22}{'rows/s':>10}{'useful tok/s':>14}{'pad eff':>9}{'1st batch s':>12}"
-            f"{'wall s':>9}{'proc s':>9}{'RSS MB':>8}{'tree MB':>9}{'vs a':>8}{'vs b':>8}{'max|dp| vs b':>14}"
-            f"{'other cores':>12}")
+    print(
+        f"\n{model} on {device}: {meta['rows']:,} rows, {meta['useful_tokens']:,} useful tokens "
+        f"(median {meta['median_tokens']:.0f}, mean {meta['mean_tokens']:.1f}, max {meta['max_tokens']})"
+    )
+    head = (
+        f"{'method':<22}{'rows/s':>10}{'useful tok/s':>14}{'pad eff':>9}{'1st batch s':>12}"
+        f"{'wall s':>9}{'proc s':>9}{'RSS MB':>8}{'tree MB':>9}{'vs a':>8}{'vs b':>8}{'max|dp| vs b':>14}"
+        f"{'other cores':>12}"
+    )
     print(head + "\n" + "-" * len(head))
     for r in results:
         label = f"{r['method']} {r['name']}"
@@ -282,22 +325,28 @@ def print_table(model: str, meta: dict, results: list[dict], device: str) -> Non
             continue
         sampled = r.get("sampled") and f" (sample of {r['rows']:,})"
         rps = "-" if r["method"] == "e" else f"{r['rows_per_s']:.1f}"  # e has chunks, not rows
-        print(f"{label:<22}{rps:>10}{r['tokens_per_s']:>14,.0f}{fmt(r['padding_eff'], '.3f'):>9}"
-              f"{fmt(r['first_batch_s'], '.2f'):>12}{r['wall_s']:>9.1f}{r['proc_s']:>9.1f}{r['maxrss_mb']:>8,.0f}"
-              f"{fmt(r.get('tree_peak_mb'), ',.0f'):>9}"
-              f"{fmt(r.get('vs_a'), '.2f'):>8}{fmt(r.get('vs_b'), '.2f'):>8}"
-              f"{fmt(r.get('max_abs_diff_vs_b'), '.1e'):>14}{fmt(r.get('other_cores'), '.2f'):>12}"
-              f"{sampled or ''}")
+        print(
+            f"{label:<22}{rps:>10}{r['tokens_per_s']:>14,.0f}{fmt(r['padding_eff'], '.3f'):>9}"
+            f"{fmt(r['first_batch_s'], '.2f'):>12}{r['wall_s']:>9.1f}{r['proc_s']:>9.1f}{r['maxrss_mb']:>8,.0f}"
+            f"{fmt(r.get('tree_peak_mb'), ',.0f'):>9}"
+            f"{fmt(r.get('vs_a'), '.2f'):>8}{fmt(r.get('vs_b'), '.2f'):>8}"
+            f"{fmt(r.get('max_abs_diff_vs_b'), '.1e'):>14}{fmt(r.get('other_cores'), '.2f'):>12}"
+            f"{sampled or ''}"
+        )
     for r in results:
         if r.get("sampled"):
             full = meta["rows"] / r["rows_per_s"]
-            print(f"note: ({r['method']}) ran on an evenly spaced sample of {r['rows']:,} rows; a full run "
-                  f"would take about {full:,.0f} s. Its ratios are per-row throughput ratios.")
+            print(
+                f"note: ({r['method']}) ran on an evenly spaced sample of {r['rows']:,} rows; a full run "
+                f"would take about {full:,.0f} s. Its ratios are per-row throughput ratios."
+            )
         if r["method"] == "e" and r.get("status") == "ok":
             print("note: (e) is the ceiling (one dense shape, no padding); its ratios are of useful tokens/s.")
         if (r.get("other_cores") or 0) > 0.2:
-            print(f"WARNING: ({r['method']}) shared the CPUs: other processes used {r['other_cores']:.2f} "
-                  "cores on average while it ran; its figures are pessimistic.")
+            print(
+                f"WARNING: ({r['method']}) shared the CPUs: other processes used {r['other_cores']:.2f} "
+                "cores on average while it ran; its figures are pessimistic."
+            )
         diff = r.get("max_abs_diff_vs_b")
         if device == "cpu" and diff is not None and diff > 1e-4 and r["method"] in "acd":
             print(f"WARNING: ({r['method']}) disagrees with (b) by {diff:.1e} (> 1e-4 on CPU fp32)")
@@ -310,13 +359,11 @@ def memory_check(args, work: Path) -> list[dict]:
         rows_out = []
         for rows in (args.rows, args.memory_rows):
             data, meta, model_dir = prepare(work, rows, model)
-            rows_out.append(run_method(args.memory_method, args, work, data, meta, model_dir, model,
-                                       probs=False))
+            rows_out.append(run_method(args.memory_method, args, work, data, meta, model_dir, model, probs=False))
         small, big = rows_out
         print(f"\nmemory check, {model}, method {args.memory_method} ({NAMES[args.memory_method]}):")
         for r in rows_out:
-            rss = f"{r['maxrss_mb']:,.0f} MB peak RSS, {r['proc_s']:.0f} s" if r["status"] == "ok" else \
-                f"{r['status']}: {r['note']}"
+            rss = f"{r['maxrss_mb']:,.0f} MB peak RSS, {r['proc_s']:.0f} s" if r["status"] == "ok" else f"{r['status']}: {r['note']}"
             print(f"  {r['input_rows']:>10,} rows: {rss}")
         if small["status"] == big["status"] == "ok":
             ratio = big["maxrss_mb"] / small["maxrss_mb"]
@@ -352,9 +399,11 @@ def scaling_check(args, work: Path) -> list[dict]:
                 continue
             per = r["rows_per_s"] / r["processes"]
             r["per_process_vs_1"] = per / base["rows_per_s"] if base else None
-            print(f"{r['processes']:>10}{r['rows_per_s']:>10.1f}{per:>13.1f}"
-                  f"{fmt(base and r['rows_per_s'] / base['rows_per_s'], '.2f'):>12}"
-                  f"{fmt(r['per_process_vs_1'], '.2f'):>18}{r['proc_s']:>9.1f}")
+            print(
+                f"{r['processes']:>10}{r['rows_per_s']:>10.1f}{per:>13.1f}"
+                f"{fmt(base and r['rows_per_s'] / base['rows_per_s'], '.2f'):>12}"
+                f"{fmt(r['per_process_vs_1'], '.2f'):>18}{r['proc_s']:>9.1f}"
+            )
         out += rows_out
     return out
 
@@ -363,26 +412,43 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=20_000, help="corpus rows (default 20,000)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (cuda[:N])")
-    ap.add_argument("--model", help="comma-separated; default bert-tiny-bench on cpu, "
-                    "bert-base,qwen2-0.5b-like on cuda. Choices: " + ", ".join(models.SPECS))
+    ap.add_argument(
+        "--model",
+        help="comma-separated; default bert-tiny-bench on cpu, bert-base,qwen2-0.5b-like on cuda. Choices: " + ", ".join(models.SPECS),
+    )
     ap.add_argument("--work", default=str(BENCH / ".work"), help="cache for corpus, models, results")
     ap.add_argument("--methods", help="comma-separated subset of a,b,c,d,e; default a,b,c,d (+e on cuda)")
     ap.add_argument("--json", help="write all results (config, corpus, rows) to this file")
-    ap.add_argument("--baseline-rows", type=int, help="run (a) on this many evenly spaced rows and "
-                    "extrapolate per row; 0 = all rows. Default: 1000 on cpu, all on cuda")
-    ap.add_argument("--tokens-per-batch", type=int, help="padded-token budget for (b), (c) and (d); "
-                    "default 2048 on cpu (as scorekeeper), 65536 on cuda for (b), scorekeeper's own default for (c), (d)")
+    ap.add_argument(
+        "--baseline-rows",
+        type=int,
+        help="run (a) on this many evenly spaced rows and extrapolate per row; 0 = all rows. Default: 1000 on cpu, all on cuda",
+    )
+    ap.add_argument(
+        "--tokens-per-batch",
+        type=int,
+        help="padded-token budget for (b), (c) and (d); "
+        "default 2048 on cpu (as scorekeeper), 65536 on cuda for (b), scorekeeper's own default for (c), (d)",
+    )
     ap.add_argument("--num-processes", type=int, default=1, help="(d): scorekeeper run --num-processes")
     ap.add_argument("--step-args", default="", help="extra arguments for (c), one shell string")
     ap.add_argument("--cli-args", default="", help="extra arguments for (d)'s `scorekeeper run`")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per method before it is killed")
-    ap.add_argument("--memory-check", action="store_true",
-                    help="instead of the table: peak RSS of one method on --rows and --memory-rows rows")
+    ap.add_argument(
+        "--memory-check", action="store_true", help="instead of the table: peak RSS of one method on --rows and --memory-rows rows"
+    )
     ap.add_argument("--memory-rows", type=int, default=2_000_000, help="large input for --memory-check")
-    ap.add_argument("--scaling", help="instead of the table: (d) with each of these process counts "
-                    "(comma-separated, e.g. 1,2), rows/s per process against 1 process")
-    ap.add_argument("--memory-method", default="c", choices=list("abc"),
-                    help="method for --memory-check (c; a or b only to test the harness on small inputs)")
+    ap.add_argument(
+        "--scaling",
+        help="instead of the table: (d) with each of these process counts "
+        "(comma-separated, e.g. 1,2), rows/s per process against 1 process",
+    )
+    ap.add_argument(
+        "--memory-method",
+        default="c",
+        choices=list("abc"),
+        help="method for --memory-check (c; a or b only to test the harness on small inputs)",
+    )
     args = ap.parse_args(argv)
     cuda = args.device.startswith("cuda")
     args.models = (args.model or ("bert-base,qwen2-0.5b-like" if cuda else "bert-tiny-bench")).split(",")
@@ -413,10 +479,10 @@ def main(argv=None) -> int:
     total = time.perf_counter() - t_start
     print(f"\ntotal {total:,.0f} s")
     if args.json:
-        env = dict(python=platform.python_version(), cpus=os.cpu_count(), machine=platform.machine(),
-                   argv=sys.argv[1:] if argv is None else argv)
-        Path(args.json).write_text(json.dumps(dict(env=env, total_s=total, results=all_results),
-                                              indent=1, default=str))
+        env = dict(
+            python=platform.python_version(), cpus=os.cpu_count(), machine=platform.machine(), argv=sys.argv[1:] if argv is None else argv
+        )
+        Path(args.json).write_text(json.dumps(dict(env=env, total_s=total, results=all_results), indent=1, default=str))
     return 0
 
 

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from scorekeeper.errors import ScorekeeperError
-from scorekeeper.tasks.score import free_port
+from scorekeeper.processes import free_port
 
 # What Prefect's own temporary server runs with (prefect.server.api.server.SubprocessASGIServer):
 # no UI, and the app's ephemeral mode (no background services beyond what a local run needs).
@@ -111,4 +111,3 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-

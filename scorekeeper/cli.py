@@ -60,7 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         elif typing.get_origin(field.annotation) is list:
             run.add_argument(flag, nargs="+", default=argparse.SUPPRESS, metavar="COLUMN", help=help_text + "; comma-separated or repeated")
         else:
-            run.add_argument(flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text)
+            run.add_argument(
+                flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text
+            )
     demo = commands.add_parser("demo", help="build the demo dataset and model into a folder")
     demo.add_argument("folder", nargs="?", default="demo")
     return parser
@@ -70,7 +72,11 @@ def _explain(error: ValidationError) -> str:
     parts = []
     for item in error.errors():
         where = ".".join(str(x) for x in item["loc"]) or "parameters"
-        parts.append(f"--{where.replace('_', '-')}: {item['msg'].removeprefix('Value error, ')}" if item["loc"] else item["msg"].removeprefix("Value error, "))
+        parts.append(
+            f"--{where.replace('_', '-')}: {item['msg'].removeprefix('Value error, ')}"
+            if item["loc"]
+            else item["msg"].removeprefix("Value error, ")
+        )
     return "invalid parameters: " + "; ".join(parts)
 
 
@@ -83,7 +89,7 @@ def _run(options: dict[str, Any]) -> int:
         return _fail(_explain(exc), 2)
 
     from scorekeeper.errors import ScorekeeperError
-    from scorekeeper.tasks.score import start_ahead, stop_ahead, visible_gpus
+    from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
 
     # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
     # temporary server (unless an API URL is set) and the scoring processes' imports run while this
@@ -108,7 +114,11 @@ def _run(options: dict[str, Any]) -> int:
             server.stop()
     metrics = result["metrics"]
     numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-    print(f"scorekeeper: run {result['run_id']} scored {result['rows']} rows" + (f"; {numbers}" if numbers else "; scoring only") + f"; outputs in {result['run_uri']}")
+    print(
+        f"scorekeeper: run {result['run_id']} scored {result['rows']} rows"
+        + (f"; {numbers}" if numbers else "; scoring only")
+        + f"; outputs in {result['run_uri']}"
+    )
     return 0
 
 
@@ -130,7 +140,9 @@ def _api(server) -> Iterator[None]:
             server.stop()
         yield
         return
-    print(f"scorekeeper: started a temporary Prefect server on {server.api_url} (set PREFECT_API_URL to use a running one)", file=sys.stderr)
+    print(
+        f"scorekeeper: started a temporary Prefect server on {server.api_url} (set PREFECT_API_URL to use a running one)", file=sys.stderr
+    )
     # No UI is served, so no "View at" links to one (Prefect's own temporary server prints none).
     with temporary_settings(updates={PREFECT_API_URL: server.wait_ready(), PREFECT_UI_URL: ""}):
         try:

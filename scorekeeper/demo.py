@@ -34,8 +34,8 @@ import string
 import sys
 import time
 import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 __all__ = [
     "DEFAULT_LABELS",
@@ -68,8 +68,10 @@ WORDPIECE_SPECIALS = {
 BPE_BOS = "<s>"
 BPE_EOS = "</s>"
 # Qwen2's pre-tokenization regex (Llama 3's differs only in grouping up to three digits).
-_BPE_SPLIT_REGEX = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
-                    r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+_BPE_SPLIT_REGEX = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"""
+    r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
 
 # Demo layout.
 DEMO_MANIFEST = "demo.json"
@@ -85,38 +87,128 @@ DEMO_LABEL_NOISE = 0.07
 
 _CATEGORIES: dict[str, dict[str, list[str]]] = {
     "books": {
-        "items": ["book", "novel", "story", "plot", "ending", "author's writing", "translation",
-                  "paperback", "cookbook", "biography", "audiobook", "sequel"],
-        "facts": ["I read it over a weekend.", "It is about four hundred pages long.",
-                  "I bought it for my book club.", "It arrived a day early.",
-                  "This is the second edition.", "I got the hardcover version.",
-                  "My sister recommended it to me.", "I finished it on a long flight."],
+        "items": [
+            "book",
+            "novel",
+            "story",
+            "plot",
+            "ending",
+            "author's writing",
+            "translation",
+            "paperback",
+            "cookbook",
+            "biography",
+            "audiobook",
+            "sequel",
+        ],
+        "facts": [
+            "I read it over a weekend.",
+            "It is about four hundred pages long.",
+            "I bought it for my book club.",
+            "It arrived a day early.",
+            "This is the second edition.",
+            "I got the hardcover version.",
+            "My sister recommended it to me.",
+            "I finished it on a long flight.",
+        ],
     },
     "electronics": {
-        "items": ["headphones", "charger", "battery", "screen", "keyboard", "speaker", "laptop",
-                  "camera", "remote", "router", "mouse", "smart watch"],
-        "facts": ["I have used it for two weeks.", "It came with a usb cable.",
-                  "I use it mostly at the office.", "Setup took about ten minutes.",
-                  "It replaced my old one.", "The box included a manual.",
-                  "I bought the black model.", "It connects over bluetooth."],
+        "items": [
+            "headphones",
+            "charger",
+            "battery",
+            "screen",
+            "keyboard",
+            "speaker",
+            "laptop",
+            "camera",
+            "remote",
+            "router",
+            "mouse",
+            "smart watch",
+        ],
+        "facts": [
+            "I have used it for two weeks.",
+            "It came with a usb cable.",
+            "I use it mostly at the office.",
+            "Setup took about ten minutes.",
+            "It replaced my old one.",
+            "The box included a manual.",
+            "I bought the black model.",
+            "It connects over bluetooth.",
+        ],
     },
     "kitchen": {
-        "items": ["blender", "frying pan", "knife set", "kettle", "toaster", "coffee maker",
-                  "cutting board", "mixer", "rice cooker", "pot", "grater", "spatula"],
-        "facts": ["I cook with it almost every day.", "It fits on my counter.",
-                  "I bought it as a gift.", "It is dishwasher safe.",
-                  "I use it for breakfast mostly.", "It came in a plain box.",
-                  "My old one lasted ten years.", "It is the larger size."],
+        "items": [
+            "blender",
+            "frying pan",
+            "knife set",
+            "kettle",
+            "toaster",
+            "coffee maker",
+            "cutting board",
+            "mixer",
+            "rice cooker",
+            "pot",
+            "grater",
+            "spatula",
+        ],
+        "facts": [
+            "I cook with it almost every day.",
+            "It fits on my counter.",
+            "I bought it as a gift.",
+            "It is dishwasher safe.",
+            "I use it for breakfast mostly.",
+            "It came in a plain box.",
+            "My old one lasted ten years.",
+            "It is the larger size.",
+        ],
     },
 }
 
 _ADJ = {
-    "positive": ["excellent", "great", "fantastic", "wonderful", "superb", "reliable", "brilliant",
-                 "delightful", "sturdy", "impressive", "perfect", "lovely"],
-    "neutral": ["okay", "average", "fine", "acceptable", "ordinary", "adequate", "mediocre",
-                "standard", "passable", "so so", "unremarkable", "decent enough"],
-    "negative": ["terrible", "awful", "useless", "flimsy", "disappointing", "horrible", "broken",
-                 "poor", "cheap", "defective", "dreadful", "unreliable"],
+    "positive": [
+        "excellent",
+        "great",
+        "fantastic",
+        "wonderful",
+        "superb",
+        "reliable",
+        "brilliant",
+        "delightful",
+        "sturdy",
+        "impressive",
+        "perfect",
+        "lovely",
+    ],
+    "neutral": [
+        "okay",
+        "average",
+        "fine",
+        "acceptable",
+        "ordinary",
+        "adequate",
+        "mediocre",
+        "standard",
+        "passable",
+        "so so",
+        "unremarkable",
+        "decent enough",
+    ],
+    "negative": [
+        "terrible",
+        "awful",
+        "useless",
+        "flimsy",
+        "disappointing",
+        "horrible",
+        "broken",
+        "poor",
+        "cheap",
+        "defective",
+        "dreadful",
+        "unreliable",
+    ],
 }
 
 _TEMPLATES = {
@@ -176,8 +268,7 @@ def _review(rng: random.Random, label: str, category: str) -> str:
     return " ".join(parts)
 
 
-def generate_reviews(n: int, *, seed: int = 0, noise: float = DEMO_LABEL_NOISE,
-                     id_prefix: str = "r") -> list[dict[str, str]]:
+def generate_reviews(n: int, *, seed: int = 0, noise: float = DEMO_LABEL_NOISE, id_prefix: str = "r") -> list[dict[str, str]]:
     """Deterministic synthetic product reviews.
 
     Returns ``n`` dicts with ``review_id`` (``r00001``...), ``text``, ``label`` (label name) and
@@ -195,8 +286,7 @@ def generate_reviews(n: int, *, seed: int = 0, noise: float = DEMO_LABEL_NOISE,
         text = _review(rng, label, category)
         if rng.random() < noise:
             label = rng.choice([x for x in labels if x != label])
-        rows.append({"review_id": f"{id_prefix}{i + 1:05d}", "text": text, "label": label,
-                     "category": category})
+        rows.append({"review_id": f"{id_prefix}{i + 1:05d}", "text": text, "label": label, "category": category})
     return rows
 
 
@@ -209,9 +299,16 @@ def default_corpus(n: int = 400, seed: int = 1234) -> list[str]:
 # Tokenizers
 # --------------------------------------------------------------------------------------------
 
-def build_tokenizer(out_dir, texts: Iterable[str], kind: str = "wordpiece", *,
-                    vocab_size: int = 800, model_max_length: int = 128,
-                    model_input_names: Sequence[str] | None = None):
+
+def build_tokenizer(
+    out_dir,
+    texts: Iterable[str],
+    kind: str = "wordpiece",
+    *,
+    vocab_size: int = 800,
+    model_max_length: int = 128,
+    model_input_names: Sequence[str] | None = None,
+):
     """Train a small tokenizer on ``texts`` and save it with ``save_pretrained(out_dir)``.
 
     ``kind="wordpiece"``: BERT-like. Specials ``[PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4``,
@@ -237,8 +334,7 @@ def build_tokenizer(out_dir, texts: Iterable[str], kind: str = "wordpiece", *,
 
     if kind == "wordpiece":
         specials = list(WORDPIECE_SPECIALS.values())
-        normalizer = normalizers.BertNormalizer(lowercase=True, clean_text=True,
-                                                handle_chinese_chars=True, strip_accents=None)
+        normalizer = normalizers.BertNormalizer(lowercase=True, clean_text=True, handle_chinese_chars=True, strip_accents=None)
         # tokenizers' WordPieceTrainer is NOT reproducible across processes: it numbers the
         # "##x" continuation pieces in hash-map order, which changes merge tie-breaks, so the
         # vocabulary (and every token id) differs from run to run. Plain BPE training over a
@@ -251,8 +347,11 @@ def build_tokenizer(out_dir, texts: Iterable[str], kind: str = "wordpiece", *,
         learner.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         trainer = trainers.BpeTrainer(
             vocab_size=max(len(specials) + 100, (vocab_size + len(specials)) // 2),
-            special_tokens=specials, min_frequency=1, show_progress=False,
-            initial_alphabet=list(string.ascii_lowercase + string.digits + string.punctuation))
+            special_tokens=specials,
+            min_frequency=1,
+            show_progress=False,
+            initial_alphabet=list(string.ascii_lowercase + string.digits + string.punctuation),
+        )
         learner.train_from_iterator(texts, trainer=trainer)
         pieces = [p for p, _ in sorted(learner.get_vocab().items(), key=lambda kv: kv[1]) if p not in specials]
         vocab = {token: i for i, token in enumerate(specials)}
@@ -260,8 +359,7 @@ def build_tokenizer(out_dir, texts: Iterable[str], kind: str = "wordpiece", *,
             vocab.setdefault(piece, len(vocab))
         for piece in pieces:
             vocab.setdefault("##" + piece, len(vocab))
-        tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##",
-                                         max_input_chars_per_word=100))
+        tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]", continuing_subword_prefix="##", max_input_chars_per_word=100))
         tok.normalizer = normalizer
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
@@ -288,12 +386,19 @@ def build_tokenizer(out_dir, texts: Iterable[str], kind: str = "wordpiece", *,
         # transformers' Qwen2Tokenizer rebuilds from vocab + merges when it loads a qwen2 folder
         # (it ignores the normalizer and pre-tokenizer of tokenizer.json), so every decoder
         # family tokenizes identically before and after a save/load round trip.
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(_BPE_SPLIT_REGEX), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, min_frequency=1,
-                                      show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(_BPE_SPLIT_REGEX), behavior="isolated", invert=False),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+            ]
+        )
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=specials,
+            min_frequency=1,
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        )
         tok.train_from_iterator(texts, trainer=trainer)
         bos_id = tok.token_to_id(BPE_BOS)
         tok.post_processor = processors.TemplateProcessing(
@@ -337,11 +442,19 @@ def build_tokenizer(out_dir, texts: Iterable[str], kind: str = "wordpiece", *,
 # Tiny classifiers
 # --------------------------------------------------------------------------------------------
 
-def _config_for(family: str, tokenizer, *, labels: Sequence[str], num_layers: int | None,
-                hidden_size: int | None, max_position_embeddings: int,
-                initializer_range: float, dropout: float):
-    from transformers import (BertConfig, DistilBertConfig, LlamaConfig, MistralConfig, Qwen2Config,
-                              RobertaConfig)
+
+def _config_for(
+    family: str,
+    tokenizer,
+    *,
+    labels: Sequence[str],
+    num_layers: int | None,
+    hidden_size: int | None,
+    max_position_embeddings: int,
+    initializer_range: float,
+    dropout: float,
+):
+    from transformers import BertConfig, DistilBertConfig, LlamaConfig, MistralConfig, Qwen2Config, RobertaConfig
 
     id2label = {i: str(name) for i, name in enumerate(labels)}
     label2id = {name: i for i, name in id2label.items()}
@@ -426,11 +539,20 @@ def _config_for(family: str, tokenizer, *, labels: Sequence[str], num_layers: in
     raise ValueError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
 
 
-def build_tiny_classifier(out_dir, family: str, *, labels: Sequence[str] = DEFAULT_LABELS, seed: int = 0,
-                          texts: Iterable[str] | None = None, num_layers: int | None = None,
-                          hidden_size: int | None = None, max_position_embeddings: int = 128,
-                          initializer_range: float = 0.3, dropout: float = 0.1,
-                          vocab_size: int = 800) -> Path:
+def build_tiny_classifier(
+    out_dir,
+    family: str,
+    *,
+    labels: Sequence[str] = DEFAULT_LABELS,
+    seed: int = 0,
+    texts: Iterable[str] | None = None,
+    num_layers: int | None = None,
+    hidden_size: int | None = None,
+    max_position_embeddings: int = 128,
+    initializer_range: float = 0.3,
+    dropout: float = 0.1,
+    vocab_size: int = 800,
+) -> Path:
     """Build and save a tiny randomly initialised sequence classifier of ``family``.
 
     Families: bert, roberta, distilbert, minilm (encoders, WordPiece tokenizer) and llama, qwen2,
@@ -453,17 +575,25 @@ def build_tiny_classifier(out_dir, family: str, *, labels: Sequence[str] = DEFAU
 
     if family in ENCODER_FAMILIES:
         # DistilBERT and RoBERTa take no token type ids (RoBERTa has a single token type).
-        names = (["input_ids", "attention_mask"] if family in ("distilbert", "roberta")
-                 else ["input_ids", "token_type_ids", "attention_mask"])
-        tokenizer = build_tokenizer(out_dir, texts, "wordpiece", vocab_size=vocab_size,
-                                    model_max_length=max_position_embeddings, model_input_names=names)
+        names = (
+            ["input_ids", "attention_mask"] if family in ("distilbert", "roberta") else ["input_ids", "token_type_ids", "attention_mask"]
+        )
+        tokenizer = build_tokenizer(
+            out_dir, texts, "wordpiece", vocab_size=vocab_size, model_max_length=max_position_embeddings, model_input_names=names
+        )
     else:
-        tokenizer = build_tokenizer(out_dir, texts, "bpe", vocab_size=vocab_size,
-                                    model_max_length=max_position_embeddings)
+        tokenizer = build_tokenizer(out_dir, texts, "bpe", vocab_size=vocab_size, model_max_length=max_position_embeddings)
 
-    config = _config_for(family, tokenizer, labels=labels, num_layers=num_layers, hidden_size=hidden_size,
-                         max_position_embeddings=max_position_embeddings,
-                         initializer_range=initializer_range, dropout=dropout)
+    config = _config_for(
+        family,
+        tokenizer,
+        labels=labels,
+        num_layers=num_layers,
+        hidden_size=hidden_size,
+        max_position_embeddings=max_position_embeddings,
+        initializer_range=initializer_range,
+        dropout=dropout,
+    )
     torch.manual_seed(seed)
     model = AutoModelForSequenceClassification.from_config(config)
     model.eval()
@@ -485,8 +615,7 @@ _LORA_TARGETS = {
 }
 
 
-def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_std: float = 0.2,
-                       head_noise_std: float = 0.1) -> Path:
+def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_std: float = 0.2, head_noise_std: float = 0.1) -> Path:
     """Build and save a seeded LoRA adapter (task type SEQ_CLS) for the model in ``base_dir``.
 
     Targets the attention query/value projections of the family; the classification head
@@ -503,8 +632,7 @@ def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_st
     targets = _LORA_TARGETS.get(model.config.model_type)
     if targets is None:
         raise ValueError(f"no LoRA targets known for model type {model.config.model_type!r}")
-    lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=r, lora_alpha=2 * r, lora_dropout=0.0,
-                      target_modules=targets)
+    lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules=targets)
     torch.manual_seed(seed)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
@@ -525,6 +653,7 @@ def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_st
 # Demo
 # --------------------------------------------------------------------------------------------
 
+
 def demo_is_complete(out_dir, **expected) -> bool:
     """True when ``out_dir`` holds a complete demo built by this version.
 
@@ -539,9 +668,13 @@ def demo_is_complete(out_dir, **expected) -> bool:
         return False
     if any(manifest.get(key) != value for key, value in expected.items()):
         return False
-    needed = [out_dir / "data" / "reviews.csv", out_dir / "model" / "config.json",
-              out_dir / "model" / "model.safetensors", out_dir / "model" / "tokenizer.json",
-              out_dir / "model" / "tokenizer_config.json"]
+    needed = [
+        out_dir / "data" / "reviews.csv",
+        out_dir / "model" / "config.json",
+        out_dir / "model" / "model.safetensors",
+        out_dir / "model" / "tokenizer.json",
+        out_dir / "model" / "tokenizer_config.json",
+    ]
     return all(p.is_file() for p in needed)
 
 
@@ -554,22 +687,29 @@ def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
     os.replace(tmp, path)
 
 
-def _train_demo_model(model_dir: Path, train_rows, eval_rows, *, seed: int, epochs: int,
-                      batch_size: int, lr: float, log) -> dict:
+def _train_demo_model(model_dir: Path, train_rows, eval_rows, *, seed: int, epochs: int, batch_size: int, lr: float, log) -> dict:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    build_tiny_classifier(model_dir, "bert", labels=DEFAULT_LABELS, seed=seed,
-                          texts=[r["text"] for r in train_rows], num_layers=2, hidden_size=64,
-                          max_position_embeddings=128, initializer_range=0.02, dropout=0.1,
-                          vocab_size=1000)
+    build_tiny_classifier(
+        model_dir,
+        "bert",
+        labels=DEFAULT_LABELS,
+        seed=seed,
+        texts=[r["text"] for r in train_rows],
+        num_layers=2,
+        hidden_size=64,
+        max_position_embeddings=128,
+        initializer_range=0.02,
+        dropout=0.1,
+        vocab_size=1000,
+    )
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
     label2id = model.config.label2id
 
     def encode(rows):
-        enc = tokenizer([r["text"] for r in rows], padding=True, truncation=True, max_length=64,
-                        return_tensors="pt")
+        enc = tokenizer([r["text"] for r in rows], padding=True, truncation=True, max_length=64, return_tensors="pt")
         return enc, torch.tensor([label2id[r["label"]] for r in rows])
 
     train_enc, train_y = encode(train_rows)
@@ -577,8 +717,7 @@ def _train_demo_model(model_dir: Path, train_rows, eval_rows, *, seed: int, epoc
     steps = epochs * ((n + batch_size - 1) // batch_size)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warmup = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
     gen = torch.Generator().manual_seed(seed)
     model.train()
     step = 0
@@ -586,7 +725,7 @@ def _train_demo_model(model_dir: Path, train_rows, eval_rows, *, seed: int, epoc
         perm = torch.randperm(n, generator=gen)
         total = 0.0
         for start in range(0, n, batch_size):
-            idx = perm[start:start + batch_size]
+            idx = perm[start : start + batch_size]
             batch = {k: v[idx] for k, v in train_enc.items()}
             # trim the batch to its longest row: much faster on CPU
             width = int(batch["attention_mask"].sum(1).max())
@@ -606,14 +745,23 @@ def _train_demo_model(model_dir: Path, train_rows, eval_rows, *, seed: int, epoc
         enc, y = encode(eval_rows)
         preds = []
         for start in range(0, len(eval_rows), 256):
-            preds.append(model(**{k: v[start:start + 256] for k, v in enc.items()}).logits.argmax(-1))
+            preds.append(model(**{k: v[start : start + 256] for k, v in enc.items()}).logits.argmax(-1))
         accuracy = float((torch.cat(preds) == y).float().mean())
     model.save_pretrained(str(model_dir))
     return {"steps": step, "demo_accuracy": accuracy}
 
 
-def build_demo(out_dir, *, seed: int = 0, rows: int = DEMO_ROWS, train_rows: int = DEMO_TRAIN_ROWS,
-               epochs: int = 3, threads: int | None = 1, force: bool = False, verbose: bool = False) -> Path:
+def build_demo(
+    out_dir,
+    *,
+    seed: int = 0,
+    rows: int = DEMO_ROWS,
+    train_rows: int = DEMO_TRAIN_ROWS,
+    epochs: int = 3,
+    threads: int | None = 1,
+    force: bool = False,
+    verbose: bool = False,
+) -> Path:
     """Build the demo under ``out_dir``: ``data/reviews.csv`` and ``model/`` (a trained tiny BERT).
 
     ``reviews.csv`` has columns review_id (``r00001``...), text, label (negative, neutral,
@@ -651,8 +799,7 @@ def build_demo(out_dir, *, seed: int = 0, rows: int = DEMO_ROWS, train_rows: int
     if threads is not None:
         torch.set_num_threads(max(1, int(threads)))
     try:
-        stats = _train_demo_model(tmp_dir, train, demo, seed=seed, epochs=epochs, batch_size=32,
-                                  lr=2e-3, log=log)
+        stats = _train_demo_model(tmp_dir, train, demo, seed=seed, epochs=epochs, batch_size=32, lr=2e-3, log=log)
     finally:
         torch.set_num_threads(old_threads)
     shutil.rmtree(model_dir, ignore_errors=True)
@@ -678,9 +825,9 @@ def build_demo(out_dir, *, seed: int = 0, rows: int = DEMO_ROWS, train_rows: int
 # Command line
 # --------------------------------------------------------------------------------------------
 
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scorekeeper.demo",
-                                     description="Build offline demo data, tiny models and adapters.")
+    parser = argparse.ArgumentParser(prog="python -m scorekeeper.demo", description="Build offline demo data, tiny models and adapters.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("build", help="build the demo (data/reviews.csv and a trained tiny BERT in model/)")
@@ -706,13 +853,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "build":
-        path = build_demo(args.out_dir, seed=args.seed, force=args.force, threads=args.threads,
-                          verbose=True)
+        path = build_demo(args.out_dir, seed=args.seed, force=args.force, threads=args.threads, verbose=True)
     elif args.command == "tiny":
         labels = [x.strip() for x in args.labels.split(",") if x.strip()]
-        path = build_tiny_classifier(args.out_dir, args.family, labels=labels, seed=args.seed,
-                                     num_layers=args.num_layers, hidden_size=args.hidden_size,
-                                     max_position_embeddings=args.max_position_embeddings)
+        path = build_tiny_classifier(
+            args.out_dir,
+            args.family,
+            labels=labels,
+            seed=args.seed,
+            num_layers=args.num_layers,
+            hidden_size=args.hidden_size,
+            max_position_embeddings=args.max_position_embeddings,
+        )
     else:
         path = build_lora_adapter(args.base_dir, args.out_dir, seed=args.seed, r=args.r)
     print(Path(path).resolve())

@@ -26,42 +26,25 @@ class ScoreRequest(BaseModel):
         "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension."
     )
     text_column: str = Field("text", description="Column holding the text to classify.")
-    text_pair_column: str | None = Field(
-        None, description="Optional column with a second text, for sentence-pair models."
-    )
-    id_column: str | None = Field(
-        None, description="Column holding each row's identity; when absent the row index is the id."
-    )
+    text_pair_column: str | None = Field(None, description="Optional column with a second text, for sentence-pair models.")
+    id_column: str | None = Field(None, description="Column holding each row's identity; when absent the row index is the id.")
     label_column: str | None = Field(
         "label",
         description="Ground-truth label column (names or integer ids), in the input rows or in "
         "the ground_truth_uri files. None scores only. When left at 'label' and the input has no "
         "such column, the run is a scoring-only run and the report says so.",
     )
-    ground_truth_uri: str | None = Field(
-        None, description="Ground truth in separate files (same formats), joined on id_column."
-    )
-    model_uri: str = Field(
-        description="Model folder (config.json, safetensors weights, tokenizer files), local or "
-        "in object storage."
-    )
-    adapter_uri: str | None = Field(
-        None, description="PEFT adapter folder (LoRA), local or in object storage."
-    )
-    merge_adapter: bool = Field(
-        True, description="Merge the adapter into the base weights before scoring."
-    )
+    ground_truth_uri: str | None = Field(None, description="Ground truth in separate files (same formats), joined on id_column.")
+    model_uri: str = Field(description="Model folder (config.json, safetensors weights, tokenizer files), local or in object storage.")
+    adapter_uri: str | None = Field(None, description="PEFT adapter folder (LoRA), local or in object storage.")
+    merge_adapter: bool = Field(True, description="Merge the adapter into the base weights before scoring.")
     mode: Literal["replica", "pipeline"] = Field(
         "replica",
         description="replica: every process holds the whole model (data parallel). pipeline: the "
         "model's layers are split across processes.",
     )
-    num_processes: int | Literal["auto"] = Field(
-        "auto", description="Processes to launch; auto = visible GPUs, or 1 without a GPU."
-    )
-    output_uri: str = Field(
-        description="Where runs are written: a local folder or an object-storage prefix."
-    )
+    num_processes: int | Literal["auto"] = Field("auto", description="Processes to launch; auto = visible GPUs, or 1 without a GPU.")
+    output_uri: str = Field(description="Where runs are written: a local folder or an object-storage prefix.")
     run_name: str | None = Field(
         None,
         description="The run's id under output_uri; a run with the same name resumes. Default: "
@@ -72,27 +55,17 @@ class ScoreRequest(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32."
     )
-    max_length: int | None = Field(
-        None, ge=2, description="Tokens per text (pair) before truncation; default: the model's maximum."
-    )
-    rows_per_range: int = Field(
-        4096, ge=1, description="Rows per planned index range: the unit of work, commit and resume."
-    )
+    max_length: int | None = Field(None, ge=2, description="Tokens per text (pair) before truncation; default: the model's maximum.")
+    rows_per_range: int = Field(4096, ge=1, description="Rows per planned index range: the unit of work, commit and resume.")
     tokens_per_batch: int | None = Field(
         None,
         ge=1,
         description="Padded tokens per model batch; default 2048 on CPU, 131072 on a GPU.",
     )
     max_batch_rows: int = Field(1024, ge=1, description="Upper bound on rows in one model batch.")
-    null_text: Literal["error", "empty"] = Field(
-        "error", description="Null text: 'error' refuses the input, 'empty' scores it as ''."
-    )
-    pipeline_stages: int | None = Field(
-        None, ge=1, description="Pipeline mode: stages per pipeline; default all processes (one pipeline)."
-    )
-    microbatches: int = Field(
-        4, ge=1, description="Pipeline mode: micro-batches each model batch is cut into."
-    )
+    null_text: Literal["error", "empty"] = Field("error", description="Null text: 'error' refuses the input, 'empty' scores it as ''.")
+    pipeline_stages: int | None = Field(None, ge=1, description="Pipeline mode: stages per pipeline; default all processes (one pipeline).")
+    microbatches: int = Field(4, ge=1, description="Pipeline mode: micro-batches each model batch is cut into.")
     slice_columns: list[str] = Field(
         default_factory=list,
         description="Input columns whose values the report breaks the metrics down by.",
@@ -102,9 +75,7 @@ class ScoreRequest(BaseModel):
         gt=0,
         description="Seconds a scoring process waits on the others (a dead or stopped peer) before the job fails.",
     )
-    trust_remote_code: bool = Field(
-        False, description="Allow model code shipped with the model folder. Off unless asked for."
-    )
+    trust_remote_code: bool = Field(False, description="Allow model code shipped with the model folder. Off unless asked for.")
     storage_block: str | None = Field(
         None,
         description="Prefect block with the object-storage credentials: NAME, aws-credentials/NAME or "

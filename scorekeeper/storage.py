@@ -298,7 +298,9 @@ def _create_exclusive_remote(fs: fsspec.AbstractFileSystem, target: str, data: b
         _WARNED_NOT_EXCLUSIVE.add(type(fs).__name__)
         log.warning(
             "%s does not support conditional writes: creating %s with check-then-put, which is "
-            "exclusive only while a single job writes this run", type(fs).__name__, target,
+            "exclusive only while a single job writes this run",
+            type(fs).__name__,
+            target,
         )
     if fs.exists(target):
         return _holds(fs, target, data)

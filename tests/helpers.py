@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scorekeeper.params import ScoreRequest
+from scorekeeper.processes import Progress, launch_command, run_worker
 from scorekeeper.storage import is_local
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.gather import gather_predictions
@@ -20,7 +21,6 @@ from scorekeeper.tasks.plan import plan_run
 from scorekeeper.tasks.prepare import open_run
 from scorekeeper.tasks.read import read_inputs
 from scorekeeper.tasks.report import publish_report
-from scorekeeper.tasks.score import Progress, launch_command, run_worker
 
 LABELS = ["negative", "neutral", "positive"]
 WORDS = "good bad great terrible fine okay awful nice product price quality fast slow love hate meh broken works".split()
@@ -85,8 +85,9 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
     return Result(Path(run.path) if is_local(run.fs) else run.uri, predictions, metrics, progress)
 
 
-def reference_probabilities(model_dir: str, texts: list[str], pairs: list[str] | None = None,
-                            adapter_dir: str | None = None, merge: bool = True) -> np.ndarray:
+def reference_probabilities(
+    model_dir: str, texts: list[str], pairs: list[str] | None = None, adapter_dir: str | None = None, merge: bool = True
+) -> np.ndarray:
     """Each row scored alone, unpadded, with transformers directly: the independent reference."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer

@@ -29,11 +29,25 @@ def test_step_matches_the_single_row_reference_and_imports_no_flow(tmp_path, mod
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"text": [r["text"] for r in rows]}), path, row_group_size=7)
     out, probs = tmp_path / "out.json", tmp_path / "p.npz"
-    args = ["--model", models["bert"], "--input", str(path), "--json", str(out), "--probs", str(probs),
-            "--rows-per-range", "8", "--tokens-per-batch", "200"]
+    args = [
+        "--model",
+        models["bert"],
+        "--input",
+        str(path),
+        "--json",
+        str(out),
+        "--probs",
+        str(probs),
+        "--rows-per-range",
+        "8",
+        "--tokens-per-batch",
+        "200",
+    ]
     # In a fresh interpreter, so that what it imported is its own (the GPU machine has no Prefect).
-    code = ("import sys; from scorekeeper.worker.bench_step import main; rc = main(sys.argv[1:]); "
-            "assert not {'prefect', 'duckdb'} & set(sys.modules), 'imported the flow side'; sys.exit(rc)")
+    code = (
+        "import sys; from scorekeeper.worker.bench_step import main; rc = main(sys.argv[1:]); "
+        "assert not {'prefect', 'duckdb'} & set(sys.modules), 'imported the flow side'; sys.exit(rc)"
+    )
     subprocess.run([sys.executable, "-c", code, *args], check=True)
     result = json.loads(out.read_text())
     assert (result["rows"], result["ranges"]) == (30, 4)

@@ -71,6 +71,7 @@ def tiny_models(tmp_path_factory):
 # tokenizers
 # ------------------------------------------------------------------------------------------
 
+
 def test_wordpiece_tokenizer(tmp_path):
     tok = demo.build_tokenizer(tmp_path, demo.default_corpus(200), "wordpiece")
     assert [tok.convert_tokens_to_ids(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")] == [0, 1, 2, 3, 4]
@@ -81,7 +82,7 @@ def test_wordpiece_tokenizer(tmp_path):
     assert ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id and ids.count(tok.sep_token_id) == 2
     first_sep = ids.index(tok.sep_token_id)
     assert set(enc["token_type_ids"][: first_sep + 1]) == {0}
-    assert set(enc["token_type_ids"][first_sep + 1:]) == {1}
+    assert set(enc["token_type_ids"][first_sep + 1 :]) == {1}
     # lowercasing normalizer; digits are in the alphabet even if the corpus has none
     assert tok("KETTLE")["input_ids"] == tok("kettle")["input_ids"]
     assert tok.unk_token_id not in tok("order 12345 arrived!")["input_ids"]
@@ -107,6 +108,7 @@ def test_bpe_tokenizer_has_no_pad(tmp_path):
 # ------------------------------------------------------------------------------------------
 # tiny classifiers
 # ------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("family", demo.FAMILIES)
 def test_tiny_classifier_round_trip(tiny_models, family):
@@ -172,6 +174,7 @@ def test_tiny_classifier_seeded_and_custom_labels(tmp_path, tiny_models):
 # LoRA adapters
 # ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "llama", "qwen2"])
 def test_lora_adapter_changes_logits(tmp_path, tiny_models, family):
     from peft import PeftModel
@@ -210,6 +213,7 @@ def test_lora_adapter_changes_logits(tmp_path, tiny_models, family):
 # demo
 # ------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
@@ -244,7 +248,7 @@ def test_demo_model_beats_80_percent(demo_dir):
     preds = []
     with torch.no_grad():
         for start in range(0, len(rows), 256):
-            chunk = [r["text"] for r in rows[start:start + 256]]
+            chunk = [r["text"] for r in rows[start : start + 256]]
             enc = tok(chunk, padding=True, truncation=True, return_tensors="pt")
             preds.extend(model(**enc).logits.argmax(-1).tolist())
     accuracy = sum(model.config.id2label[p] == r["label"] for p, r in zip(preds, rows)) / len(rows)
@@ -269,6 +273,7 @@ def test_demo_is_idempotent(demo_dir):
 # command line
 # ------------------------------------------------------------------------------------------
 
+
 def test_cli_tiny_in_process(tmp_path, capsys):
     assert demo.main(["tiny", str(tmp_path / "m"), "--family", "llama", "--labels", "a,b,c,d"]) == 0
     printed = capsys.readouterr().out.strip().splitlines()[-1]
@@ -284,7 +289,11 @@ def test_cli_module_entry_point_is_reproducible(tmp_path, tiny_models):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
         [sys.executable, "-m", "scorekeeper.demo", "tiny", str(tmp_path / "bert"), "--family", "bert"],
-        capture_output=True, text=True, env=env, cwd=str(REPO_ROOT), timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO_ROOT),
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str((tmp_path / "bert").resolve())

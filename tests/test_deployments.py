@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 FLOW = "scorekeeper"
 POOL = "scorekeeper"
-ENTRYPOINT = "scorekeeper/flows/score.py:score_dataset"
+ENTRYPOINT = "flows/score.py:score_dataset"
 BLOCK = "moto-s3"
 
 
@@ -108,9 +108,7 @@ class PrefectServer:
         raise RuntimeError(f"prefect server not healthy within {timeout:.0f} s")
 
     def cli(self, *args: str, timeout: float = 120, check: bool = True, cwd: Path = REPO) -> subprocess.CompletedProcess:
-        out = subprocess.run(
-            [PREFECT, *args], cwd=cwd, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout
-        )
+        out = subprocess.run([PREFECT, *args], cwd=cwd, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout)
         if check and out.returncode != 0:
             raise AssertionError(f"prefect {' '.join(args)} exited {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
         return out
@@ -215,9 +213,8 @@ class AwsCredentialsShape:
 
     @staticmethod
     def save(name: str, key: str, secret: str, endpoint: str) -> None:
-        from pydantic import SecretStr
-
         from prefect.blocks.core import Block
+        from pydantic import SecretStr
 
         class AwsCredentials(Block):
             _block_type_name = "AWS Credentials"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from scorekeeper.errors import RunConflict, ScoringFailed
+from scorekeeper.lease import run_lease
 from scorekeeper.storage import Location
-from scorekeeper.tasks.lease import run_lease
 from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,9 @@ def test_a_crash_between_shard_and_commit_leaves_the_range_uncommitted(tmp_path,
     from scorekeeper.worker.shards import commit_shard, prediction_table
 
     run = Location.from_uri(str(tmp_path / "r"))
-    table = prediction_table(pa.table({"row_index": pa.array([0, 1], pa.int64()), "id": pa.array([0, 1], pa.int64())}), np.full((2, 2), 0.5), ["a", "b"])
+    table = prediction_table(
+        pa.table({"row_index": pa.array([0, 1], pa.int64()), "id": pa.array([0, 1], pa.int64())}), np.full((2, 2), 0.5), ["a", "b"]
+    )
 
     def die(*args, **kwargs):
         raise SystemExit("killed")

@@ -33,8 +33,14 @@ def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_
 
     rows = make_rows(23)
     path = write_rows(tmp_path / "in.csv", rows)
-    result = score_dataset(input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path / "out"),
-                           num_processes=2, rows_per_range=6, slice_columns=["review_id"])
+    result = score_dataset(
+        input_uri=str(path),
+        model_uri=models["bert"],
+        output_uri=str(tmp_path / "out"),
+        num_processes=2,
+        rows_per_range=6,
+        slice_columns=["review_id"],
+    )
     run_dir = Path(result["run_uri"])
     table = pq.read_table(run_dir / "predictions.parquet")
     assert table.column("row_index").to_pylist() == list(range(23))
@@ -76,9 +82,13 @@ def _assert_nothing_left(cli_pid: int, stderr: str) -> None:
 
     deadline = time.time() + 10
     while True:
-        left = [p.pid for p in psutil.process_iter(["cmdline", "status"])
-                if p.info["status"] != psutil.STATUS_ZOMBIE
-                and "--owner-pid" in (cmd := p.info["cmdline"] or []) and cmd[cmd.index("--owner-pid") + 1] == str(cli_pid)]
+        left = [
+            p.pid
+            for p in psutil.process_iter(["cmdline", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE
+            and "--owner-pid" in (cmd := p.info["cmdline"] or [])
+            and cmd[cmd.index("--owner-pid") + 1] == str(cli_pid)
+        ]
         if not left or time.time() > deadline:
             break
         time.sleep(0.2)
@@ -91,8 +101,22 @@ def _assert_nothing_left(cli_pid: int, stderr: str) -> None:
 
 def test_cli_as_a_user_types_it(tmp_path, models):
     write_rows(tmp_path / "test.csv", make_rows(11))
-    done = _cli("run", "--input-uri", "./test.csv", "--model-uri", models["bert"], "--output-uri", "./runs",
-                "--num-processes", "2", "--run-name", "cli", "--rows-per-range", "4", cwd=tmp_path)
+    done = _cli(
+        "run",
+        "--input-uri",
+        "./test.csv",
+        "--model-uri",
+        models["bert"],
+        "--output-uri",
+        "./runs",
+        "--num-processes",
+        "2",
+        "--run-name",
+        "cli",
+        "--rows-per-range",
+        "4",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = done.stdout.strip().splitlines()[-1]
     assert summary.startswith("scorekeeper: run cli scored 11 rows") and str(tmp_path / "runs" / "cli") in summary
@@ -103,8 +127,20 @@ def test_cli_as_a_user_types_it(tmp_path, models):
 
 def test_cli_bad_input_is_one_clear_line_and_publishes_nothing(tmp_path, models):
     write_rows(tmp_path / "test.csv", make_rows(5))
-    done = _cli("run", "--input-uri", "test.csv", "--model-uri", models["bert"], "--output-uri", "runs",
-                "--text-column", "body", "--run-name", "bad", cwd=tmp_path)
+    done = _cli(
+        "run",
+        "--input-uri",
+        "test.csv",
+        "--model-uri",
+        models["bert"],
+        "--output-uri",
+        "runs",
+        "--text-column",
+        "body",
+        "--run-name",
+        "bad",
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     assert "Traceback" not in done.stdout + done.stderr
     assert "scorekeeper: error: column 'body' not found in" in done.stderr

@@ -28,8 +28,15 @@ def test_ground_truth_join_coverage_and_a_scoring_only_rerun(tmp_path, models):
     truth += [{"key": "900", "gold": "positive"}, {"key": "901", "gold": "negative"}, {"key": "abc", "gold": "neutral"}]
     (tmp_path / "gt.jsonl").write_text("".join(json.dumps(t) + "\n" for t in truth))
 
-    params = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=models["bert"], output_uri=str(tmp_path / "out"),
-                  run_name="gt", id_column="key", ground_truth_uri=str(tmp_path / "gt.jsonl"), label_column="gold")
+    params = dict(
+        input_uri=str(tmp_path / "in.parquet"),
+        model_uri=models["bert"],
+        output_uri=str(tmp_path / "out"),
+        run_name="gt",
+        id_column="key",
+        ground_truth_uri=str(tmp_path / "gt.jsonl"),
+        label_column="gold",
+    )
     result = run_job(1, **params)
     m = result.metrics
     assert (m["rows"], m["scored"], m["evaluated"]) == (30, 30, 25)

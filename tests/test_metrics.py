@@ -31,18 +31,22 @@ def _write_run(tmp_path, probs, labels, ids=None, label_type="name"):
     predicted = probs.argmax(1)
     ids = ids if ids is not None else list(range(n))
     pq.write_table(
-        pa.table({
-            "row_index": pa.array(range(n), pa.int64()),
-            "id": pa.array(ids),
-            "predicted_id": pa.array(predicted, pa.int64()),
-            "predicted_label": pa.array([LABELS[i] for i in predicted]),
-            "score": pa.array(probs.max(1)),
-            "probabilities": pa.array(probs.tolist(), pa.list_(pa.float64())),
-        }),
+        pa.table(
+            {
+                "row_index": pa.array(range(n), pa.int64()),
+                "id": pa.array(ids),
+                "predicted_id": pa.array(predicted, pa.int64()),
+                "predicted_label": pa.array([LABELS[i] for i in predicted]),
+                "score": pa.array(probs.max(1)),
+                "probabilities": pa.array(probs.tolist(), pa.list_(pa.float64())),
+            }
+        ),
         run / "predictions.parquet",
     )
-    pq.write_table(pa.table({"row_index": pa.array(range(n), pa.int64()), "id": pa.array(ids), "text": ["x"] * n, "label": pa.array(labels)}),
-                   run / "work" / "input.parquet")
+    pq.write_table(
+        pa.table({"row_index": pa.array(range(n), pa.int64()), "id": pa.array(ids), "text": ["x"] * n, "label": pa.array(labels)}),
+        run / "work" / "input.parquet",
+    )
     manifest = {"total_rows": n, "has_label": True, "id_type": "int64", "ground_truth": None}
     return Location.from_uri(str(run)), manifest
 

@@ -16,8 +16,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows  # noqa: E402
-
 from scorekeeper import demo  # noqa: E402
 from scorekeeper.errors import InputError, ModelError  # noqa: E402
 from scorekeeper.worker.batching import collate, cut_batches, encode  # noqa: E402
@@ -26,6 +24,7 @@ from scorekeeper.worker.model import load_model  # noqa: E402
 from scorekeeper.worker.pipeline import RangeWork, bubble_theoretical, plan_layout  # noqa: E402
 from scorekeeper.worker.replica import score_batches  # noqa: E402
 from scorekeeper.worker.stages import balanced_boundaries, build_stage  # noqa: E402
+from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows  # noqa: E402
 
 TOLERANCE = 1e-4
 CPU = torch.device("cpu")
@@ -104,7 +103,11 @@ def test_activations_keep_the_models_dtype(family_models):
     with torch.inference_mode():
         hidden, mask, last = first(enc["input_ids"], enc["attention_mask"])
     assert hidden.dtype == torch.bfloat16 and hidden.is_contiguous()
-    assert [s for s, _ in first.sent(2, enc["input_ids"].shape[1], torch.bfloat16)] == [tuple(hidden.shape), tuple(mask.shape), tuple(last.shape)]
+    assert [s for s, _ in first.sent(2, enc["input_ids"].shape[1], torch.bfloat16)] == [
+        tuple(hidden.shape),
+        tuple(mask.shape),
+        tuple(last.shape),
+    ]
     # the last non-pad token of each row, as transformers finds it (right padding)
     assert last.tolist() == (enc["attention_mask"].sum(1) - 1).tolist()
 
@@ -143,7 +146,11 @@ def test_balanced_boundaries():
 def test_layouts():
     hybrid = [plan_layout(4, rank, 2) for rank in range(4)]
     assert [(x.pipelines, x.pipeline, x.stage, x.ranks) for x in hybrid] == [
-        (2, 0, 0, [0, 1]), (2, 0, 1, [0, 1]), (2, 1, 0, [2, 3]), (2, 1, 1, [2, 3])]
+        (2, 0, 0, [0, 1]),
+        (2, 0, 1, [0, 1]),
+        (2, 1, 0, [2, 3]),
+        (2, 1, 1, [2, 3]),
+    ]
     whole = plan_layout(3, 2, None)
     assert (whole.pipelines, whole.stage, whole.is_last, whole.ranks) == (1, 2, True, [0, 1, 2])
     with pytest.raises(InputError, match="multiple of pipeline_stages"):
@@ -154,11 +161,16 @@ def test_layouts():
 
 
 def test_range_header_round_trip():
-    work = RangeWork(IndexRange(3, 30, 37), truncated=1, useful_tokens=50, padded_tokens=60,
-                     shapes=[(4, 9), (3, 5)], positions=[np.array([6, 0, 2, 1]), np.array([5, 3, 4])])
+    work = RangeWork(
+        IndexRange(3, 30, 37),
+        truncated=1,
+        useful_tokens=50,
+        padded_tokens=60,
+        shapes=[(4, 9), (3, 5)],
+        positions=[np.array([6, 0, 2, 1]), np.array([5, 3, 4])],
+    )
     back = RangeWork.from_header(work.header())
-    assert (back.range, back.truncated, back.useful_tokens, back.padded_tokens, back.shapes) == (
-        work.range, 1, 50, 60, [(4, 9), (3, 5)])
+    assert (back.range, back.truncated, back.useful_tokens, back.padded_tokens, back.shapes) == (work.range, 1, 50, 60, [(4, 9), (3, 5)])
     assert [p.tolist() for p in back.positions] == [[6, 0, 2, 1], [5, 3, 4]]
 
 

@@ -37,8 +37,15 @@ def _commit(run: Location, index: int, start: int, end: int, fingerprint: str = 
 
     rows = pa.table({"row_index": pa.array(range(start, end), pa.int64()), "id": pa.array(range(start, end), pa.int64())})
     probs = np.full((end - start, 2), 0.5)
-    assert commit_shard(run, IndexRange(index, start, end), prediction_table(rows, probs, ["a", "b"]),
-                        scoring_fingerprint=fingerprint, attempt="t", tokens=1, truncated=0)
+    assert commit_shard(
+        run,
+        IndexRange(index, start, end),
+        prediction_table(rows, probs, ["a", "b"]),
+        scoring_fingerprint=fingerprint,
+        attempt="t",
+        tokens=1,
+        truncated=0,
+    )
 
 
 def test_gather_writes_rows_in_order_and_refuses_gaps(tmp_path):
@@ -61,8 +68,15 @@ def test_commit_is_exclusive_and_tampered_shards_are_refused(tmp_path):
     from scorekeeper.worker.job import IndexRange
 
     rows = pa.table({"row_index": pa.array(range(4), pa.int64()), "id": pa.array(range(4), pa.int64())})
-    second = commit_shard(run, IndexRange(0, 0, 4), prediction_table(rows, np.full((4, 2), 0.5), ["a", "b"]),
-                          scoring_fingerprint="fp", attempt="other", tokens=1, truncated=0)
+    second = commit_shard(
+        run,
+        IndexRange(0, 0, 4),
+        prediction_table(rows, np.full((4, 2), 0.5), ["a", "b"]),
+        scoring_fingerprint="fp",
+        attempt="other",
+        tokens=1,
+        truncated=0,
+    )
     assert second is False
     assert run.list_names("work/shards") == ["range-0000000-t.parquet"]
     # A record that claims other rows than its shard holds fails the gather and names the shard.

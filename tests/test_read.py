@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -59,16 +58,43 @@ def test_null_text_is_refused_with_its_rows_or_scored_empty(tmp_path):
     [
         (lambda d: d / "nothing.csv", {}, "input not found"),
         (lambda d: _empty_csv(d), {}, "no rows in the input"),
-        (lambda d: write_rows(d / "m.csv", make_rows(3)), {"text_column": "body"}, r"column 'body' not found in .*m.csv; its columns are: review_id, text, label"),
-        (lambda d: write_rows(d / "d.csv", make_rows(3) + make_rows(2)), {"id_column": "review_id"}, r"duplicate values: 'r00000' x2 \(first at row_index 0\)"),
+        (
+            lambda d: write_rows(d / "m.csv", make_rows(3)),
+            {"text_column": "body"},
+            r"column 'body' not found in .*m.csv; its columns are: review_id, text, label",
+        ),
+        (
+            lambda d: write_rows(d / "d.csv", make_rows(3) + make_rows(2)),
+            {"id_column": "review_id"},
+            r"duplicate values: 'r00000' x2 \(first at row_index 0\)",
+        ),
         (lambda d: _truncated_parquet(d), {}, r"cannot read .*broken.parquet"),
         (lambda d: _bad_utf8(d), {}, r"cannot read .*bad.csv"),
-        (lambda d: _schemas_differ(d), {"id_column": "review_id"}, r"schemas differ across files: column 'review_id' is integer in .*a.jsonl but text in .*b.jsonl"),
+        (
+            lambda d: _schemas_differ(d),
+            {"id_column": "review_id"},
+            r"schemas differ across files: column 'review_id' is integer in .*a.jsonl but text in .*b.jsonl",
+        ),
         (lambda d: _numeric_text(d), {}, r"column 'text' in .*num.jsonl is int64, not text"),
         (lambda d: _text_file(d), {}, "unsupported file type"),
-        (lambda d: write_rows(d / "s.csv", make_rows(2)), {"text_column": 'text"); DROP TABLE staged; --'}, r"column 'text\"\); DROP TABLE staged; --' not found"),
+        (
+            lambda d: write_rows(d / "s.csv", make_rows(2)),
+            {"text_column": 'text"); DROP TABLE staged; --'},
+            r"column 'text\"\); DROP TABLE staged; --' not found",
+        ),
     ],
-    ids=["not-found", "no-rows", "missing-column", "duplicate-ids", "truncated-file", "invalid-utf8", "schemas-differ", "text-not-text", "unsupported", "sql-like-name"],
+    ids=[
+        "not-found",
+        "no-rows",
+        "missing-column",
+        "duplicate-ids",
+        "truncated-file",
+        "invalid-utf8",
+        "schemas-differ",
+        "text-not-text",
+        "unsupported",
+        "sql-like-name",
+    ],
 )
 def test_bad_input_gets_one_clear_message(tmp_path, make, params, message):
     path = make(tmp_path)

@@ -41,15 +41,28 @@ def _check_exact(result, rows, reference):
 @pytest.mark.parametrize("processes", [1, 2, 3])
 def test_every_row_once_and_equal_to_the_reference(tmp_path, models, data, bert_reference, processes):
     result = run_job(
-        processes, input_uri=str(data["csv"]), model_uri=models["bert"], output_uri=str(tmp_path),
-        run_name="r", id_column="review_id", rows_per_range=5, tokens_per_batch=200,
+        processes,
+        input_uri=str(data["csv"]),
+        model_uri=models["bert"],
+        output_uri=str(tmp_path),
+        run_name="r",
+        id_column="review_id",
+        rows_per_range=5,
+        tokens_per_batch=200,
     )
     _check_exact(result, data["rows"], bert_reference)
     assert result.predictions.column("id").to_pylist() == [r["review_id"] for r in data["rows"]]
     assert result.metrics["rows"] == result.metrics["scored"] == result.metrics["evaluated"] == 37
     if processes == 3:
-        baseline = run_job(1, input_uri=str(data["jsonl"]), model_uri=models["bert"], output_uri=str(tmp_path),
-                           run_name="one", rows_per_range=5, tokens_per_batch=200)
+        baseline = run_job(
+            1,
+            input_uri=str(data["jsonl"]),
+            model_uri=models["bert"],
+            output_uri=str(tmp_path),
+            run_name="one",
+            rows_per_range=5,
+            tokens_per_batch=200,
+        )
         # The same plan gives the same batches whatever the process count (and CSV = JSONL); only the
         # CPU kernels' thread count differs (1 thread per process under torchrun), hence 1e-6, not bits.
         assert np.abs(probabilities(baseline.predictions) - probabilities(result.predictions)).max() < 1e-6
@@ -74,8 +87,15 @@ def test_decoder_without_pad_token(tmp_path, models, data):
 @pytest.mark.parametrize("merge", [True, False])
 def test_adapter_merged_and_unmerged(tmp_path, models, data, merge):
     texts = [r["text"] for r in data["rows"]]
-    result = run_job(1, input_uri=str(data["csv"]), model_uri=models["bert"], adapter_uri=models["bert_adapter"],
-                     merge_adapter=merge, output_uri=str(tmp_path), run_name="r")
+    result = run_job(
+        1,
+        input_uri=str(data["csv"]),
+        model_uri=models["bert"],
+        adapter_uri=models["bert_adapter"],
+        merge_adapter=merge,
+        output_uri=str(tmp_path),
+        run_name="r",
+    )
     reference = reference_probabilities(models["bert"], texts, adapter_dir=models["bert_adapter"], merge=merge)
     _check_exact(result, data["rows"], reference)
     base = reference_probabilities(models["bert"], texts)

@@ -116,7 +116,9 @@ def test_transient_5xx_throttling_and_dropped_connections_are_retried_and_the_ru
         # what the run publishes
         "predictions PUT 500": dict(kind="error", method="PUT", target=run + r"predictions\.parquet$", times=2),
         "predictions PUT response lost": dict(kind="lose_response", method="PUT", target=run + r"predictions\.parquet$", times=1),
-        "metrics.json PUT 503 SlowDown": dict(kind="error", method="PUT", target=run + r"report/metrics\.json$", status=503, code="SlowDown", times=1),
+        "metrics.json PUT 503 SlowDown": dict(
+            kind="error", method="PUT", target=run + r"report/metrics\.json$", status=503, code="SlowDown", times=1
+        ),
     }
     for name, rule in plan.items():
         proxy.add(name, **rule)

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 import torch
 
-from scorekeeper.tasks import score
-from scorekeeper.tasks.score import Progress, WorkerProcess, start_ahead, stop_ahead, take_ahead
+from scorekeeper import processes as score
+from scorekeeper.processes import Progress, WorkerProcess, start_ahead, stop_ahead, take_ahead
 from scorekeeper.worker.job import IndexRange
 from scorekeeper.worker.model import load_model
 from scorekeeper.worker.replica import prepare_range, score_batches, scored_ranges
@@ -42,8 +42,9 @@ def _gone(pid: int, within_s: float) -> bool:
 def test_batch_threads_score_each_batch_as_if_alone(models):
     """Batches side by side on single-threaded cores (the CPU path of `scored_ranges`, with the next
     range queued before this one is awaited) give what one batch at a time gives."""
-    loaded = load_model(models["bert"], None, merge_adapter=False, dtype=torch.float32, device=CPU,
-                        trust_remote_code=False, max_length=None)
+    loaded = load_model(
+        models["bert"], None, merge_adapter=False, dtype=torch.float32, device=CPU, trust_remote_code=False, max_length=None
+    )
     texts = [r["text"] for r in make_rows(40, seed=4, max_words=50)]
     table = pa.table({"text": texts})
     ranges = [IndexRange(0, 0, 25), IndexRange(1, 25, 40)]
@@ -70,8 +71,13 @@ def test_worker_started_ahead_scores_the_job_it_is_handed(tmp_path, models):
     from tests.helpers import open_run_and_plan
 
     rows = make_rows(9, seed=5)
-    _, context, _, job = open_run_and_plan(input_uri=str(write_rows(tmp_path / "in.csv", rows)), model_uri=models["bert"],
-                                     output_uri=str(tmp_path / "out"), run_name="ahead", rows_per_range=4)
+    _, context, _, job = open_run_and_plan(
+        input_uri=str(write_rows(tmp_path / "in.csv", rows)),
+        model_uri=models["bert"],
+        output_uri=str(tmp_path / "out"),
+        run_name="ahead",
+        rows_per_range=4,
+    )
     worker = WorkerProcess.ahead(1, 60.0)
     time.sleep(1.0)  # it is importing meanwhile; the job may come at any moment
     worker.launched -= 1000  # as if the flow had read a big input for a quarter of an hour

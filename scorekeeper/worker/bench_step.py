@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             setattr(a, name, request_default(name))
 
     t0 = time.perf_counter()
-    from scorekeeper.worker.model import load_model, resolve_dtype
     from scorekeeper.worker.first_token import first_token_last_layer
+    from scorekeeper.worker.model import load_model, resolve_dtype
     from scorekeeper.worker.replica import prepare_range, scored_ranges
     from scorekeeper.worker.runtime import default_tokens_per_batch, tune_allocator
 
@@ -148,8 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         first_token_last_layer=first_token,
     )  # fmt: skip
     if a.probs:
-        np.savez(a.probs, probs=np.concatenate(probs) if probs else np.zeros((0, len(loaded.labels)), np.float32),
-                 index=np.arange(rows, dtype=np.int64))
+        np.savez(
+            a.probs,
+            probs=np.concatenate(probs) if probs else np.zeros((0, len(loaded.labels)), np.float32),
+            index=np.arange(rows, dtype=np.int64),
+        )
         result["probs_path"] = a.probs
     with open(a.json, "w") as f:
         json.dump(result, f, indent=1)

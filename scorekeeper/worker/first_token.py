@@ -90,13 +90,18 @@ class FirstTokenDistilBertLayer(nn.Module):
 
 _SHAPES = {
     # the layer's form -> (its self-attention, the attributes both need, the replacement)
-    "encoder": (lambda l: getattr(getattr(l, "attention", None), "self", None),
-                ("query", "key", "value"), lambda l: hasattr(l.attention, "output") and hasattr(l, "feed_forward_chunk"),
-                FirstTokenLayer),
-    "transformer": (lambda l: getattr(l, "attention", None),
-                    ("q_lin", "k_lin", "v_lin", "out_lin"),
-                    lambda l: all(hasattr(l, a) for a in ("sa_layer_norm", "ffn", "output_layer_norm")),
-                    FirstTokenDistilBertLayer),
+    "encoder": (
+        lambda layer: getattr(getattr(layer, "attention", None), "self", None),
+        ("query", "key", "value"),
+        lambda layer: hasattr(layer.attention, "output") and hasattr(layer, "feed_forward_chunk"),
+        FirstTokenLayer,
+    ),
+    "transformer": (
+        lambda layer: getattr(layer, "attention", None),
+        ("q_lin", "k_lin", "v_lin", "out_lin"),
+        lambda layer: all(hasattr(layer, a) for a in ("sa_layer_norm", "ffn", "output_layer_norm")),
+        FirstTokenDistilBertLayer,
+    ),
 }
 
 

@@ -46,10 +46,7 @@ class IndexRange:
 
 def plan_ranges(total_rows: int, rows_per_range: int) -> list[IndexRange]:
     """Cut [0, total_rows) into fixed-size ranges; the last one may be shorter."""
-    return [
-        IndexRange(i, start, min(start + rows_per_range, total_rows))
-        for i, start in enumerate(range(0, total_rows, rows_per_range))
-    ]
+    return [IndexRange(i, start, min(start + rows_per_range, total_rows)) for i, start in enumerate(range(0, total_rows, rows_per_range))]
 
 
 def commit_name(range_index: int) -> str:

@@ -100,7 +100,11 @@ def model_max_length(tokenizer, config, requested: int | None) -> int:
     positions = getattr(config, "max_position_embeddings", None)
     if positions:
         # RoBERTa-style models offset positions by padding_idx + 1.
-        offset = (config.pad_token_id + 1) if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") and config.pad_token_id is not None else 0
+        offset = (
+            (config.pad_token_id + 1)
+            if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") and config.pad_token_id is not None
+            else 0
+        )
         limits.append(int(positions) - offset)
     model_limit = min(limits) if limits else 512
     if requested is None:

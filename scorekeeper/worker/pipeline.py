@@ -326,7 +326,13 @@ def run_pipeline(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> 
     if ranks.device.type == "cuda":
         torch.cuda.empty_cache()
     if ranks.is_main:
-        log.info("pipeline mode: %d pipeline(s) of %d stages, layers %s, %d micro-batches", layout.pipelines, layout.stages, bounds, request.microbatches)
+        log.info(
+            "pipeline mode: %d pipeline(s) of %d stages, layers %s, %d micro-batches",
+            layout.pipelines,
+            layout.stages,
+            bounds,
+            request.microbatches,
+        )
     group = pipeline_groups(layout)
     runner = StageRunner(module, layout, group, ranks.device, dtype, request.microbatches)
     staged = StagedInput(run) if layout.is_first or layout.is_last else None

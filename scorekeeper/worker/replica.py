@@ -48,7 +48,9 @@ class PreparedRange:
         return sum(b.padded_tokens for b in self.batches)
 
 
-def prepare_range(r: IndexRange, rows: pa.Table, loaded: LoadedModel, tokens_per_batch: int, max_batch_rows: int, pin: bool) -> PreparedRange:
+def prepare_range(
+    r: IndexRange, rows: pa.Table, loaded: LoadedModel, tokens_per_batch: int, max_batch_rows: int, pin: bool
+) -> PreparedRange:
     """Tokenise one range (one batched fast-tokenizer call), sort it by length and collate its batches."""
     texts = rows.column("text").to_pylist()
     pairs = rows.column("text_pair").to_pylist() if "text_pair" in rows.column_names else None
@@ -130,7 +132,9 @@ def _probabilities(batches: list[Batch], logits: list[torch.Tensor], rows: int, 
     return probabilities
 
 
-def scored_ranges(prepared: Iterable[PreparedRange], loaded: LoadedModel, device: torch.device) -> Iterator[tuple[PreparedRange, np.ndarray]]:
+def scored_ranges(
+    prepared: Iterable[PreparedRange], loaded: LoadedModel, device: torch.device
+) -> Iterator[tuple[PreparedRange, np.ndarray]]:
     """Each prepared range with its probabilities (rows x labels, row order).
 
     With batch threads (multi-core CPU), the next range is prepared and its batches queued
@@ -172,8 +176,17 @@ def run_replica(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> N
             table = prediction_table(prepared.rows, probabilities, loaded.labels)
             writes.append(
                 writer.submit(
-                    _commit_and_report, run, prepared.range, table, job, attempt, ranks.rank,
-                    prepared.useful_tokens, prepared.padded_tokens, prepared.truncated, started,
+                    _commit_and_report,
+                    run,
+                    prepared.range,
+                    table,
+                    job,
+                    attempt,
+                    ranks.rank,
+                    prepared.useful_tokens,
+                    prepared.padded_tokens,
+                    prepared.truncated,
+                    started,
                 )
             )
             # Surface a failed commit early instead of scoring on.

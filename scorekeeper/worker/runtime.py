@@ -141,4 +141,3 @@ def default_tokens_per_batch(device: torch.device) -> int:
     (bench/README.md: 2,048 against 16,384 is about 20% faster on 2 cores, for a 256-wide and a
     768-wide BERT alike)."""
     return 131072 if device.type == "cuda" else 2048
-

@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 from scorekeeper.storage import Location
 from scorekeeper.worker.job import SHARD_DIR, STAGED_INPUT, CommitRecord, IndexRange, commit_name, row_index_checksum
 
-
 # Fault injection for tests: SCOREKEEPER_FAULT_AFTER_RANGES=N makes a process die right after its
 # N-th commit, as a crashed or preempted machine would (tests/test_deployments.py retries such a run).
 _FAULT_AFTER_RANGES = int(os.environ.get("SCOREKEEPER_FAULT_AFTER_RANGES") or 0)

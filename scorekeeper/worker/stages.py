@@ -68,22 +68,46 @@ def take_apart(model: nn.Module) -> Chain:
     config = model.config
     model_type = getattr(config, "model_type", None)
     if model_type in ("bert",):
-        return Chain(model_type, config, _bert_embed(model.bert.embeddings), model.bert.embeddings,
-                     list(model.bert.encoder.layer), BertHead(model.bert.pooler, model.dropout, model.classifier))
+        return Chain(
+            model_type,
+            config,
+            _bert_embed(model.bert.embeddings),
+            model.bert.embeddings,
+            list(model.bert.encoder.layer),
+            BertHead(model.bert.pooler, model.dropout, model.classifier),
+        )
     if model_type in ("roberta", "xlm-roberta", "camembert"):
-        return Chain(model_type, config, _bert_embed(model.roberta.embeddings), model.roberta.embeddings,
-                     list(model.roberta.encoder.layer), RobertaHead(model.classifier))
+        return Chain(
+            model_type,
+            config,
+            _bert_embed(model.roberta.embeddings),
+            model.roberta.embeddings,
+            list(model.roberta.encoder.layer),
+            RobertaHead(model.classifier),
+        )
     if model_type == "distilbert":
         embeddings = model.distilbert.embeddings
-        return Chain(model_type, config, lambda ids, _types: embeddings(ids), embeddings,
-                     list(model.distilbert.transformer.layer),
-                     DistilBertHead(model.pre_classifier, model.dropout, model.classifier))
+        return Chain(
+            model_type,
+            config,
+            lambda ids, _types: embeddings(ids),
+            embeddings,
+            list(model.distilbert.transformer.layer),
+            DistilBertHead(model.pre_classifier, model.dropout, model.classifier),
+        )
     if model_type in DECODER_TYPES:
         inner = model.model
         embed_tokens = inner.embed_tokens
         layers = list(inner.layers[: config.num_hidden_layers])
-        return Chain(model_type, config, lambda ids, _types: embed_tokens(ids), embed_tokens,
-                     layers, DecoderHead(inner.norm, model.score), rotary=inner.rotary_emb)
+        return Chain(
+            model_type,
+            config,
+            lambda ids, _types: embed_tokens(ids),
+            embed_tokens,
+            layers,
+            DecoderHead(inner.norm, model.score),
+            rotary=inner.rotary_emb,
+        )
     raise ModelError(
         f"pipeline mode cannot split a {type(model).__name__} (model_type {model_type!r}); it supports "
         f"{SUPPORTED}. Use mode=replica for other architectures."

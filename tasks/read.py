@@ -21,10 +21,12 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 from fsspec.utils import infer_compression
+from prefect import task
 
 from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
 from scorekeeper.storage import file_fingerprint, fs_and_path, to_uri
+from scorekeeper.tasks.retries import IO_RETRIES
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +218,10 @@ class StagedInput:
 def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> StagedInput:
     """Validate every input row and write the staged Parquet file into `workdir`."""
     first_schema, _ = _read_or_explain(files[0], [], [])
-    has_label = request.label_column is not None and request.ground_truth_uri is None and (
-        request.label_column in first_schema.names or request.label_column != "label"
+    has_label = (
+        request.label_column is not None
+        and request.ground_truth_uri is None
+        and (request.label_column in first_schema.names or request.label_column != "label")
     )
     columns = _Columns.for_input(request, has_label)
     text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair") or k.startswith("slice_")]
@@ -232,8 +236,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
         missing = [c for c in columns.required if c not in schema.names]
         if missing:
             raise InputError(
-                f"column {', '.join(repr(c) for c in missing)} not found in {f.uri}; "
-                f"its columns are: {', '.join(schema.names)}"
+                f"column {', '.join(repr(c) for c in missing)} not found in {f.uri}; its columns are: {', '.join(schema.names)}"
             )
         for batch in _batches_or_explain(f, batches):
             n = batch.num_rows
@@ -324,17 +327,16 @@ def stage_ground_truth(request: ScoreRequest, workdir: str) -> tuple[list[InputF
 def _check_type(types: dict, canonical: str, t: pa.DataType, where: str, user: str) -> None:
     seen = types.setdefault(canonical, (t, where))
     if seen[0] != t:
-        raise InputError(
-            f"schemas differ across files: column '{user}' is {_family(seen[0])} in {seen[1]} "
-            f"but {_family(t)} in {where}"
-        )
+        raise InputError(f"schemas differ across files: column '{user}' is {_family(seen[0])} in {seen[1]} but {_family(t)} in {where}")
 
 
 def _family(t: pa.DataType) -> str:
     return "integer" if pa.types.is_integer(t) else "text" if pa.types.is_string(t) else str(t)
 
 
-def _read_or_explain(f: InputFile, string_columns: list[str], columns: list[str] | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def _read_or_explain(
+    f: InputFile, string_columns: list[str], columns: list[str] | None = None
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     try:
         return _open_batches(f, string_columns, columns)
     except (pa.ArrowException, OSError, ValueError, UnicodeDecodeError, EOFError) as exc:
@@ -429,3 +431,9 @@ def read_inputs(request: ScoreRequest, run) -> dict:
 _STAGING_PARAMETERS = frozenset(
     {"text_column", "text_pair_column", "id_column", "label_column", "ground_truth_uri", "null_text", "rows_per_range", "slice_columns"}
 )
+
+
+@task(name="read inputs", **IO_RETRIES)
+def read_inputs_task(request: ScoreRequest, context) -> dict:
+    """Validate, count, fingerprint and stage the input rows (and the ground truth)."""
+    return read_inputs(request, context.run)

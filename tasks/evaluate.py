@@ -11,8 +11,10 @@ import math
 from importlib import resources
 
 import numpy as np
+from prefect import task
 
 from scorekeeper.storage import Location, is_local
+from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.worker.job import PREDICTIONS_FILE, STAGED_GROUND_TRUTH, STAGED_INPUT
 
 ECE_BINS = 15
@@ -112,3 +114,9 @@ def _number(value) -> float | None:
         return None
     value = float(value)
     return None if math.isnan(value) else value
+
+
+@task(name="evaluate", **IO_RETRIES)
+def evaluate_task(request, context, manifest: dict) -> dict:
+    """Join the predictions to the ground truth and compute the metrics in DuckDB."""
+    return evaluate(context.run, context.labels, manifest, request.slice_columns)

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
+from prefect import task
 
 from scorekeeper.errors import GatherError
 from scorekeeper.storage import Location
 from scorekeeper.tasks.plan import committed_ranges
+from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.worker.job import PREDICTIONS_FILE, CommitRecord, row_index_checksum
 
 _SHOWN = 5
@@ -77,7 +79,9 @@ def _read_verified_shard(run: Location, record: CommitRecord):
         with run.fs.open(run.join(record.shard), "rb") as f:
             table = pq.read_table(f)
     except FileNotFoundError:
-        raise GatherError(f"range {record.range_index} [{record.start}, {record.end}) is committed but its shard {record.shard} is missing") from None
+        raise GatherError(
+            f"range {record.range_index} [{record.start}, {record.end}) is committed but its shard {record.shard} is missing"
+        ) from None
     row_index = table.column("row_index").to_numpy()
     expected = np.arange(record.start, record.end, dtype=np.int64)
     if (
@@ -86,7 +90,11 @@ def _read_verified_shard(run: Location, record: CommitRecord):
         or not np.array_equal(row_index, expected)
         or row_index_checksum(row_index) != record.row_index_sha256
     ):
-        raise GatherError(
-            f"shard {record.shard} does not hold exactly rows [{record.start}, {record.end}) as its commit record says"
-        )
+        raise GatherError(f"shard {record.shard} does not hold exactly rows [{record.start}, {record.end}) as its commit record says")
     return table
+
+
+@task(name="gather predictions", **IO_RETRIES)
+def gather_task(context, job) -> dict:
+    """Prove the committed ranges tile the rows exactly once, then write predictions.parquet."""
+    return gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)

@@ -11,9 +11,13 @@ import logging
 import os
 from dataclasses import dataclass
 
+from prefect import task
+from prefect.runtime import flow_run
+
 from scorekeeper.errors import RunConflict
 from scorekeeper.params import RESUMABLE_DIFFERENCES, ScoreRequest
 from scorekeeper.storage import Location, digest_of, file_fingerprint, fs_and_path, is_local
+from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.worker.job import REQUEST_FILE
 from scorekeeper.worker.model import check_safetensors_folder, label_names
 
@@ -133,9 +137,11 @@ def check_resumable(earlier: dict, now: dict) -> None:
 
 def scoring_fingerprint(request: ScoreRequest, context: RunContext, input_fingerprint: str) -> str:
     """What a committed shard's predictions depend on; shards under another fingerprint are stale."""
-    params = {
-        k: v
-        for k, v in request.public_dict().items()
-        if k not in RESUMABLE_DIFFERENCES and k not in EVALUATION_ONLY
-    }
+    params = {k: v for k, v in request.public_dict().items() if k not in RESUMABLE_DIFFERENCES and k not in EVALUATION_ONLY}
     return digest_of([params, context.model_fingerprint, context.adapter_fingerprint, input_fingerprint])
+
+
+@task(name="open run", **IO_RETRIES)
+def open_run_task(request: ScoreRequest) -> RunContext:
+    """Open (or resume) the run folder of this flow run."""
+    return open_run(request, flow_run.get_id())

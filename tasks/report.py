@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import html
 
+from prefect import task
+
 from scorekeeper.storage import Location
+from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.worker.job import REPORT_DIR
 
 
@@ -107,7 +110,7 @@ def reliability_svg(metrics: dict, size: int = 260) -> str:
         h = inner * (b["accuracy"] or 0)
         parts.append(
             f'<rect x="{pad + b["bin"] * width}" y="{pad + inner - h}" width="{width - 1}" height="{h}" fill="#4a7bd0">'
-            f'<title>confidence {b["confidence"]:.3f}, accuracy {b["accuracy"]:.3f}, {b["rows"]} rows</title></rect>'
+            f"<title>confidence {b['confidence']:.3f}, accuracy {b['accuracy']:.3f}, {b['rows']} rows</title></rect>"
         )
     parts.append(f'<text x="{pad}" y="{size - 8}">confidence 0 to 1; bars: accuracy; ECE {_fmt(metrics["ece"])}</text></svg>')
     return "".join(parts)
@@ -122,12 +125,12 @@ def render_html(metrics: dict, run_info: dict) -> str:
     )
     note = "<p><strong>Scoring-only run</strong>: no ground-truth labels.</p>" if metrics["scoring_only"] else ""
     return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>scorekeeper: {html.escape(run_info['run_id'])}</title>
+<html><head><meta charset="utf-8"><title>scorekeeper: {html.escape(run_info["run_id"])}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:60em}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}.plots{{display:flex;gap:2em;flex-wrap:wrap}}</style></head>
-<body><h1>scorekeeper report: {html.escape(run_info['run_id'])}</h1>
-<p>input <code>{html.escape(run_info['input_uri'])}</code><br>model <code>{html.escape(run_info['model_uri'])}</code><br>
-mode {html.escape(run_info['mode'])}, processes {run_info['num_processes']}</p>{note}
+<body><h1>scorekeeper report: {html.escape(run_info["run_id"])}</h1>
+<p>input <code>{html.escape(run_info["input_uri"])}</code><br>model <code>{html.escape(run_info["model_uri"])}</code><br>
+mode {html.escape(run_info["mode"])}, processes {run_info["num_processes"]}</p>{note}
 <table>{rows}</table>
 <h2>Per class</h2><table><tr><th>label</th><th>precision</th><th>recall</th><th>f1</th><th>support</th></tr>{per_class}</table>
 <h2>Plots</h2><div class="plots">{confusion_svg(metrics)}{reliability_svg(metrics)}</div>
@@ -154,3 +157,19 @@ def publish_report(run: Location, metrics: dict, run_info: dict) -> dict[str, st
             continue
         written[name] = run.child(REPORT_DIR).uri + "/" + name
     return written
+
+
+@task(name="publish report", **IO_RETRIES)
+def report_task(request, context, metrics: dict, throughput: dict) -> dict:
+    """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
+    from scorekeeper.tasks import artifacts
+
+    run_info = request.public_dict() | {
+        "run_id": context.run_id,
+        "throughput": throughput,
+        "num_processes": throughput.get("processes") or request.num_processes,
+    }
+    metrics = metrics | {"scoring": throughput}
+    files = publish_report(context.run, metrics, run_info)
+    artifacts.publish_report_artifacts(context, metrics, throughput, files)
+    return files

@@ -62,9 +62,7 @@ def access_from_fields(fields: Mapping[str, Any], source: str) -> StorageAccess:
     if ("access_key_id" in settings) != ("secret_access_key" in settings):
         raise InputError(f"storage_block {source}: set both aws_access_key_id and aws_secret_access_key, or neither")
     if not settings:
-        raise InputError(
-            f"storage_block {source} holds none of: {', '.join(names[0] for names in FIELDS.values())}"
-        )
+        raise InputError(f"storage_block {source} holds none of: {', '.join(names[0] for names in FIELDS.values())}")
     return StorageAccess(source=source, s3_options=_s3_options(settings), environment=_environment(settings))
 
 

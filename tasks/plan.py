@@ -9,9 +9,12 @@ from __future__ import annotations
 import logging
 import uuid
 
+from prefect import task
+
 from scorekeeper.params import ScoreRequest
 from scorekeeper.storage import Location, digest_of
 from scorekeeper.tasks.prepare import RunContext, request_record, scoring_fingerprint
+from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.worker.job import COMMIT_DIR, JOB_FILE, PLAN_FILE, REQUEST_FILE, CommitRecord, Job, plan_ranges
 
 log = logging.getLogger(__name__)
@@ -66,6 +69,13 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
         attempt=uuid.uuid4().hex[:12],
     )
     run.publish_bytes(job.to_json().encode(), JOB_FILE)
-    log.info("%d ranges planned over %d rows; %d already committed, %d to score", len(ranges), manifest["total_rows"], len(done), len(pending))
+    log.info(
+        "%d ranges planned over %d rows; %d already committed, %d to score", len(ranges), manifest["total_rows"], len(done), len(pending)
+    )
     return job
 
+
+@task(name="plan ranges", **IO_RETRIES)
+def plan_ranges_task(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
+    """Cut the rows into ranges and write the plan and the worker's job file."""
+    return plan_run(request, context, manifest)

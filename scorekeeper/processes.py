@@ -227,7 +227,7 @@ class WorkerProcess:
                         log.info("worker: %s", line)
                     continue
                 try:
-                    event = json.loads(line[len(EVENT_PREFIX):])
+                    event = json.loads(line[len(EVENT_PREFIX) :])
                 except ValueError:
                     log.info("worker: %s", line)
                     continue

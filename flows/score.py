@@ -1,0 +1,71 @@
+"""The Prefect flow: the order of the steps and nothing else.
+
+Its parameters are ScoreRequest's fields, one for one (the signature is built from the model, so
+defaults live in params.py alone and the Prefect UI renders the model as the run form).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Annotated, Any
+
+from prefect import flow
+from prefect.runtime import flow_run
+from pydantic import Field
+
+from scorekeeper.lease import run_lease
+from scorekeeper.params import ScoreRequest
+from scorekeeper.storage import Location
+from scorekeeper.tasks.credentials import storage_credentials
+from scorekeeper.tasks.evaluate import evaluate_task
+from scorekeeper.tasks.gather import gather_task
+from scorekeeper.tasks.plan import plan_ranges_task
+from scorekeeper.tasks.prepare import open_run_task, resolve_run_id, run_location
+from scorekeeper.tasks.read import read_inputs_task
+from scorekeeper.tasks.report import report_task
+from scorekeeper.tasks.score import score_ranges_task, workers_started_ahead
+
+
+def score_dataset(**parameters: Any) -> dict:
+    request = ScoreRequest(**parameters)
+    run_id = resolve_run_id(request, flow_run.get_id())
+    with (
+        storage_credentials(request.storage_block),
+        run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
+        workers_started_ahead(request),
+    ):
+        context = open_run_task(request)
+        manifest = read_inputs_task(request, context)
+        job = plan_ranges_task(request, context, manifest)
+        throughput = score_ranges_task(request, context, job)
+        gathered = gather_task(context, job)
+        metrics = evaluate_task(request, context, manifest)
+        files = report_task(request, context, metrics, throughput)
+    return {
+        "run_id": context.run_id,
+        "run_uri": context.run_uri,
+        "predictions": Location.from_uri(context.run_uri).uri + "/predictions.parquet",
+        "rows": gathered["rows"],
+        "metrics": {k: metrics.get(k) for k in ("evaluated", "accuracy", "macro_f1", "log_loss", "ece")},
+        "throughput": throughput,
+        "report": files.get("report.html"),
+    }
+
+
+def _flow_signature() -> inspect.Signature:
+    parameters = []
+    for name, field in ScoreRequest.model_fields.items():
+        default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
+        annotation = Annotated[field.annotation, Field(description=field.description)]
+        parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+    return inspect.Signature(parameters, return_annotation=dict)
+
+
+def _flow_docstring() -> str:
+    args = "\n".join(f"    {name}: {field.description}" for name, field in ScoreRequest.model_fields.items())
+    return "Score a labelled dataset with a text classifier and evaluate it.\n\nArgs:\n" + args
+
+
+score_dataset.__signature__ = _flow_signature()
+score_dataset.__doc__ = _flow_docstring()
+score_dataset = flow(name="scorekeeper", log_prints=False)(score_dataset)

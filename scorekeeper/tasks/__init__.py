@@ -1,1 +1,0 @@
-"""The flow's steps: plain functions (testable without Prefect), wrapped as tasks in flows/."""
