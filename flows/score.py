@@ -23,7 +23,7 @@ from scorekeeper.tasks.plan import plan_ranges_task
 from scorekeeper.tasks.prepare import open_run_task, resolve_run_id, run_location
 from scorekeeper.tasks.read import read_inputs_task
 from scorekeeper.tasks.report import report_task
-from scorekeeper.tasks.score import score_ranges_task, workers_started_ahead
+from scorekeeper.tasks.score import score_ranges_task, scoring_processes
 
 
 def score_dataset(**parameters: Any) -> dict:
@@ -32,12 +32,12 @@ def score_dataset(**parameters: Any) -> dict:
     with (
         storage_credentials(request.storage_block),
         run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
-        workers_started_ahead(request),
+        scoring_processes(request) as processes,
     ):
         context = open_run_task(request)
         manifest = read_inputs_task(request, context)
         job = plan_ranges_task(request, context, manifest)
-        throughput = score_ranges_task(request, context, job)
+        throughput = score_ranges_task(request, context, job, processes)
         gathered = gather_task(context, job)
         metrics = evaluate_task(request, context, manifest)
         files = report_task(request, context, metrics, throughput)

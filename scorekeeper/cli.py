@@ -89,27 +89,28 @@ def _run(options: dict[str, Any]) -> int:
         return _fail(_explain(exc), 2)
 
     from scorekeeper.errors import ScorekeeperError
-    from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
+    from scorekeeper.launch import ScoringProcesses, offering, visible_gpus
 
     # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
     # temporary server (unless an API URL is set) and the scoring processes' imports run while this
     # process imports Prefect and the flow. A storage block's credentials are known only inside the
-    # flow, so with a block the flow starts the scoring processes itself.
+    # flow, so with a block the flow starts the scoring processes itself. The CLI owns the
+    # processes it starts: it offers them to the flow and stops whatever of them still runs.
     server = None if os.environ.get("PREFECT_API_URL") else _start_server()
     ahead = None
     if request.storage_block is None:
-        ahead = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
+        ahead = ScoringProcesses(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s).start()
     try:
         from scorekeeper.flows.score import score_dataset
 
         _hide_known_tracebacks()
-        with _api(server):
+        with _api(server), offering(ahead):
             result = score_dataset(**options)
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
     finally:
         if ahead is not None:
-            stop_ahead(ahead)
+            ahead.stop()
         if server is not None:
             server.stop()
     metrics = result["metrics"]

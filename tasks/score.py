@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
-from scorekeeper.processes import Progress, WorkerProcess, launch_command, start_ahead, stop_ahead, take_ahead, visible_gpus
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.prepare import RunContext
@@ -18,15 +18,20 @@ from scorekeeper.worker.job import JOB_FILE, Job
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)
-def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> dict:
-    """Score every uncommitted range of the plan; each range commits once, whoever scores it."""
+def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
+    """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
     logger = get_run_logger()
-    processes = request.resolved_num_processes(visible_gpus())
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if not job.ranges:
         logger.info("every range is committed already; nothing to score")
         return progress.summary() | {"processes": 0}
-    logger.info("scoring %d rows in %d ranges with %d process(es), %s mode", progress.total_rows, len(job.ranges), processes, request.mode)
+    logger.info(
+        "scoring %d rows in %d ranges with %d process(es), %s mode",
+        progress.total_rows,
+        len(job.ranges),
+        processes.num_processes,
+        request.mode,
+    )
     tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of run {context.run_id}")
     last_log = [0.0]
 
@@ -36,25 +41,25 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
             last_log[0] = time.time()
             logger.info(p.line())
 
-    # A storage block's credentials reach the scoring processes as their environment; they are
-    # looked up here rather than passed in, so they never become a task parameter.
-    env = child_environment()
-    job_uri = context.run.uri + "/" + JOB_FILE
-    worker = take_ahead(processes, request.collective_timeout_s, env)
-    if worker is not None:
-        worker.submit(job_uri)  # started while the input was read: its imports are done
-    else:
-        worker = WorkerProcess(launch_command(processes, job_uri, request.collective_timeout_s), env, num_processes=processes)
-    worker.follow(progress, on_progress, stall_timeout_s=request.collective_timeout_s)
-    return progress.summary() | {"processes": processes}
+    processes.hand_over(context.run.uri + "/" + JOB_FILE)  # started while the input was read: their imports are done
+    processes.follow(progress, on_progress)
+    return progress.summary() | {"processes": processes.num_processes}
 
 
 @contextmanager
-def workers_started_ahead(request: ScoreRequest) -> Iterator[None]:
-    """Start the scoring processes now, so their imports overlap reading and planning; the score
-    task takes them. Those no task took (a refused input, nothing left to score) are killed."""
-    worker = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment())
-    try:
-        yield
-    finally:
-        stop_ahead(worker)
+def scoring_processes(request: ScoreRequest) -> Iterator[ScoringProcesses]:
+    """The processes this flow run scores with, started now so that their imports overlap reading
+    and planning: those the CLI offered when they fit, else the flow's own, which it stops on the
+    way out (those no job was handed to, after a refused input or with nothing left to score).
+
+    A storage block's credentials reach the processes as their environment; they are looked up
+    here (inside the flow's credentials scope) rather than passed in, so they never become a
+    parameter."""
+    num_processes = request.resolved_num_processes(visible_gpus())
+    env = child_environment()
+    ready = offered(num_processes, request.collective_timeout_s, env)
+    if ready is not None:
+        yield ready  # the CLI started them and stops them
+        return
+    with ScoringProcesses(num_processes, request.collective_timeout_s, env).start() as own:
+        yield own

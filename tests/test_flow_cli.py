@@ -30,17 +30,23 @@ def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_
     from prefect.client.orchestration import get_client
 
     from scorekeeper.flows.score import score_dataset
+    from scorekeeper.launch import ScoringProcesses, offering
+    from scorekeeper.params import ScoreRequest
 
     rows = make_rows(23)
     path = write_rows(tmp_path / "in.csv", rows)
-    result = score_dataset(
-        input_uri=str(path),
-        model_uri=models["bert"],
-        output_uri=str(tmp_path / "out"),
-        num_processes=2,
-        rows_per_range=6,
-        slice_columns=["review_id"],
-    )
+    # Processes started and offered as the CLI does: the flow scores with them.
+    timeout = ScoreRequest.model_fields["collective_timeout_s"].default
+    with ScoringProcesses(2, timeout).start() as ahead, offering(ahead):
+        result = score_dataset(
+            input_uri=str(path),
+            model_uri=models["bert"],
+            output_uri=str(tmp_path / "out"),
+            num_processes=2,
+            rows_per_range=6,
+            slice_columns=["review_id"],
+        )
+    assert ahead.job_uri == result["run_uri"] + "/work/job.json"
     run_dir = Path(result["run_uri"])
     table = pq.read_table(run_dir / "predictions.parquet")
     assert table.column("row_index").to_pylist() == list(range(23))
