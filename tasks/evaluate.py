@@ -60,6 +60,7 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
             con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
             source = None
         con.execute(sql("evaluated.sql"))
+        con.execute(sql("class_counts.sql"))
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
         evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
