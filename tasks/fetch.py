@@ -17,6 +17,7 @@ import tempfile
 
 from scorekeeper.errors import ModelError
 from scorekeeper.storage import digest_of, fs_and_path
+from scorekeeper.tasks.logs import run_logger
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
     key = digest_of(entries)
     target = os.path.join(cache_root(), what, key)
     if os.path.isdir(target):
-        _logger().info("%s %s: using the cached copy %s", what, uri, target)
+        run_logger(log).info("%s %s: using the cached copy %s", what, uri, target)
         return target
     fs, root = fs_and_path(uri)
     root = root.rstrip("/")
@@ -79,16 +80,5 @@ def fetch_to_cache(uri: str, what: str) -> str:
             # Another process renamed its complete copy into place first: use that one.
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    _logger().info("%s %s: fetched %d files (%d bytes) into %s", what, uri, len(entries), sum(s for _, _, s in entries), target)
+    run_logger(log).info("%s %s: fetched %d files (%d bytes) into %s", what, uri, len(entries), sum(s for _, _, s in entries), target)
     return target
-
-
-def _logger() -> logging.Logger | logging.LoggerAdapter:
-    """The task run's logger inside a flow run (so the Prefect UI shows it), else this module's."""
-    from prefect.exceptions import MissingContextError
-    from prefect.logging import get_run_logger
-
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return log
