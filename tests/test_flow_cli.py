@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
+from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
 SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
@@ -82,22 +83,20 @@ def _assert_nothing_left(cli_pid: int, stderr: str) -> None:
     """No scoring process started ahead by this CLI survives it, nor its temporary Prefect server."""
     import re
     import socket
-    import time
 
     import psutil
 
-    deadline = time.time() + 10
-    while True:
-        left = [
+    def scoring_processes_left() -> list[int]:
+        return [
             p.pid
             for p in psutil.process_iter(["cmdline", "status"])
             if p.info["status"] != psutil.STATUS_ZOMBIE
             and "--owner-pid" in (cmd := p.info["cmdline"] or [])
             and cmd[cmd.index("--owner-pid") + 1] == str(cli_pid)
         ]
-        if not left or time.time() > deadline:
-            break
-        time.sleep(0.2)
+
+    poll(lambda: not scoring_processes_left(), timeout=10)
+    left = scoring_processes_left()
     assert not left, f"scoring processes left behind: {left}"
     port = re.search(r"temporary Prefect server on http://127\.0\.0\.1:(\d+)/api", stderr)
     if port:

@@ -22,20 +22,19 @@ from scorekeeper.worker.job import IndexRange
 from scorekeeper.worker.model import load_model
 from scorekeeper.worker.replica import prepare_range, score_batches, scored_ranges
 from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
+from tests.waiting import poll
 
 CPU = torch.device("cpu")
 
 
 def _gone(pid: int, within_s: float) -> bool:
-    deadline = time.time() + within_s
-    while time.time() < deadline:
+    def gone() -> bool:
         try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
-        time.sleep(0.1)
-    return False
+
+    return poll(gone, within_s, interval=0.1)
 
 
 def test_batch_threads_score_each_batch_as_if_alone(models):
