@@ -1,7 +1,7 @@
 """Replica mode: every process holds the whole model and scores whole ranges.
 
 The range loop is split into plain functions so that the benchmark's scoring step
-(`scorekeeper.worker.bench_step`) runs exactly this code without a run folder:
+(`bench/step.py`) runs exactly this code without a run folder:
 `prepare_range` (tokenise, sort, cut, collate), `score_batches` (the model), and
 `scored_ranges` (the two, with preparation ahead of the model where that pays).
 """
