@@ -37,7 +37,8 @@ def connect(fs=None):
     config = settings()
     os.makedirs(str(config["temp_directory"]), exist_ok=True)
     # No progress bars of DuckDB's own on the flow's output (it draws them for queries over 2 s).
-    con = duckdb.connect(config=config | {"enable_progress_bar": False})
+    con = duckdb.connect(config=config)
+    con.execute("SET enable_progress_bar = false")
     if fs is not None:
         con.register_filesystem(fs)
     return con
