@@ -8,7 +8,7 @@ column names (staged by the read step) ever appear in SQL; user-supplied names n
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import resources
 
 import numpy as np
@@ -111,7 +111,7 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
             "null_text_rows": manifest.get("null_text_rows", 0),
             "slices": slices,
             "slices_truncated": slices_truncated,
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         } | ranking
         if baseline is not None and evaluated:
             from scorekeeper.tasks.compare import compare

@@ -135,7 +135,14 @@ def test_ranking_metrics_match_scikit_learn(tmp_path, seed):
     assert [e["row_index"] for e in m["confident_errors"]] == expected
     first = m["confident_errors"][0]
     i = first["row_index"]
-    assert first == {"row_index": i, "id": f"r{i}", "text": f"text {i}", "truth": names[i], "predicted": LABELS[pred[i]], "score": scores[i]}
+    assert first == {
+        "row_index": i,
+        "id": f"r{i}",
+        "text": f"text {i}",
+        "truth": names[i],
+        "predicted": LABELS[pred[i]],
+        "score": scores[i],
+    }
 
     for k, name in enumerate(LABELS):
         y = truth[known] == k
@@ -203,7 +210,9 @@ def test_slices_keep_null_apart_from_text_spelled_none(tmp_path):
         assert stats["accuracy_ci"] == pytest.approx(wilson(int(correct[rows].sum()), int(rows.sum())), abs=1e-12)
     accuracies = [g["accuracy"] for g in by_group.values()]
     assert accuracies == sorted(accuracies)  # worst first
-    assert m["slices"]["single"] == {"only": {"rows": n, "accuracy": correct.mean(), "accuracy_ci": pytest.approx(wilson(int(correct.sum()), n))}}
+    assert m["slices"]["single"] == {
+        "only": {"rows": n, "accuracy": correct.mean(), "accuracy_ci": pytest.approx(wilson(int(correct.sum()), n))}
+    }
     assert m["slices_truncated"] == {}
 
 
