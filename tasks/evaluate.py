@@ -16,7 +16,7 @@ from prefect import task
 
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import PREDICTIONS_FILE, STAGED_GROUND_TRUTH, STAGED_INPUT
+from scorekeeper.worker.job import PLAN_FILE, PREDICTIONS_FILE, STAGED_GROUND_TRUTH, STAGED_INPUT
 
 ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
@@ -212,6 +212,15 @@ def _number(value) -> float | None:
 
 
 @task(name="evaluate", **IO_RETRIES)
-def evaluate_task(request, context, manifest: dict) -> dict:
-    """Join the predictions to the ground truth and compute the metrics in DuckDB."""
-    return evaluate(context.run, context.labels, manifest, request.slice_columns)
+def evaluate_task(request, context, manifest: dict, baseline: str | None = None) -> dict:
+    """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
+    `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
+    from scorekeeper.gates import evaluate_gates
+    from scorekeeper.tasks.history import run_history
+
+    output = Location.from_uri(request.output_uri)
+    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None)
+    metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(PLAN_FILE))
+    if request.gates:
+        metrics["gates"] = evaluate_gates(request.gates, metrics)
+    return metrics
