@@ -8,6 +8,7 @@ Prefect automations and notifications fire on it.
 from __future__ import annotations
 
 from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.errors import GateFailed
 from scorekeeper.gates import failure_message
@@ -20,7 +21,7 @@ def enforce_gates(metrics: dict, run_uri: str) -> None:
         raise GateFailed(f"{message}; the outputs are published in {run_uri}")
 
 
-@task(name="check quality gates")
+@task(name="check quality gates", cache_policy=NO_CACHE)
 def check_gates_task(context, metrics: dict) -> None:
     """Fail the run when a quality gate failed (the report is already published)."""
     enforce_gates(metrics, context.run_uri)

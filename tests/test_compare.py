@@ -23,6 +23,7 @@ from scorekeeper.tasks.compare import mcnemar_exact, paired_bootstrap_ci, resolv
 from scorekeeper.tasks.evaluate import NULL_GROUP, evaluate
 from scorekeeper.tasks.history import completed_runs, run_history
 from scorekeeper.tasks.read import list_input_files
+from tests.s3server import moto  # noqa: F401  (a fixture)
 
 LABELS = ["cat", "dog", "bird", "fish"]
 
@@ -264,3 +265,21 @@ def test_compare_to_previous_is_the_latest_completed_run_on_the_same_input(tmp_p
     assert resolve_baseline(request(compare_to="other-input", id_column="label"), "now") == "other-input"  # ids on both sides
     with pytest.raises(InputError, match="compare_to 'previous': no completed run under .* read the same input"):
         resolve_baseline(ScoreRequest(input_uri=str(data), model_uri="m", output_uri=str(tmp_path / "empty"), compare_to="previous"), "now")
+
+
+@pytest.mark.integration
+def test_history_and_comparison_over_object_storage(moto, tmp_path):
+    """The same listing, batched reads and DuckDB join through s3fs (moto's S3 server on loopback)."""
+    truth, before, after, r2w, w2r, other = two_runs_differing_in_known_rows(4, n=60)
+    write_run(tmp_path / "local", "base", before, truth, finished_at="2026-11-01T00:00:00+00:00")
+    _, manifest = write_run(tmp_path / "local", "cand", after, truth, complete=False)
+    (tmp_path / "local" / "unfinished").mkdir()
+    (tmp_path / "local" / "unfinished" / "plan.json").write_text("{}")
+    bucket = moto.create_bucket()
+    moto.upload_folder(tmp_path / "local", f"s3://{bucket}/runs")
+    output = Location.from_uri(f"s3://{bucket}/runs", **moto.storage_options())
+
+    assert [r["run_id"] for r in completed_runs(output)] == ["base"]
+    m = evaluate(output.child("cand"), LABELS, manifest, [], baseline=output.child("base"))
+    assert m["comparison"]["flipped"] == {"right_to_wrong": len(r2w), "wrong_to_right": len(w2r), "other": len(other)}
+    assert [h["run_id"] for h in run_history(output, "cand", m, {})] == ["base", "cand"]

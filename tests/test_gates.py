@@ -29,7 +29,12 @@ METRICS = {
 
 @pytest.mark.parametrize(
     "spec,op,limit,significant",
-    [(">=0.9", ">=", 0.9, False), (" > 1e-3 ", ">", 0.001, False), ("<=0.01 if significant", "<=", 0.01, True), ("<.5 WHEN significant", "<", 0.5, True)],
+    [
+        (">=0.9", ">=", 0.9, False),
+        (" > 1e-3 ", ">", 0.001, False),
+        ("<=0.01 if significant", "<=", 0.01, True),
+        ("<.5 WHEN significant", "<", 0.5, True),
+    ],
 )
 def test_gate_forms(spec, op, limit, significant):
     gate = parse_gate("macro_f1_drop", spec)
