@@ -58,7 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
         if field.annotation is bool:
             run.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
         elif typing.get_origin(field.annotation) is dict:
-            run.add_argument(flag, action="append", default=argparse.SUPPRESS, metavar="SPEC", help=help_text + "; repeated, or JSON")
+            run.add_argument(
+                flag,
+                action="append",
+                default=argparse.SUPPRESS,
+                metavar="SPEC",
+                help=help_text + "; here: --gates 'accuracy>=0.9' (quoted, repeated) or a JSON object",
+            )
         elif typing.get_origin(field.annotation) is list:
             # extend, not store: a repeated option adds to the list instead of replacing it
             run.add_argument(
