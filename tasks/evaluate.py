@@ -40,7 +40,7 @@ def _uri(run: Location, rel: str) -> str:
 
 
 def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: list[str]) -> dict:
-    """metrics.json's content (SPEC section 3)."""
+    """metrics.json's content (docs/contracts.md, section 3)."""
     con = _connect(run)
     try:
         con.read_parquet(_uri(run, PREDICTIONS_FILE)).create_view("predictions")

@@ -4,6 +4,7 @@
   neither Prefect nor DuckDB, so it runs anywhere torch runs.
 * The library modules of `scorekeeper/` import no Prefect when imported (the CLI imports it once
   its temporary server is on the way): only `scorekeeper.tasks` and `scorekeeper.flows` do.
+* The flow and its tasks import no torch: it loads in the scoring processes.
 """
 
 from __future__ import annotations
@@ -55,4 +56,16 @@ def test_the_library_imports_no_prefect():
     ]
     assert {"scorekeeper.params", "scorekeeper.storage", "scorekeeper.cli"} <= set(modules)
     seen = _imported_after_each(["scorekeeper", *modules], ("prefect",))
+    assert {name: found for name, found in seen.items() if found} == {}
+
+
+def test_the_flow_and_its_tasks_import_no_torch():
+    """The flow process only plans and follows: torch and transformers load in the scoring
+    processes, so the flow starts fast and never holds a CUDA context."""
+    import scorekeeper.flows
+    import scorekeeper.tasks
+
+    modules = _modules(scorekeeper.tasks) + _modules(scorekeeper.flows)
+    assert "scorekeeper.flows.score" in modules and "scorekeeper.tasks.plan" in modules
+    seen = _imported_after_each(modules, ("torch", "transformers"))
     assert {name: found for name, found in seen.items() if found} == {}
