@@ -49,11 +49,8 @@ def test_the_worker_imports_no_prefect_and_no_duckdb():
 
 
 def test_the_library_imports_no_prefect():
-    modules = [
-        m.name
-        for m in pkgutil.iter_modules(scorekeeper.__path__, "scorekeeper.")
-        if m.name.removeprefix("scorekeeper.") not in PREFECT_LAYER | {"worker"}
-    ]
+    outside = tuple(f"scorekeeper.{name}" for name in PREFECT_LAYER | {"worker"})
+    modules = [m for m in _modules(scorekeeper) if not m.startswith(outside)]
     assert {"scorekeeper.params", "scorekeeper.storage", "scorekeeper.cli"} <= set(modules)
     seen = _imported_after_each(["scorekeeper", *modules], ("prefect",))
     assert {name: found for name, found in seen.items() if found} == {}
