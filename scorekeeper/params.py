@@ -1,6 +1,6 @@
 """The one description of a run: the flow's parameter schema, the CLI's options, the worker's input.
 
-Defaults live here and nowhere else. SPEC.md section 1 is the contract for the first block of
+Defaults live here and nowhere else. docs/contracts.md, section 1, is the contract for the first block of
 fields; the tuning fields below it are ours to name and each has a working default.
 """
 
@@ -20,7 +20,7 @@ class ScoreRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # -- contract (SPEC section 1) -----------------------------------------------------------
+    # -- contract (docs/contracts.md, section 1) ----------------------------------------------
     input_uri: str = Field(
         description="Input rows: a file, a folder/prefix or a glob (s3://bucket/eval/*.parquet, "
         "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension."
