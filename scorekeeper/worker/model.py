@@ -34,11 +34,15 @@ def check_safetensors_folder(path: str, what: str = "model") -> None:
     raise ModelError(f"{what} folder {path} holds no safetensors weights (files: {', '.join(sorted(names)) or 'none'})")
 
 
-def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+def resolve_dtype(name: str, device: torch.device, bf16_supported: bool | None = None) -> torch.dtype:
+    """The compute dtype: `auto` is bfloat16 on a GPU that supports it, else float32.
+    (`bf16_supported` defaults to asking the device; tests give it to check the GPU decision.)"""
     import torch
 
     if name == "auto":
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        if bf16_supported is None:
+            bf16_supported = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        if device.type == "cuda" and bf16_supported:
             return torch.bfloat16
         return torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
@@ -99,12 +103,12 @@ def model_max_length(tokenizer, config, requested: int | None) -> int:
         limits.append(int(tok_max))
     positions = getattr(config, "max_position_embeddings", None)
     if positions:
-        # RoBERTa-style models offset positions by padding_idx + 1.
-        offset = (
-            (config.pad_token_id + 1)
-            if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") and config.pad_token_id is not None
-            else 0
-        )
+        # Imported here: the families import torch, and the flow reads configs through this module.
+        from scorekeeper.worker.families import find_family
+
+        # Some families (RoBERTa) spend position embeddings before a row's first token.
+        family = find_family(getattr(config, "model_type", None))
+        offset = family.position_offset(config) if family is not None else 0
         limits.append(int(positions) - offset)
     model_limit = min(limits) if limits else 512
     if requested is None:
