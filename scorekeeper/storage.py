@@ -303,10 +303,11 @@ def _holds(fs: fsspec.AbstractFileSystem, target: str, data: bytes) -> bool:
 
 def _synced_temp_file(target: str, write: Callable[[BinaryIO], object]) -> str:
     """A complete temporary file beside `target` (its folder created), written by `write` and
-    fsynced; its path. A dot-name, so that listings of the folder pass over it."""
+    fsynced; its path. A dot-name that does not end like the target, so that listings of the
+    folder (and globs such as *.json) pass over one a killed writer left behind."""
     folder = posixpath.dirname(target)
     os.makedirs(folder, exist_ok=True)
-    tmp = posixpath.join(folder, f".tmp-{uuid.uuid4().hex}-{posixpath.basename(target)}")
+    tmp = posixpath.join(folder, f".{posixpath.basename(target)}.tmp-{uuid.uuid4().hex}")
     try:
         with open(tmp, "xb") as f:
             write(f)
