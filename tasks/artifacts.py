@@ -14,6 +14,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
+from scorekeeper.redact import redact_uri
 from scorekeeper.tasks.report import headline
 
 
@@ -32,6 +33,7 @@ class ProgressTracker:
 
 
 def _link(uri: str) -> str:
+    uri = redact_uri(uri)  # artifacts are stored by the Prefect server: never a password
     return uri if "://" in uri else "file://" + uri
 
 
@@ -45,7 +47,7 @@ def publish_report_artifacts(context, metrics: dict, throughput: dict, files: di
             f"{throughput['rows_per_s']:.1f} rows/s, {throughput['tokens_per_s']:.0f} tokens/s "
             f"on {throughput.get('processes')} process(es).",
         ]
-    lines += ["", f"Outputs: `{context.run_uri}` (predictions.parquet, report/)"]
+    lines += ["", f"Outputs: `{redact_uri(context.run_uri)}` (predictions.parquet, report/)"]
     create_markdown_artifact("\n".join(lines), key="scorekeeper-summary", description="Evaluation summary")
     if metrics["per_class"]:
         create_table_artifact(
