@@ -18,8 +18,10 @@ from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import redact_uri
 from scorekeeper.storage import Location
+from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate_task
+from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task
 from scorekeeper.tasks.plan import commit_progress, plan_ranges_task
 from scorekeeper.tasks.prepare import check_output_uri, open_run_task, resolve_run_id, run_location
@@ -39,12 +41,14 @@ def score_dataset(**parameters: Any) -> dict:
             workers_started_ahead(request),
         ):
             context = open_run_task(request)
+            baseline = resolve_baseline_task(request, context)
             manifest = read_inputs_task(request, context)
             job = plan_ranges_task(request, context, manifest)
             throughput = score_ranges_task(request, context, job)
             gathered = gather_task(context, job)
-            metrics = evaluate_task(request, context, manifest)
+            metrics = evaluate_task(request, context, manifest, baseline)
             files = report_task(request, context, metrics, throughput)
+            check_gates_task(context, metrics)
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
         raise interrupted(request, run_id) from None
     return {

@@ -58,8 +58,24 @@ def build_parser() -> argparse.ArgumentParser:
             help_text += f" (default: {field.get_default(call_default_factory=True)!r})"
         if field.annotation is bool:
             run.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        elif typing.get_origin(field.annotation) is dict:
+            run.add_argument(
+                flag,
+                action="append",
+                default=argparse.SUPPRESS,
+                metavar="SPEC",
+                help=help_text + "; here: --gates 'accuracy>=0.9' (quoted, repeated) or a JSON object",
+            )
         elif typing.get_origin(field.annotation) is list:
-            run.add_argument(flag, nargs="+", default=argparse.SUPPRESS, metavar="COLUMN", help=help_text + "; comma-separated or repeated")
+            # extend, not store: a repeated option adds to the list instead of replacing it
+            run.add_argument(
+                flag,
+                nargs="+",
+                action="extend",
+                default=argparse.SUPPRESS,
+                metavar="COLUMN",
+                help=help_text + "; comma-separated or repeated",
+            )
         else:
             run.add_argument(
                 flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text
@@ -81,12 +97,23 @@ def _explain(error: ValidationError) -> str:
     return "invalid parameters: " + "; ".join(parts)
 
 
-def _run(options: dict[str, Any]) -> int:
+def request_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The parsed options as ScoreRequest's fields: comma-separated lists split, gates parsed."""
+    options = dict(options)
     if "slice_columns" in options:
         options["slice_columns"] = [c for value in options["slice_columns"] for c in value.split(",") if c]
+    if "gates" in options:
+        from scorekeeper.gates import gates_from_options
+
+        options["gates"] = gates_from_options(options["gates"])
+    return options
+
+
+def _run(options: dict[str, Any]) -> int:
     from scorekeeper.errors import Interrupted, ScorekeeperError
 
     try:
+        options = request_options(options)
         request = ScoreRequest(**options)
         from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
 
@@ -95,6 +122,8 @@ def _run(options: dict[str, Any]) -> int:
         return _fail(_explain(exc), 2)
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
 
     # Ctrl-C (SIGINT to the whole foreground process group), SIGTERM and SIGHUP stop the run the
     # same way: the first one raises KeyboardInterrupt here, the flow stops its scoring processes
@@ -112,9 +141,10 @@ def _run(options: dict[str, Any]) -> int:
         if request.storage_block is None:
             ahead = start_ahead(processes, request.collective_timeout_s)
         from scorekeeper.flows.score import score_dataset
+        from scorekeeper.progress_bar import progress_display
 
         _hide_known_tracebacks()
-        with _api(server):
+        with _api(server), progress_display():
             result = score_dataset(**options)
     except Interrupted as exc:
         return _interrupted(str(exc))
@@ -245,6 +275,7 @@ _KNOWN_ERROR_NAMES = (
     "RunConflict",
     "ScoringFailed",
     "GatherError",
+    "GateFailed",
     "Interrupted",
     "ScorekeeperError",
     "KeyboardInterrupt",

@@ -178,6 +178,11 @@ def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, u
         if _is_text(t):
             return column.cast(pa.string())
         if canonical.startswith("slice_"):
+            if pa.types.is_nested(t) or pa.types.is_union(t):
+                raise InputError(
+                    f"slice column '{user_name}' in {where} is {t}: slice columns must hold single values "
+                    "(text, numbers, booleans, dates), not structs, lists or maps"
+                )
             return column.cast(pa.string())
         if pa.types.is_null(t):
             return column.cast(pa.string())
@@ -423,9 +428,9 @@ def new_workdir() -> str:
 def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
     """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
     In the staged input a row's position in the file is its row_index."""
-    import duckdb
+    from scorekeeper.tasks import duck
 
-    with duckdb.connect() as con:
+    with duck.connect() as con:
         return con.execute(
             "SELECT id, count(*) AS n, min(file_row_number) AS first FROM read_parquet(?, file_row_number = true) "
             "GROUP BY id HAVING count(*) > 1 ORDER BY first LIMIT ?",
