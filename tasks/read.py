@@ -166,6 +166,20 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
+def _empty_cells_null(column: pa.Array) -> pa.Array:
+    """A CSV's empty cell is a missing value, in a text column as in a number column.
+
+    pyarrow reads an empty cell of an integer column as null but of a text column as "": without
+    this, an empty label cell in a column of label names became an unknown label "" counted as an
+    error (and an empty id the id ""), while the same cell among integer labels was left out.
+    Applied to ids, labels and slice columns; the text columns keep "" (an empty text is scored)."""
+    if not _is_text(column.type):
+        return column
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+
+
 def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, user_name: str, first_row: int | None = None) -> pa.Array:
     """Cast a column to the canonical type family, or explain why it cannot be.
 
@@ -311,7 +325,10 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
                 continue
             out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
             for canonical, user in columns.mapping.items():
-                out_columns[canonical] = _normalise(canonical, batch.column(user), f.uri, user, offset)
+                column = batch.column(user)
+                if f.format == "csv" and canonical not in ("text", "text_pair"):
+                    column = _empty_cells_null(column)
+                out_columns[canonical] = _normalise(canonical, column, f.uri, user, offset)
             if "id" not in out_columns:
                 out_columns["id"] = out_columns["row_index"]
             for canonical in ("id", "label"):
@@ -371,8 +388,11 @@ def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: s
                     f"its columns are: {', '.join(schema.names)}"
                 )
             for batch in _batches_or_explain(f, batches):
-                ids = _normalise("id", batch.column(request.id_column), f.uri, request.id_column)
-                labels = _normalise("label", batch.column(request.label_column), f.uri, request.label_column)
+                ids, labels = batch.column(request.id_column), batch.column(request.label_column)
+                if f.format == "csv":
+                    ids, labels = _empty_cells_null(ids), _empty_cells_null(labels)
+                ids = _normalise("id", ids, f.uri, request.id_column)
+                labels = _normalise("label", labels, f.uri, request.label_column)
                 _check_type(types, "id", ids.type, f.uri, request.id_column)
                 _check_type(types, "label", labels.type, f.uri, request.label_column)
                 if ids.null_count:

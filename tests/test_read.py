@@ -155,3 +155,29 @@ def _text_file(d):
     p = d / "notes.txt"
     p.write_text("text\nhello\n")
     return p
+
+
+def test_an_empty_csv_cell_is_a_missing_label_id_or_slice_value_whatever_the_column_type(tmp_path):
+    # pyarrow reads an empty cell as null in an integer column but as "" in a text column: an empty
+    # label among label names became the unknown label "" (an error in accuracy) while the same
+    # cell among integer labels was left out. Both are missing labels; the text keeps "".
+    (tmp_path / "names.csv").write_text("id,text,label,s\n007,good,positive,x\n008,,,\n009,bad,None,None\n")
+    manifest, staged = stage(tmp_path, tmp_path / "names.csv", id_column="id", slice_columns=["s"])
+    assert staged.column("label").to_pylist() == ["positive", None, "None"]
+    assert staged.column("slice_0").to_pylist() == ["x", None, "None"]
+    assert staged.column("text").to_pylist() == ["good", "", "bad"]
+    assert staged.column("id").to_pylist() == ["007", "008", "009"]
+    (tmp_path / "ids.csv").write_text("id,text,label\n1,good,2\n2,bad,\n")
+    _, staged = stage(tmp_path / "b", tmp_path / "ids.csv", id_column="id")
+    assert staged.column("label").to_pylist() == [2, None]
+    (tmp_path / "noid.csv").write_text("id,text\n007,good\n,bad\n")
+    with pytest.raises(InputError, match=r"id column 'id' is null at row_index 1"):
+        stage(tmp_path / "c", tmp_path / "noid.csv", id_column="id")
+
+
+def test_an_empty_csv_cell_in_a_ground_truth_file_is_a_missing_label(tmp_path):
+    (tmp_path / "in.csv").write_text("id,text\n007,good\n008,bad\n")
+    (tmp_path / "gt.csv").write_text("id,gold\n007,positive\n008,\n")
+    _, _ = stage(tmp_path, tmp_path / "in.csv", id_column="id", ground_truth_uri=str(tmp_path / "gt.csv"), label_column="gold")
+    truth = pq.read_table(tmp_path / "out" / "r" / "work" / "ground_truth.parquet")
+    assert truth.column("label").to_pylist() == ["positive", None]
