@@ -207,9 +207,11 @@ def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, u
     if _is_text(t):
         return column.cast(pa.string())
     if pa.types.is_floating(t) and canonical == "label":
-        # Integer labels written through pandas with missing values arrive as floats.
+        # Integer labels written through pandas with missing values arrive as floats, and the
+        # missing values as NaN where the writer kept NumPy's spelling (Polars, pa.array(ndarray)).
         import pyarrow.compute as pc
 
+        column = pc.if_else(pc.is_nan(column), pa.scalar(None, t), column)
         valid = pc.drop_null(column)
         if len(valid) and not pc.all(pc.equal(pc.floor(valid), valid)).as_py():
             raise InputError(f"label column '{user_name}' in {where} holds non-integer numbers")

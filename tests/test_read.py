@@ -181,3 +181,17 @@ def test_an_empty_csv_cell_in_a_ground_truth_file_is_a_missing_label(tmp_path):
     _, _ = stage(tmp_path, tmp_path / "in.csv", id_column="id", ground_truth_uri=str(tmp_path / "gt.csv"), label_column="gold")
     truth = pq.read_table(tmp_path / "out" / "r" / "work" / "ground_truth.parquet")
     assert truth.column("label").to_pylist() == ["positive", None]
+
+
+def test_nan_in_a_float_label_column_is_a_missing_label(tmp_path):
+    # NumPy's missing value in a float label column (written by Polars, or pa.array(ndarray)) was
+    # refused as "non-integer numbers"; it is a missing label like null, and 1.5 is still refused.
+    import pyarrow as pa
+
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "label": pa.array([1.0, float("nan"), None])}), path)
+    _, staged = stage(tmp_path, path)
+    assert staged.column("label").to_pylist() == [1, None, None]
+    pq.write_table(pa.table({"text": ["a", "b"], "label": pa.array([1.5, float("nan")])}), path)
+    with pytest.raises(InputError, match="non-integer numbers"):
+        stage(tmp_path / "b", path)
