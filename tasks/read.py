@@ -133,6 +133,9 @@ def _open_batches(f: InputFile, string_columns: list[str], columns: list[str] | 
         reader = pacsv.open_csv(
             handle,
             read_options=pacsv.ReadOptions(block_size=1 << 22),
+            # A quoted cell may hold line breaks (reviews often do). Without this, pyarrow cuts its
+            # 4 MiB blocks at any line break and refuses the file once a cut lands inside a cell.
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in string_columns}),
         )
     else:

@@ -195,3 +195,20 @@ def test_nan_in_a_float_label_column_is_a_missing_label(tmp_path):
     pq.write_table(pa.table({"text": ["a", "b"], "label": pa.array([1.5, float("nan")])}), path)
     with pytest.raises(InputError, match="non-integer numbers"):
         stage(tmp_path / "b", path)
+
+
+def test_a_csv_with_line_breaks_in_quoted_cells_is_read_past_the_first_block(tmp_path):
+    # pyarrow reads CSV in 4 MiB blocks cut at line breaks; a break inside a quoted cell near a cut
+    # made a valid file unreadable ("CSV parser got out of sync with chunker").
+    import csv
+
+    texts = [f"first line, with a comma\nsecond line {'x' * (i % 200)}\n,2,neutral" for i in range(60_000)]
+    with open(tmp_path / "multi.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text", "label"])
+        writer.writerows([i, text, "positive"] for i, text in enumerate(texts))
+    assert (tmp_path / "multi.csv").stat().st_size > 2 * (1 << 22)
+    manifest, staged = stage(tmp_path, tmp_path / "multi.csv", id_column="id")
+    assert manifest["total_rows"] == len(texts)
+    assert staged.column("text").to_pylist() == texts
+    assert set(staged.column("label").to_pylist()) == {"positive"}
