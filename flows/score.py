@@ -18,6 +18,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.storage import Location
 from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate_task
+from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gather import gather_task
 from scorekeeper.tasks.plan import plan_ranges_task
 from scorekeeper.tasks.prepare import open_run_task, resolve_run_id, run_location
@@ -34,10 +35,15 @@ def score_dataset(**parameters: Any) -> dict:
         run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
         workers_started_ahead(request),
     ):
+        if request.fan_out > 1:
+            check_fan_out_task(request)
         context = open_run_task(request)
         manifest = read_inputs_task(request, context)
         job = plan_ranges_task(request, context, manifest)
-        throughput = score_ranges_task(request, context, job)
+        if request.fan_out > 1:
+            throughput = score_groups_task(request, context, job)
+        else:
+            throughput = score_ranges_task(request, context, job)
         gathered = gather_task(context, job)
         metrics = evaluate_task(request, context, manifest)
         files = report_task(request, context, metrics, throughput)

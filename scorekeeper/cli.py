@@ -88,6 +88,11 @@ def _run(options: dict[str, Any]) -> int:
     except ValidationError as exc:
         return _fail(_explain(exc), 2)
 
+    if request.fan_out > 1 and not _api_url_configured():
+        from scorekeeper.tasks.fan_out import needs_orchestration
+
+        return _fail(needs_orchestration(request), 2)
+
     from scorekeeper.errors import ScorekeeperError
     from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
 
@@ -97,7 +102,7 @@ def _run(options: dict[str, Any]) -> int:
     # flow, so with a block the flow starts the scoring processes itself.
     server = None if os.environ.get("PREFECT_API_URL") else _start_server()
     ahead = None
-    if request.storage_block is None:
+    if request.storage_block is None and request.fan_out <= 1:
         ahead = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
     try:
         from scorekeeper.flows.score import score_dataset
@@ -120,6 +125,15 @@ def _run(options: dict[str, Any]) -> int:
         + f"; outputs in {result['run_uri']}"
     )
     return 0
+
+
+def _api_url_configured() -> bool:
+    """A Prefect server to use (environment, profile or prefect.toml), not a temporary one."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
 
 
 def _start_server():

@@ -50,6 +50,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
             f"vs {_fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
             "",
         ]
+    lines += groups_markdown(throughput)
     if metrics["unknown_labels"]:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
@@ -68,6 +69,41 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"## By {column}", "", "| value | rows | accuracy |", "|---|---|---|"]
         lines += [f"| {v} | {s['rows']} | {_fmt(s['accuracy'])} |" for v, s in values.items()] + [""]
     return "\n".join(lines)
+
+
+def _group_rows(throughput: dict | None) -> list[list[str]]:
+    """One row per group of a fanned-out run: which machine scored which ranges, how fast."""
+    from scorekeeper.tasks.fan_out import spans
+
+    rows = []
+    for g in (throughput or {}).get("groups") or []:
+        where = g.get("worker") or "?"
+        if g.get("machine"):
+            where += f" ({g['machine']})"
+        rows.append([str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), _fmt(g.get("rows_per_s"), 1), str(g["attempts"])])
+    return rows
+
+
+_GROUP_HEADER = ["group", "worker (machine)", "ranges", "rows", "rows/s", "attempts"]
+
+
+def groups_markdown(throughput: dict | None) -> list[str]:
+    """The fan-out table of report.md (nothing for a run scored on one machine)."""
+    rows = _group_rows(throughput)
+    if not rows:
+        return []
+    lines = ["## Scoring groups", "", "| " + " | ".join(_GROUP_HEADER) + " |", "|---" * len(_GROUP_HEADER) + "|"]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows] + [""]
+
+
+def groups_html(throughput: dict | None) -> str:
+    """The fan-out table of report.html (empty for a run scored on one machine)."""
+    rows = _group_rows(throughput)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in _GROUP_HEADER)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<h2>Scoring groups</h2><table><tr>{head}</tr>{body}</table>"
 
 
 def confusion_svg(metrics: dict, cell: int = 48) -> str:
@@ -132,6 +168,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}.plots{{display:fl
 <p>input <code>{html.escape(run_info["input_uri"])}</code><br>model <code>{html.escape(run_info["model_uri"])}</code><br>
 mode {html.escape(run_info["mode"])}, processes {run_info["num_processes"]}</p>{note}
 <table>{rows}</table>
+{groups_html(run_info.get("throughput"))}
 <h2>Per class</h2><table><tr><th>label</th><th>precision</th><th>recall</th><th>f1</th><th>support</th></tr>{per_class}</table>
 <h2>Plots</h2><div class="plots">{confusion_svg(metrics)}{reliability_svg(metrics)}</div>
 </body></html>
