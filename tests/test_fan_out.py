@@ -108,6 +108,27 @@ def test_prefect_yaml_group_deployment_runs_from_the_installed_package_on_its_ow
     assert load_flow_from_entrypoint(group["entrypoint"]).name == group["flow_name"]
 
 
+def test_a_group_refuses_a_model_that_differs_from_the_planned_one_or_a_run_planned_again(tmp_path, models):
+    import shutil
+
+    from scorekeeper.errors import ModelError, RunConflict
+    from scorekeeper.tasks.group import group_attempt, open_group
+    from tests.helpers import open_run_and_plan
+
+    model = shutil.copytree(models["bert"], tmp_path / "model")
+    rows = write_rows(tmp_path / "in.jsonl", make_rows(6, seed=3))
+    _, context, _, job = open_run_and_plan(input_uri=str(rows), model_uri=str(model), output_uri=str(tmp_path / "runs"), rows_per_range=2)
+    opened = open_group(context.run_uri, 2, [1, 2], job.scoring_fingerprint, "0f1e2d3c-aaaa-bbbb-cccc-000000000000")
+    assert [r.index for r in opened.job.ranges] == [1, 2] and opened.job.model_path == str(model)
+    assert opened.job.attempt == group_attempt(2, "0f1e2d3c-aaaa-bbbb-cccc-000000000000")
+    assert opened.job_uri.endswith("work/groups/g2/0f1e2d3c-aaaa-bbbb-cccc-000000000000/job.json")
+    with pytest.raises(RunConflict, match="planned again with other settings"):
+        open_group(context.run_uri, 2, [1, 2], "another-fingerprint", "x")
+    (model / "config.json").write_text((model / "config.json").read_text() + " ")  # this machine's copy differs
+    with pytest.raises(ModelError, match="differs from the one the run was planned with"):
+        open_group(context.run_uri, 2, [1, 2], job.scoring_fingerprint, "x")
+
+
 def test_cli_refuses_fan_out_without_a_prefect_server(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     code = main(["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", str(tmp_path / "m"), "--output-uri", str(tmp_path / "out"), "--fan-out", "3"])  # fmt: skip
@@ -312,6 +333,12 @@ def test_four_groups_over_two_machines_score_every_row_once_and_a_killed_group_i
     assert retried["runs"][-1]["state"] == "COMPLETED"
     report = stack.read("four-groups", "report", "report.md").decode()
     assert "## Scoring groups" in report and "machine-b" in report
+    # The machines ran the group flow from the installed package: nothing pointed them at this checkout.
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        deployment = client.read_deployment_by_name(GROUP_DEPLOYMENT)
+    assert deployment.pull_steps == [] and str(REPO) not in str(deployment.path or "")
 
 
 @pytest.mark.integration
