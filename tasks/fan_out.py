@@ -188,6 +188,9 @@ class FanOut:
             return self.run.read_json(group_folder(group.number, run.flow_run_id), RECORD_FILE)
         except FileNotFoundError:
             return None
+        except OSError as exc:  # the store had a hiccup: no news this time (a long outage stalls the group too)
+            self.logger.warning("could not read the record of group %d's flow run %s: %s", group.number, run.name, exc)
+            return run.record
 
     def watch(self) -> None:
         """Until every group has completed, or failed past its retries."""

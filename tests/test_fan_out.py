@@ -306,6 +306,16 @@ def _flow_runs(ids: list[str]):
 
 
 @pytest.mark.integration
+def test_fan_out_is_refused_before_reading_when_the_group_deployment_is_not_deployed(stack):
+    from scorekeeper.errors import InputError
+    from scorekeeper.tasks.fan_out import check_fan_out
+
+    check_fan_out(ScoreRequest(**stack.parameters("checked", fan_out=2)))
+    with pytest.raises(InputError, match="fan_out_deployment 'scorekeeper-group/elsewhere' is not deployed"):
+        check_fan_out(ScoreRequest(**stack.parameters("checked", fan_out=2, fan_out_deployment="scorekeeper-group/elsewhere")))
+
+
+@pytest.mark.integration
 def test_four_groups_over_two_machines_score_every_row_once_and_a_killed_group_is_retried(stack):
     from scorekeeper.flows.score import score_dataset
 
