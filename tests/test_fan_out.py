@@ -29,7 +29,7 @@ from scorekeeper.cli import main
 from scorekeeper.errors import ScoringFailed
 from scorekeeper.params import ScoreRequest
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
-from scorekeeper.tasks.report import groups_html, groups_markdown
+from scorekeeper.tasks.report import groups_markdown, render_html
 from scorekeeper.worker.job import plan_ranges
 from tests.helpers import make_rows, probabilities, run_job, write_rows
 from tests.s3server import MotoServer
@@ -92,8 +92,12 @@ def test_report_shows_which_machine_scored_which_ranges():
     }
     markdown = "\n".join(groups_markdown(throughput))
     assert "| 1 | gpu-a (host-a) | 0-2 | 6 | 12.5 | 1 |" in markdown and "| 2 | gpu-b (host-b) | 3-4 | 3 | n/a | 2 |" in markdown
-    assert "<td>gpu-b (host-b)</td><td>3-4</td>" in groups_html(throughput)
-    assert groups_markdown({"rows_scored": 3}) == [] and groups_html(None) == ""
+    assert groups_markdown({"rows_scored": 3}) == [] and groups_markdown(None) == []
+    metrics = {"rows": 9, "scored": 9, "evaluated": 0, "scoring_only": True, "per_class": {}, "confusion": {}, "unknown_labels": {}}
+    run_info = {"run_id": "r", "input_uri": "in", "model_uri": "m", "mode": "replica", "num_processes": 2}
+    page = render_html(metrics | {"scoring": throughput}, run_info | {"throughput": throughput})
+    assert 'id="groups"' in page and "<td>gpu-b (host-b)</td><td>3-4</td>" in page
+    assert 'id="groups"' not in render_html(metrics, run_info)
 
 
 def test_prefect_yaml_group_deployment_runs_from_the_installed_package_on_its_own_pool():
