@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -134,8 +135,17 @@ def test_a_group_refuses_a_model_that_differs_from_the_planned_one_or_a_run_plan
 
 
 def test_cli_refuses_fan_out_without_a_prefect_server(tmp_path, monkeypatch, capsys):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from scorekeeper.errors import InputError
+    from scorekeeper.tasks.fan_out import check_fan_out
+
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    code = main(["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", str(tmp_path / "m"), "--output-uri", str(tmp_path / "out"), "--fan-out", "3"])  # fmt: skip
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        code = main(["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", str(tmp_path / "m"), "--output-uri", str(tmp_path / "out"), "--fan-out", "3"])  # fmt: skip
+        # The flow itself refuses too (called from Python, or by a deployment on a misconfigured worker).
+        with pytest.raises(InputError, match="needs a Prefect server"):
+            check_fan_out(ScoreRequest(input_uri="in.csv", model_uri="m", output_uri="out", fan_out=3))
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert "needs a Prefect server" in err and GROUP_DEPLOYMENT in err and "worker" in err
@@ -274,15 +284,21 @@ def stack(tmp_path_factory, models):
 
     root = tmp_path_factory.mktemp("fan-out")
     rows = make_rows(ROWS, seed=21)
-    single = run_job(
-        input_uri=str(write_rows(root / "local" / "reviews.jsonl", rows)), id_column="review_id",
-        model_uri=models["bert"], output_uri=str(root / "local" / "runs"), rows_per_range=ROWS_PER_RANGE,
-    )  # fmt: skip
+    # The single-process run to compare with scores while the Prefect server starts.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        starting = pool.submit(PrefectServer, root / "prefect-home")
+        try:
+            single = run_job(
+                input_uri=str(write_rows(root / "local" / "reviews.jsonl", rows)), id_column="review_id",
+                model_uri=models["bert"], output_uri=str(root / "local" / "runs"), rows_per_range=ROWS_PER_RANGE,
+            )  # fmt: skip
+        except BaseException:
+            starting.result().stop()
+            raise
+        server = starting.result()
     s3 = MotoServer(root / "moto.log")
-    server = None
     built = None
     try:
-        server = PrefectServer(root / "prefect-home")
         bucket = s3.create_bucket("fan-out")
         s3.filesystem().pipe_file(f"{bucket}/eval/reviews.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
         s3.upload_folder(models["bert"], f"s3://{bucket}/models/bert")
@@ -296,8 +312,7 @@ def stack(tmp_path_factory, models):
         if built is not None:
             for machine in built.machines.values():
                 machine.stop()
-        if server is not None:
-            server.stop()
+        server.stop()
         s3.stop()
 
 
