@@ -24,7 +24,7 @@ from scorekeeper.worker.model import check_safetensors_folder, label_names
 log = logging.getLogger(__name__)
 
 # Parameters that only change the evaluation, never a prediction.
-EVALUATION_ONLY = frozenset({"label_column", "ground_truth_uri", "slice_columns"})
+EVALUATION_ONLY = frozenset({"label_column", "ground_truth_uri", "slice_columns", "compare_to", "gates"})
 
 
 @dataclass(frozen=True)
