@@ -28,6 +28,7 @@ STAGED_MANIFEST = f"{WORK_DIR}/staged.json"
 JOB_FILE = f"{WORK_DIR}/job.json"
 SHARD_DIR = f"{WORK_DIR}/shards"
 COMMIT_DIR = f"{WORK_DIR}/commits"
+GROUP_DIR = f"{WORK_DIR}/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json
 EVENT_PREFIX = "@@scorekeeper "
 
 
