@@ -56,6 +56,15 @@ def compression(path: str) -> str | None:
     return COMPRESSIONS.get(posixpath.splitext(path.lower())[1])
 
 
+def _sibling_runs(fs, output_root: str, paths: list[str]) -> list[str]:
+    """Folders directly under output_root that hold a run (its request.json or work/ folder)."""
+    from scorekeeper.worker.job import REQUEST_FILE, WORK_DIR
+
+    root = output_root.rstrip("/")
+    firsts = {p[len(root) + 1 :].split("/", 1)[0] for p in paths if p.startswith(root + "/") and "/" in p[len(root) + 1 :]}
+    return [f"{root}/{c}" for c in sorted(firsts) if fs.exists(f"{root}/{c}/{REQUEST_FILE}") or fs.isdir(f"{root}/{c}/{WORK_DIR}")]
+
+
 def file_format(path: str) -> str | None:
     name = path.lower()
     if compression(name):
@@ -72,7 +81,9 @@ def list_input_files(uri: str, what: str = "input", exclude: Location | None = N
     """The files a URI names: a file, a folder/prefix (recursively) or a glob; sorted by full path.
 
     Files under `exclude` (the run's own folder, when output_uri lies inside the input folder) are
-    not input: the run would otherwise read its own lease, staged input and predictions."""
+    not input: the run would otherwise read its own lease, staged input and predictions. Nor are
+    the files of other runs beside it (folders under the same output_uri holding a run's
+    request.json or work/): an earlier run's predictions are not rows of this one."""
     fs, path = fs_and_path(uri)
     if any(ch in path for ch in "*?["):
         paths = [p for p in fs.glob(path) if fs.isfile(p)]
@@ -88,14 +99,19 @@ def list_input_files(uri: str, what: str = "input", exclude: Location | None = N
         raise InputError(f"{what} not found: {uri}")
     if exclude is not None and type(exclude.fs) is type(fs):
         own = exclude.path.rstrip("/")
-        inside = [p for p in paths if p == own or p.startswith(own + "/")]
+        runs = (own, *_sibling_runs(fs, posixpath.dirname(own), paths))
+        inside = [p for p in paths if any(p == r or p.startswith(r + "/") for r in runs)]
         if inside:
             run_logger(__name__).warning(
-                "%s %s: skipping %d file(s) in this run's own folder %s", what, redact_uri(uri), len(inside), redact_uri(exclude.uri)
+                "%s %s: skipping %d file(s) of scorekeeper runs under %s",
+                what,
+                redact_uri(uri),
+                len(inside),
+                redact_uri(posixpath.dirname(exclude.uri.rstrip("/"))),
             )
             paths = [p for p in paths if p not in set(inside)]
             if not paths:
-                raise InputError(f"{what} not found: {uri} holds no files outside this run's own folder {exclude.uri}")
+                raise InputError(f"{what} not found: {redact_uri(uri)} holds no files outside the run folders of output_uri")
     unsupported = [p for p in paths if file_format(p) is None]
     if unsupported:
         raise InputError(
