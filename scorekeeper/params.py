@@ -6,10 +6,13 @@ fields; the tuning fields below it are ours to name and each has a working defau
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from scorekeeper.redact import redact_uri
 
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -86,11 +89,38 @@ class ScoreRequest(BaseModel):
         description="Seconds a scoring process waits on the others (a dead or stopped peer) before the job fails.",
     )
     trust_remote_code: bool = Field(False, description="Allow model code shipped with the model folder. Off unless asked for.")
+    oversubscribe: bool = Field(
+        False,
+        description="Allow more scoring processes than CPU cores on a machine without a GPU (each one loads "
+        "the whole model: memory runs out long before the cores are busy).",
+    )
     storage_block: str | None = Field(
         None,
         description="Prefect block with the object-storage credentials: NAME, aws-credentials/NAME or "
         "secret/NAME (a Secret holding the AwsCredentials fields as JSON); default: the standard AWS "
         "chain (environment incl. AWS_ENDPOINT_URL, profiles, instance roles).",
+    )
+
+    # -- fan-out over several machines (docs/contracts.md, section 5) ---------------------------
+    fan_out: int = Field(
+        0,
+        ge=0,
+        description="Score on several machines: split the uncommitted ranges into this many groups, each "
+        "run as a flow run of the fan_out_deployment by whichever worker of its pool is free. 0 or 1: "
+        "score inside this flow run. Needs a Prefect server, the deployment and workers.",
+    )
+    fan_out_deployment: str = Field(
+        "scorekeeper-group/group",
+        description="With fan_out > 1: the scoring-group deployment ('flow name/deployment name') that runs each group.",
+    )
+    group_retries: int = Field(
+        2, ge=0, description="With fan_out > 1: times a failed or lost group is dispatched again before the run fails."
+    )
+    group_stall_timeout_s: float = Field(
+        180.0,
+        gt=0,
+        description="With fan_out > 1: seconds without a heartbeat from a started group (its machine or "
+        "worker died) before it counts as lost and is dispatched again.",
     )
 
     @field_validator("text_column", "text_pair_column", "id_column", "label_column")
@@ -132,6 +162,14 @@ class ScoreRequest(BaseModel):
                 f"run_name {value!r} must be 1-128 letters, digits, '.', '_' or '-', start with a "
                 "letter or digit and contain no '..' (it names a folder under output_uri)"
             )
+        return value
+
+    @field_validator("fan_out_deployment")
+    @classmethod
+    def _deployment_name(cls, value: str) -> str:
+        flow_name, _, deployment = value.partition("/")
+        if not flow_name.strip() or not deployment.strip():
+            raise ValueError(f"{value!r} must name a deployment as 'flow name/deployment name'")
         return value
 
     @field_validator("num_processes")
@@ -179,16 +217,56 @@ class ScoreRequest(BaseModel):
             raise ValueError("id_column must differ from the text columns")
         return self
 
-    def resolved_num_processes(self, visible_gpus: int) -> int:
-        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU)."""
+    def resolved_num_processes(self, visible_gpus: int, cores: int | None = None) -> int:
+        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU).
+
+        Refuses (InputError) more processes than GPUs (two ranks cannot share a device), and more
+        than `cores` without a GPU unless `oversubscribe`: every process loads the whole model."""
         if self.num_processes == "auto":
             return max(1, visible_gpus)
-        return int(self.num_processes)
+        wanted = int(self.num_processes)
+        if visible_gpus and wanted > visible_gpus:
+            from scorekeeper.errors import InputError
+
+            raise InputError(
+                f"num_processes {wanted} is more than the {visible_gpus} visible GPU(s): every scoring process "
+                "needs a GPU of its own (set CUDA_VISIBLE_DEVICES, or lower --num-processes)"
+            )
+        cores = available_cores() if cores is None else cores
+        if not visible_gpus and wanted > cores and not self.oversubscribe:
+            from scorekeeper.errors import InputError
+
+            raise InputError(
+                f"num_processes {wanted} is more than this machine's {cores} CPU core(s) and there is no GPU: "
+                "every scoring process loads the whole model, so memory runs out long before the cores are busy. "
+                f"Use --num-processes {cores} or fewer, or --oversubscribe to start them anyway"
+            )
+        return wanted
 
     def public_dict(self) -> dict:
-        """The parameters as written to request.json (they hold no secrets: only a block's name)."""
-        return self.model_dump(mode="json")
+        """The parameters as written to request.json, job.json and the report: no secrets (a
+        block's name at most; a password in a URI is replaced by ***)."""
+        data = self.model_dump(mode="json")
+        for name in URI_FIELDS:
+            data[name] = redact_uri(data[name])
+        return data
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, e.g. a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# Parameters that name a place: shown redacted, compared normalised.
+URI_FIELDS = ("input_uri", "ground_truth_uri", "model_uri", "adapter_uri", "output_uri")
 
 
 # Parameters that do not change any prediction: a resume may differ in these.
-RESUMABLE_DIFFERENCES = frozenset({"num_processes", "run_name", "slice_columns", "storage_block", "collective_timeout_s"})
+# Where the ranges are scored (one flow run or groups on several machines): never a prediction.
+FAN_OUT_FIELDS = frozenset({"fan_out", "fan_out_deployment", "group_retries", "group_stall_timeout_s"})
+RESUMABLE_DIFFERENCES = frozenset(
+    {"num_processes", "run_name", "slice_columns", "storage_block", "collective_timeout_s", "oversubscribe", *FAN_OUT_FIELDS}
+)

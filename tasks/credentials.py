@@ -22,7 +22,7 @@ from typing import Any
 
 from scorekeeper.errors import InputError
 from scorekeeper.storage import StorageAccess, use_storage_access
-from scorekeeper.tasks.logs import run_logger
+from scorekeeper.tasks.runlog import run_logger
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +154,6 @@ def storage_credentials(block_name: str | None) -> Iterator[StorageAccess | None
         yield None
         return
     access = load_storage_access(block_name)
-    run_logger(log).info("object storage: credentials from block %s", access.source)
+    run_logger(__name__).info("object storage: credentials from block %s", access.source)
     with use_storage_access(access):
         yield access

@@ -17,6 +17,7 @@ from prefect import task
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks import duck
 from scorekeeper.tasks.retries import IO_RETRIES
+from scorekeeper.tasks.runlog import run_logger
 from scorekeeper.worker.job import PLAN_FILE, PREDICTIONS_FILE, STAGED_GROUND_TRUTH, STAGED_INPUT
 
 ECE_BINS = 15
@@ -67,6 +68,9 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
         con.execute(sql("evaluated.sql"))
         con.execute(sql("class_counts.sql"))
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
+        truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
+        if ground_truth:
+            _say_how_ids_matched(manifest, ground_truth, truth_rows, truth_rows - missing)
         evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
         ).fetchone()
@@ -102,9 +106,11 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
             "per_class": per_class,
             "confusion": confusion,
             "labels": labels,
+            "ground_truth_rows": int(truth_rows),
             "missing_predictions": int(missing),
             "unmatched_predictions": int(unmatched),
             "unknown_labels": unknown,
+            "unknown_label_rows": sum(unknown.values()),
             "null_text_rows": manifest.get("null_text_rows", 0),
             "slices": slices,
             "slices_truncated": slices_truncated,
@@ -199,6 +205,16 @@ def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
 def _mean(values) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
+
+
+def _say_how_ids_matched(manifest: dict, ground_truth: dict, truth_rows: int, matched: int) -> None:
+    """A join on ids can silently match nothing (7 is not "007"): say how many matched, and how."""
+    how = ""
+    if ground_truth["id_type"] != manifest["id_type"]:
+        how = f"the input's ids are {manifest['id_type']} and the ground truth's {ground_truth['id_type']}, compared as text; "
+    message = f"ground truth: {how}{matched} of {truth_rows} ground-truth rows matched an input id"
+    logger = run_logger(__name__)
+    (logger.warning if how or matched < truth_rows else logger.info)(message)
 
 
 def _number(value) -> float | None:

@@ -9,17 +9,15 @@ The cache is never pruned: delete folders under it (SCOREKEEPER_CACHE) to reclai
 
 from __future__ import annotations
 
-import logging
 import os
 import posixpath
 import shutil
 import tempfile
 
 from scorekeeper.errors import ModelError
+from scorekeeper.redact import redact_uri
 from scorekeeper.storage import digest_of, fs_and_path
-from scorekeeper.tasks.logs import run_logger
-
-log = logging.getLogger(__name__)
+from scorekeeper.tasks.runlog import run_logger
 
 
 def cache_root() -> str:
@@ -57,7 +55,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
     key = digest_of(entries)
     target = os.path.join(cache_root(), what, key)
     if os.path.isdir(target):
-        run_logger(log).info("%s %s: using the cached copy %s", what, uri, target)
+        run_logger(__name__).info("%s %s: using the cached copy %s", what, redact_uri(uri), target)
         return target
     fs, root = fs_and_path(uri)
     root = root.rstrip("/")
@@ -80,5 +78,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
             # Another process renamed its complete copy into place first: use that one.
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    run_logger(log).info("%s %s: fetched %d files (%d bytes) into %s", what, uri, len(entries), sum(s for _, _, s in entries), target)
+    run_logger(__name__).info(
+        "%s %s: fetched %d files (%d bytes) into %s", what, redact_uri(uri), len(entries), sum(s for _, _, s in entries), target
+    )
     return target

@@ -21,6 +21,17 @@ from scorekeeper.worker.job import JOB_FILE, Job
 @task(name="score ranges", cache_policy=NO_CACHE)
 def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
     """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
+    return score_job(request, job, context.run.uri + "/" + JOB_FILE, f"run {context.run_id}", processes)
+
+
+def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> dict:
+    """Hand the job file at `job_uri` to `processes` (started ahead by whoever owns them) and follow
+    them to the end; without any, launch this job's own and stop them on the way out."""
+    if processes is None:
+        # A storage block's credentials reach the scoring processes as their environment; they are
+        # looked up here rather than passed in, so they never become a task parameter.
+        with ScoringProcesses(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment()) as own:
+            return score_job(request, job, job_uri, what, own)
     logger = get_run_logger()
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if not job.ranges:
@@ -33,7 +44,7 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, proc
         processes.num_processes,
         request.mode,
     )
-    tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of run {context.run_id}")
+    tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of {what}")
     last_log = [0.0]
 
     def on_progress(p: Progress) -> None:
@@ -43,20 +54,24 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, proc
             last_log[0] = time.time()
             logger.info(p.line(), extra={progress_bar.PROGRESS_RECORD: True})
 
-    processes.hand_over(context.run.uri + "/" + JOB_FILE)  # started while the input was read: their imports are done
+    processes.hand_over(job_uri)  # started ahead: their imports are done (else launched with the job now)
     processes.follow(progress, on_progress)
     return progress.summary() | {"processes": processes.num_processes}
 
 
 @contextmanager
-def scoring_processes(request: ScoreRequest) -> Iterator[ScoringProcesses]:
+def scoring_processes(request: ScoreRequest) -> Iterator[ScoringProcesses | None]:
     """The processes this flow run scores with, started now so that their imports overlap reading
     and planning: those the CLI offered when they fit, else the flow's own, which it stops on the
     way out (those no job was handed to, after a refused input or with nothing left to score).
+    None when the run is fanned out: the groups score on their own machines.
 
     A storage block's credentials reach the processes as their environment; they are looked up
     here (inside the flow's credentials scope) rather than passed in, so they never become a
     parameter."""
+    if request.fan_out > 1:
+        yield None
+        return
     num_processes = request.resolved_num_processes(visible_gpus())
     env = child_environment()
     ready = offered(num_processes, request.collective_timeout_s, env)
