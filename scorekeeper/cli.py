@@ -1,4 +1,4 @@
-"""`scorekeeper run ...`: the flow on the command line (SPEC section 4).
+"""`scorekeeper run ...`: the flow on the command line (docs/contracts.md, section 4).
 
 Every ScoreRequest field is an option (--snake-case with dashes), generated from the model so the
 CLI, the Prefect form and the worker can never disagree. A problem the user can fix prints one
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import typing
 from collections.abc import Iterator
@@ -57,8 +58,24 @@ def build_parser() -> argparse.ArgumentParser:
             help_text += f" (default: {field.get_default(call_default_factory=True)!r})"
         if field.annotation is bool:
             run.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        elif typing.get_origin(field.annotation) is dict:
+            run.add_argument(
+                flag,
+                action="append",
+                default=argparse.SUPPRESS,
+                metavar="SPEC",
+                help=help_text + "; here: --gates 'accuracy>=0.9' (quoted, repeated) or a JSON object",
+            )
         elif typing.get_origin(field.annotation) is list:
-            run.add_argument(flag, nargs="+", default=argparse.SUPPRESS, metavar="COLUMN", help=help_text + "; comma-separated or repeated")
+            # extend, not store: a repeated option adds to the list instead of replacing it
+            run.add_argument(
+                flag,
+                nargs="+",
+                action="extend",
+                default=argparse.SUPPRESS,
+                metavar="COLUMN",
+                help=help_text + "; comma-separated or repeated",
+            )
         else:
             run.add_argument(
                 flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text
@@ -80,46 +97,133 @@ def _explain(error: ValidationError) -> str:
     return "invalid parameters: " + "; ".join(parts)
 
 
-def _run(options: dict[str, Any]) -> int:
+def request_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The parsed options as ScoreRequest's fields: comma-separated lists split, gates parsed."""
+    options = dict(options)
     if "slice_columns" in options:
         options["slice_columns"] = [c for value in options["slice_columns"] for c in value.split(",") if c]
+    if "gates" in options:
+        from scorekeeper.gates import gates_from_options
+
+        options["gates"] = gates_from_options(options["gates"])
+    return options
+
+
+def _run(options: dict[str, Any]) -> int:
+    from scorekeeper.errors import Interrupted, ScorekeeperError
+
     try:
+        options = request_options(options)
         request = ScoreRequest(**options)
+        from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
+
+        # Fanned out, each group's machine resolves its own process count (its GPUs), not this one.
+        processes = request.resolved_num_processes(visible_gpus()) if request.fan_out <= 1 else 0
     except ValidationError as exc:
         return _fail(_explain(exc), 2)
-
-    from scorekeeper.errors import ScorekeeperError
-    from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
-
-    # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
-    # temporary server (unless an API URL is set) and the scoring processes' imports run while this
-    # process imports Prefect and the flow. A storage block's credentials are known only inside the
-    # flow, so with a block the flow starts the scoring processes itself.
-    server = None if os.environ.get("PREFECT_API_URL") else _start_server()
-    ahead = None
-    if request.storage_block is None:
-        ahead = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
-    try:
-        from scorekeeper.flows.score import score_dataset
-
-        _hide_known_tracebacks()
-        with _api(server):
-            result = score_dataset(**options)
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+
+    if request.fan_out > 1 and not _api_url_configured():
+        from scorekeeper.tasks.fan_out import needs_orchestration
+
+        return _fail(needs_orchestration(request), 2)
+
+    # Ctrl-C (SIGINT to the whole foreground process group), SIGTERM and SIGHUP stop the run the
+    # same way: the first one raises KeyboardInterrupt here, the flow stops its scoring processes
+    # and says how far it got; later ones are ignored so that the clean-up runs to its end.
+    # Prefect's temporary server runs in a session of its own, so the terminal's SIGINT does not
+    # stop it before this process is done with it (it goes last, below).
+    _interrupt_on_signals()
+    server = ahead = None
+    try:
+        # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
+        # temporary server (unless an API URL is set) and the scoring processes' imports run while
+        # this process imports Prefect and the flow. A storage block's credentials are known only
+        # inside the flow, so with a block the flow starts the scoring processes itself.
+        server = None if os.environ.get("PREFECT_API_URL") else _start_server()
+        if request.storage_block is None and request.fan_out <= 1:  # fanned out, the groups' machines score
+            ahead = start_ahead(processes, request.collective_timeout_s)
+        from scorekeeper.flows.score import score_dataset
+        from scorekeeper.progress_bar import progress_display
+
+        _hide_known_tracebacks()
+        with _api(server), progress_display():
+            result = score_dataset(**options)
+    except Interrupted as exc:
+        return _interrupted(str(exc))
+    except ScorekeeperError as exc:
+        return _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:  # before the flow's body ran, or after it
+        return _interrupted(_interrupted_outside_the_flow(request))
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if ahead is not None:
             stop_ahead(ahead)
         if server is not None:
             server.stop()
-    metrics = result["metrics"]
-    numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-    print(
-        f"scorekeeper: run {result['run_id']} scored {result['rows']} rows"
-        + (f"; {numbers}" if numbers else "; scoring only")
-        + f"; outputs in {result['run_uri']}"
-    )
+    print(summary_line(result))
     return 0
+
+
+def _api_url_configured() -> bool:
+    """A Prefect server to use (environment, profile or prefect.toml), not a temporary one."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
+
+
+def summary_line(result: dict) -> str:
+    """The run's last line: rows, how many were evaluated (and matched), the headline metrics."""
+    metrics = result["metrics"]
+    line = f"scorekeeper: run {result['run_id']} scored {result['rows']} rows"
+    if metrics.get("scoring_only"):
+        line += "; scoring only"
+    else:
+        line += f"; evaluated {metrics.get('evaluated', 0)} of {result['rows']}"
+        truth = metrics.get("ground_truth_rows")
+        if metrics.get("ground_truth_source") == "ground_truth_uri" and truth is not None:
+            line += f" (ground truth: {truth - metrics['missing_predictions']} of {truth} rows matched an input row)"
+        numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
+        if numbers:
+            line += f"; {numbers}"
+    return line + f"; outputs in {result['run_uri']}"
+
+
+def _raise_interrupt(signum, frame) -> None:
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _interrupt_on_signals() -> None:
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, _raise_interrupt)
+
+
+def _interrupted(message: str) -> int:
+    from scorekeeper.errors import Interrupted
+
+    print(f"scorekeeper: {message}", file=sys.stderr)
+    return Interrupted.exit_code
+
+
+def _interrupted_outside_the_flow(request: ScoreRequest) -> str:
+    if request.run_name is None:
+        return "interrupted; no range committed"
+    try:
+        from scorekeeper.flows.score import interrupted
+
+        return str(interrupted(request, request.run_name))
+    except Exception as exc:  # the message must not fail: the run's folder may be unreadable
+        return f"interrupted; rerun with the same run name to resume ({type(exc).__name__})"
 
 
 def _start_server():
@@ -174,13 +278,23 @@ class _DropKnownErrors(logging.Filter):
         from scorekeeper.errors import ScorekeeperError
 
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, ScorekeeperError):
+        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)):
             return False
         message = record.getMessage()
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
 
 
-_KNOWN_ERROR_NAMES = ("InputError", "ModelError", "RunConflict", "ScoringFailed", "GatherError", "ScorekeeperError")
+_KNOWN_ERROR_NAMES = (
+    "InputError",
+    "ModelError",
+    "RunConflict",
+    "ScoringFailed",
+    "GatherError",
+    "GateFailed",
+    "Interrupted",
+    "ScorekeeperError",
+    "KeyboardInterrupt",
+)
 
 
 def _hide_known_tracebacks() -> None:

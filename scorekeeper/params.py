@@ -1,15 +1,18 @@
 """The one description of a run: the flow's parameter schema, the CLI's options, the worker's input.
 
-Defaults live here and nowhere else. SPEC.md section 1 is the contract for the first block of
+Defaults live here and nowhere else. docs/contracts.md, section 1, is the contract for the first block of
 fields; the tuning fields below it are ours to name and each has a working default.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from scorekeeper.redact import redact_uri
 
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -20,7 +23,7 @@ class ScoreRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # -- contract (SPEC section 1) -----------------------------------------------------------
+    # -- contract (docs/contracts.md, section 1) ----------------------------------------------
     input_uri: str = Field(
         description="Input rows: a file, a folder/prefix or a glob (s3://bucket/eval/*.parquet, "
         "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension."
@@ -70,17 +73,54 @@ class ScoreRequest(BaseModel):
         default_factory=list,
         description="Input columns whose values the report breaks the metrics down by.",
     )
+    compare_to: str | None = Field(
+        None,
+        description="A completed run to compare with: a run name under output_uri, or 'previous' (the latest "
+        "completed run under output_uri that read the same input). Adds the comparison to metrics.json.",
+    )
+    gates: dict[str, str] = Field(
+        default_factory=dict,
+        description="Quality gates, checked once the report is published; a failed gate fails the run (CLI exit 4). "
+        "{metric: 'OP NUMBER'} with OP >=, >, <=, <, e.g. {'accuracy': '>=0.9', 'macro_f1_drop': '<=0.01 if significant'}",
+    )
     collective_timeout_s: float = Field(
         120.0,
         gt=0,
         description="Seconds a scoring process waits on the others (a dead or stopped peer) before the job fails.",
     )
     trust_remote_code: bool = Field(False, description="Allow model code shipped with the model folder. Off unless asked for.")
+    oversubscribe: bool = Field(
+        False,
+        description="Allow more scoring processes than CPU cores on a machine without a GPU (each one loads "
+        "the whole model: memory runs out long before the cores are busy).",
+    )
     storage_block: str | None = Field(
         None,
         description="Prefect block with the object-storage credentials: NAME, aws-credentials/NAME or "
         "secret/NAME (a Secret holding the AwsCredentials fields as JSON); default: the standard AWS "
         "chain (environment incl. AWS_ENDPOINT_URL, profiles, instance roles).",
+    )
+
+    # -- fan-out over several machines (docs/contracts.md, section 5) ---------------------------
+    fan_out: int = Field(
+        0,
+        ge=0,
+        description="Score on several machines: split the uncommitted ranges into this many groups, each "
+        "run as a flow run of the fan_out_deployment by whichever worker of its pool is free. 0 or 1: "
+        "score inside this flow run. Needs a Prefect server, the deployment and workers.",
+    )
+    fan_out_deployment: str = Field(
+        "scorekeeper-group/group",
+        description="With fan_out > 1: the scoring-group deployment ('flow name/deployment name') that runs each group.",
+    )
+    group_retries: int = Field(
+        2, ge=0, description="With fan_out > 1: times a failed or lost group is dispatched again before the run fails."
+    )
+    group_stall_timeout_s: float = Field(
+        180.0,
+        gt=0,
+        description="With fan_out > 1: seconds without a heartbeat from a started group (its machine or "
+        "worker died) before it counts as lost and is dispatched again.",
     )
 
     @field_validator("text_column", "text_pair_column", "id_column", "label_column")
@@ -97,6 +137,21 @@ class ScoreRequest(BaseModel):
     def _slice_columns(cls, value: list[str]) -> list[str]:
         for name in value:
             cls._column_name(name)
+        return list(dict.fromkeys(value))  # a column named twice is one breakdown
+
+    @field_validator("compare_to")
+    @classmethod
+    def _compare_to(cls, value: str | None) -> str | None:
+        if value is not None and value != "previous" and (not RUN_NAME_PATTERN.match(value) or ".." in value):
+            raise ValueError(f"compare_to {value!r} must be 'previous' or the name of a run under output_uri")
+        return value
+
+    @field_validator("gates")
+    @classmethod
+    def _gates(cls, value: dict[str, str]) -> dict[str, str]:
+        from scorekeeper.gates import parse_gates
+
+        parse_gates(value)
         return value
 
     @field_validator("run_name")
@@ -107,6 +162,14 @@ class ScoreRequest(BaseModel):
                 f"run_name {value!r} must be 1-128 letters, digits, '.', '_' or '-', start with a "
                 "letter or digit and contain no '..' (it names a folder under output_uri)"
             )
+        return value
+
+    @field_validator("fan_out_deployment")
+    @classmethod
+    def _deployment_name(cls, value: str) -> str:
+        flow_name, _, deployment = value.partition("/")
+        if not flow_name.strip() or not deployment.strip():
+            raise ValueError(f"{value!r} must name a deployment as 'flow name/deployment name'")
         return value
 
     @field_validator("num_processes")
@@ -142,20 +205,68 @@ class ScoreRequest(BaseModel):
                 f"num_processes {self.num_processes} is not a multiple of pipeline_stages {self.pipeline_stages}: "
                 "pipeline mode runs num_processes / pipeline_stages pipelines"
             )
+        if self.compare_to is not None and self.compare_to == self.run_name:
+            raise ValueError(f"compare_to names this run ({self.run_name!r}); name another run under output_uri, or 'previous'")
+        if self.compare_to is None:
+            from scorekeeper.gates import COMPARISON_METRICS
+
+            needing = [name for name in self.gates if name in COMPARISON_METRICS]
+            if needing:
+                raise ValueError(f"gates {', '.join(needing)} compare with another run: set compare_to too")
         if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
             raise ValueError("id_column must differ from the text columns")
         return self
 
-    def resolved_num_processes(self, visible_gpus: int) -> int:
-        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU)."""
+    def resolved_num_processes(self, visible_gpus: int, cores: int | None = None) -> int:
+        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU).
+
+        Refuses (InputError) more processes than GPUs (two ranks cannot share a device), and more
+        than `cores` without a GPU unless `oversubscribe`: every process loads the whole model."""
         if self.num_processes == "auto":
             return max(1, visible_gpus)
-        return int(self.num_processes)
+        wanted = int(self.num_processes)
+        if visible_gpus and wanted > visible_gpus:
+            from scorekeeper.errors import InputError
+
+            raise InputError(
+                f"num_processes {wanted} is more than the {visible_gpus} visible GPU(s): every scoring process "
+                "needs a GPU of its own (set CUDA_VISIBLE_DEVICES, or lower --num-processes)"
+            )
+        cores = available_cores() if cores is None else cores
+        if not visible_gpus and wanted > cores and not self.oversubscribe:
+            from scorekeeper.errors import InputError
+
+            raise InputError(
+                f"num_processes {wanted} is more than this machine's {cores} CPU core(s) and there is no GPU: "
+                "every scoring process loads the whole model, so memory runs out long before the cores are busy. "
+                f"Use --num-processes {cores} or fewer, or --oversubscribe to start them anyway"
+            )
+        return wanted
 
     def public_dict(self) -> dict:
-        """The parameters as written to request.json (they hold no secrets: only a block's name)."""
-        return self.model_dump(mode="json")
+        """The parameters as written to request.json, job.json and the report: no secrets (a
+        block's name at most; a password in a URI is replaced by ***)."""
+        data = self.model_dump(mode="json")
+        for name in URI_FIELDS:
+            data[name] = redact_uri(data[name])
+        return data
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, e.g. a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# Parameters that name a place: shown redacted, compared normalised.
+URI_FIELDS = ("input_uri", "ground_truth_uri", "model_uri", "adapter_uri", "output_uri")
 
 
 # Parameters that do not change any prediction: a resume may differ in these.
-RESUMABLE_DIFFERENCES = frozenset({"num_processes", "run_name", "slice_columns", "storage_block", "collective_timeout_s"})
+# Where the ranges are scored (one flow run or groups on several machines): never a prediction.
+FAN_OUT_FIELDS = frozenset({"fan_out", "fan_out_deployment", "group_retries", "group_stall_timeout_s"})
+RESUMABLE_DIFFERENCES = frozenset(
+    {"num_processes", "run_name", "slice_columns", "storage_block", "collective_timeout_s", "oversubscribe", *FAN_OUT_FIELDS}
+)

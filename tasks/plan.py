@@ -34,10 +34,18 @@ def committed_ranges(run: Location, fingerprint: str) -> dict[int, CommitRecord]
     return records
 
 
+def commit_progress(run: Location) -> tuple[int, int] | None:
+    """(ranges committed, ranges planned) for the run's current plan; None before there is one."""
+    if not run.exists(PLAN_FILE):
+        return None
+    plan = run.read_json(PLAN_FILE)
+    return len(committed_ranges(run, plan["scoring_fingerprint"])), len(plan["ranges"])
+
+
 def plan_run(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
     """Write plan.json and the worker's job.json; the job lists only uncommitted ranges."""
     run = context.run
-    if not run.exists(REQUEST_FILE):
+    if not context.resumed:  # a new run, or an earlier attempt that committed nothing
         run.publish_json(request_record(request, context), REQUEST_FILE)
     input_fingerprint = digest_of([f["fingerprint"] for f in manifest["files"]])
     fingerprint = scoring_fingerprint(request, context, input_fingerprint)

@@ -20,18 +20,21 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
-from fsspec.utils import infer_compression
 from prefect import task
 
 from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
-from scorekeeper.storage import file_fingerprint, fs_and_path, to_uri
+from scorekeeper.redact import redact_uri
+from scorekeeper.storage import Location, file_fingerprint, fs_and_path, to_uri
 from scorekeeper.tasks.retries import IO_RETRIES
+from scorekeeper.tasks.runlog import run_logger
 
 log = logging.getLogger(__name__)
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
-COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+# Compressed text files, by suffix: fsspec's codec name (gzip, bz2, lzma: the standard library), or
+# pyarrow's own zstd codec (fsspec has one only when the optional zstandard package is installed).
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd"}
 _BATCH_ROWS = 65536
 _SHOWN = 5  # offending rows named in a message
 
@@ -43,12 +46,20 @@ class InputFile:
     format: str
     fingerprint: str
 
+    def record(self) -> dict:
+        """What the run's files (plan.json, the staged manifest) say about this file: no password."""
+        return asdict(self) | {"uri": redact_uri(self.uri)}
+
+
+def compression(path: str) -> str | None:
+    """The codec a file name asks for (.csv.gz -> gzip), or None."""
+    return COMPRESSIONS.get(posixpath.splitext(path.lower())[1])
+
 
 def file_format(path: str) -> str | None:
     name = path.lower()
-    for suffix in COMPRESSIONS:
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
+    if compression(name):
+        name = posixpath.splitext(name)[0]
     return FORMATS.get(posixpath.splitext(name)[1])
 
 
@@ -57,8 +68,11 @@ def _hidden(path: str) -> bool:
     return any(part.startswith((".", "_")) for part in path.split("/")[-1:])
 
 
-def list_input_files(uri: str, what: str = "input") -> list[InputFile]:
-    """The files a URI names: a file, a folder/prefix (recursively) or a glob; sorted by full path."""
+def list_input_files(uri: str, what: str = "input", exclude: Location | None = None) -> list[InputFile]:
+    """The files a URI names: a file, a folder/prefix (recursively) or a glob; sorted by full path.
+
+    Files under `exclude` (the run's own folder, when output_uri lies inside the input folder) are
+    not input: the run would otherwise read its own lease, staged input and predictions."""
     fs, path = fs_and_path(uri)
     if any(ch in path for ch in "*?["):
         paths = [p for p in fs.glob(path) if fs.isfile(p)]
@@ -72,11 +86,27 @@ def list_input_files(uri: str, what: str = "input") -> list[InputFile]:
         paths = [path]
     else:
         raise InputError(f"{what} not found: {uri}")
+    if exclude is not None and type(exclude.fs) is type(fs):
+        own = exclude.path.rstrip("/")
+        inside = [p for p in paths if p == own or p.startswith(own + "/")]
+        if inside:
+            run_logger(__name__).warning(
+                "%s %s: skipping %d file(s) in this run's own folder %s", what, redact_uri(uri), len(inside), redact_uri(exclude.uri)
+            )
+            paths = [p for p in paths if p not in set(inside)]
+            if not paths:
+                raise InputError(f"{what} not found: {uri} holds no files outside this run's own folder {exclude.uri}")
     unsupported = [p for p in paths if file_format(p) is None]
     if unsupported:
         raise InputError(
             f"{what} {uri}: unsupported file type for {', '.join(to_uri(fs, p) for p in unsupported[:_SHOWN])}"
-            " (expected .parquet, .csv, .jsonl/.ndjson/.json, optionally compressed)"
+            " (expected .parquet, .csv, .jsonl/.ndjson/.json; .csv and .jsonl optionally .gz, .bz2, .xz or .zst)"
+        )
+    packed = [p for p in paths if file_format(p) == "parquet" and compression(p)]
+    if packed:
+        raise InputError(
+            f"{what} {uri}: compressed Parquet file {to_uri(fs, packed[0])}; Parquet compresses its own pages: "
+            "give the .parquet file itself"
         )
     files = []
     for p in sorted(paths, key=lambda p: to_uri(fs, p)):
@@ -94,7 +124,11 @@ def _open_batches(f: InputFile, string_columns: list[str], columns: list[str] | 
         schema = parquet.schema_arrow
         wanted = [c for c in columns if c in schema.names] if columns is not None else None
         return schema, parquet.iter_batches(batch_size=_BATCH_ROWS, columns=wanted)
-    handle = fs.open(path, "rb", compression=infer_compression(path))
+    codec = compression(path)
+    if codec == "zstd":
+        handle = pa.CompressedInputStream(pa.PythonFile(fs.open(path, "rb"), mode="r"), "zstd")
+    else:
+        handle = fs.open(path, "rb", compression=codec)
     if f.format == "csv":
         reader = pacsv.open_csv(
             handle,
@@ -127,24 +161,36 @@ class _Columns:
         return cls(mapping, list(mapping.values()))
 
 
-def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, user_name: str) -> pa.Array:
-    """Cast a column to the canonical type family, or explain why it cannot be."""
+def _is_text(t: pa.DataType) -> bool:
+    """Arrow's text types: string, large_string and string_view (Polars and DuckDB write the last)."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, user_name: str, first_row: int | None = None) -> pa.Array:
+    """Cast a column to the canonical type family, or explain why it cannot be.
+
+    `first_row` is the row_index of the column's first value, to name offending rows by."""
     t = column.type
     if pa.types.is_dictionary(t):
         column = column.cast(t.value_type)
         t = column.type
     if canonical in ("text", "text_pair") or canonical.startswith("slice_"):
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if _is_text(t):
             return column.cast(pa.string())
         if canonical.startswith("slice_"):
+            if pa.types.is_nested(t) or pa.types.is_union(t):
+                raise InputError(
+                    f"slice column '{user_name}' in {where} is {t}: slice columns must hold single values "
+                    "(text, numbers, booleans, dates), not structs, lists or maps"
+                )
             return column.cast(pa.string())
         if pa.types.is_null(t):
             return column.cast(pa.string())
         raise InputError(f"column '{user_name}' in {where} is {t}, not text")
     # ids and labels keep their own type family: integers, or strings
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return column.cast(pa.int64())
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _to_int64(column, canonical, where, user_name, first_row)
+    if _is_text(t):
         return column.cast(pa.string())
     if pa.types.is_floating(t) and canonical == "label":
         # Integer labels written through pandas with missing values arrive as floats.
@@ -153,12 +199,30 @@ def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, u
         valid = pc.drop_null(column)
         if len(valid) and not pc.all(pc.equal(pc.floor(valid), valid)).as_py():
             raise InputError(f"label column '{user_name}' in {where} holds non-integer numbers")
-        return column.cast(pa.int64())
+        return _to_int64(column, canonical, where, user_name, first_row)
     if pa.types.is_null(t):
         return column.cast(pa.string())
     if canonical == "id":
         raise InputError(f"id column '{user_name}' in {where} is {t}; ids must be integers or strings")
     raise InputError(f"label column '{user_name}' in {where} is {t}; labels must be names or integer ids")
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _to_int64(column, canonical: str, where: str, user_name: str, first_row: int | None) -> pa.Array:
+    """Integers are stored as int64; a uint64 (or float) value beyond its range is refused, not wrapped."""
+    try:
+        return column.cast(pa.int64())
+    except (pa.ArrowInvalid, OverflowError):
+        pass
+    values = column.to_pylist()
+    position = next(i for i, v in enumerate(values) if v is not None and not -_INT64_MAX - 1 <= v <= _INT64_MAX)
+    at = f" (first at row_index {first_row + position})" if first_row is not None else ""
+    raise InputError(
+        f"{canonical} column '{user_name}' in {where} holds {int(values[position])}{at}, beyond the 64-bit signed integers "
+        f"{canonical}s are stored as; write the {canonical}s as text"
+    )
 
 
 class _RowGroupWriter:
@@ -212,6 +276,7 @@ class StagedInput:
     def manifest(self) -> dict:
         data = asdict(self)
         data.pop("local_path")
+        data["files"] = [f.record() for f in self.files]
         return data
 
 
@@ -224,7 +289,9 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
         and (request.label_column in first_schema.names or request.label_column != "label")
     )
     columns = _Columns.for_input(request, has_label)
-    text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair") or k.startswith("slice_")]
+    # Columns a CSV file gives as text, whatever they look like: ids keep their spelling (`007` is
+    # not 7). JSON Lines and Parquet carry their own types and keep them.
+    text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair", "id") or k.startswith("slice_")]
     target = os.path.join(workdir, "input.parquet")
     out = _RowGroupWriter(target, request.rows_per_range)
     offset = 0
@@ -244,7 +311,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
                 continue
             out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
             for canonical, user in columns.mapping.items():
-                out_columns[canonical] = _normalise(canonical, batch.column(user), f.uri, user)
+                out_columns[canonical] = _normalise(canonical, batch.column(user), f.uri, user, offset)
             if "id" not in out_columns:
                 out_columns["id"] = out_columns["row_index"]
             for canonical in ("id", "label"):
@@ -288,16 +355,15 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
     )
 
 
-def stage_ground_truth(request: ScoreRequest, workdir: str) -> tuple[list[InputFile], str, str]:
-    """Stage ground-truth files (id, label) for the join; returns files, local path, id type."""
-    files = list_input_files(request.ground_truth_uri, "ground truth")
+def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: str) -> tuple[str, str]:
+    """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
     target = os.path.join(workdir, "ground_truth.parquet")
     writer = None
     types: dict[str, tuple[pa.DataType, str]] = {}
     rows = 0
     try:
         for f in files:
-            schema, batches = _read_or_explain(f, [], [request.id_column, request.label_column])
+            schema, batches = _read_or_explain(f, [request.id_column], [request.id_column, request.label_column])
             missing = [c for c in (request.id_column, request.label_column) if c not in schema.names]
             if missing:
                 raise InputError(
@@ -321,7 +387,7 @@ def stage_ground_truth(request: ScoreRequest, workdir: str) -> tuple[list[InputF
             writer.close()
     if rows == 0:
         raise InputError(f"no rows in the ground truth {request.ground_truth_uri}")
-    return files, target, str(types["id"][0])
+    return target, str(types["id"][0])
 
 
 def _check_type(types: dict, canonical: str, t: pa.DataType, where: str, user: str) -> None:
@@ -362,9 +428,9 @@ def new_workdir() -> str:
 def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
     """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
     In the staged input a row's position in the file is its row_index."""
-    import duckdb
+    from scorekeeper.tasks import duck
 
-    with duckdb.connect() as con:
+    with duck.connect() as con:
         return con.execute(
             "SELECT id, count(*) AS n, min(file_row_number) AS first FROM read_parquet(?, file_row_number = true) "
             "GROUP BY id HAVING count(*) > 1 ORDER BY first LIMIT ?",
@@ -372,20 +438,26 @@ def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
         ).fetchall()
 
 
-def read_inputs(request: ScoreRequest, run) -> dict:
+def read_inputs(request: ScoreRequest, run: Location) -> dict:
     """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
-    of the same files. Returns the staged manifest."""
+    of the same files. Returns the staged manifest.
+
+    The ground truth is fingerprinted like the input: when it changed since an earlier attempt it
+    is staged again and the run is evaluated against it (the predictions do not depend on it)."""
     import shutil
 
     from scorekeeper.errors import RunConflict
     from scorekeeper.storage import digest_of
+    from scorekeeper.tasks.prepare import has_commits
     from scorekeeper.worker.job import STAGED_GROUND_TRUTH, STAGED_INPUT, STAGED_MANIFEST
 
-    files = list_input_files(request.input_uri)
+    files = list_input_files(request.input_uri, exclude=run)
+    truth_files = list_input_files(request.ground_truth_uri, "ground truth", exclude=run) if request.ground_truth_uri else []
     staging_key = digest_of(
         [
-            [asdict(f) for f in files],
+            [f.record() for f in files],
             {k: v for k, v in request.public_dict().items() if k in _STAGING_PARAMETERS},
+            [f.record() for f in truth_files],
         ]
     )
     if run.exists(STAGED_MANIFEST):
@@ -393,16 +465,23 @@ def read_inputs(request: ScoreRequest, run) -> dict:
         if earlier["staging_key"] == staging_key and run.exists(STAGED_INPUT):
             log.info("input already staged for this run (%d rows); reusing it", earlier["total_rows"])
             return earlier
-        old = {f["uri"]: f["fingerprint"] for f in earlier["files"]}
-        new = {f.uri: f.fingerprint for f in files}
-        changed = sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
-        if changed:
+        changed = _changed(earlier["files"], files)
+        if changed and has_commits(run):
             raise RunConflict(
                 f"the input changed since run '{posixpath.basename(run.path)}' started "
                 f"({', '.join(changed[:_SHOWN])}); choose another run_name to score it"
             )
+        truth_changed = _changed((earlier.get("ground_truth") or {}).get("files", []), truth_files)
+        if truth_changed and not changed and earlier.get("ground_truth") and truth_files:
+            run_logger(__name__).warning(
+                "the ground truth changed since the last attempt of run '%s' (%s): evaluating against it as it is now; "
+                "the committed predictions are reused (they do not depend on it)",
+                posixpath.basename(run.path),
+                ", ".join(truth_changed[:_SHOWN]),
+            )
         # Same files, other evaluation settings (labels, ground truth, slices): stage them again;
-        # the rows and their order are the same, so committed shards stay valid.
+        # the rows and their order are the same, so committed shards stay valid. (Changed files
+        # with nothing committed yet: the earlier attempt left nothing to protect.)
     workdir = new_workdir()
     try:
         staged = stage_input(request, files, workdir)
@@ -413,18 +492,25 @@ def read_inputs(request: ScoreRequest, run) -> dict:
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
         manifest = staged.manifest() | {"staging_key": staging_key, "ground_truth": None}
         if request.ground_truth_uri:
-            gt_files, gt_path, gt_id_type = stage_ground_truth(request, workdir)
+            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir)
             dupes = first_duplicate_ids(gt_path)
             if dupes:
                 shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
                 raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
-            manifest["ground_truth"] = {"files": [asdict(f) for f in gt_files], "id_type": gt_id_type}
+            manifest["ground_truth"] = {"files": [f.record() for f in truth_files], "id_type": gt_id_type}
             run.publish_local_file(gt_path, STAGED_GROUND_TRUTH)
         run.publish_local_file(staged.local_path, STAGED_INPUT)
         run.publish_json(manifest, STAGED_MANIFEST)
         return manifest
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _changed(earlier: list[dict], now: list[InputFile]) -> list[str]:
+    """URIs of files added, removed or changed in content since an earlier listing."""
+    old = {f["uri"]: f["fingerprint"] for f in earlier}
+    new = {r["uri"]: r["fingerprint"] for r in (f.record() for f in now)}
+    return sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
 
 
 # Parameters that change what staging writes.

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from scorekeeper import progress_bar
 from scorekeeper.params import ScoreRequest
 from scorekeeper.processes import Progress, WorkerProcess, launch_command, start_ahead, stop_ahead, take_ahead, visible_gpus
 from scorekeeper.storage import child_environment
@@ -20,6 +21,11 @@ from scorekeeper.worker.job import JOB_FILE, Job
 @task(name="score ranges", cache_policy=NO_CACHE)
 def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> dict:
     """Score every uncommitted range of the plan; each range commits once, whoever scores it."""
+    return score_job(request, job, context.run.uri + "/" + JOB_FILE, f"run {context.run_id}")
+
+
+def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str) -> dict:
+    """Launch (or take) the scoring processes for the job file at `job_uri` and follow them to the end."""
     logger = get_run_logger()
     processes = request.resolved_num_processes(visible_gpus())
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
@@ -27,19 +33,19 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
         logger.info("every range is committed already; nothing to score")
         return progress.summary() | {"processes": 0}
     logger.info("scoring %d rows in %d ranges with %d process(es), %s mode", progress.total_rows, len(job.ranges), processes, request.mode)
-    tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of run {context.run_id}")
+    tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of {what}")
     last_log = [0.0]
 
     def on_progress(p: Progress) -> None:
         tracker.update(100.0 * p.rows_done / max(p.total_rows, 1))
+        progress_bar.report(p.rows_done, p.total_rows, p.tokens, p.elapsed)  # the CLI's bar, if one is shown
         if time.time() - last_log[0] >= 2.0 or p.rows_done == p.total_rows:
             last_log[0] = time.time()
-            logger.info(p.line())
+            logger.info(p.line(), extra={progress_bar.PROGRESS_RECORD: True})
 
     # A storage block's credentials reach the scoring processes as their environment; they are
     # looked up here rather than passed in, so they never become a task parameter.
     env = child_environment()
-    job_uri = context.run.uri + "/" + JOB_FILE
     worker = take_ahead(processes, request.collective_timeout_s, env)
     if worker is not None:
         worker.submit(job_uri)  # started while the input was read: its imports are done
@@ -53,6 +59,9 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
 def workers_started_ahead(request: ScoreRequest) -> Iterator[None]:
     """Start the scoring processes now, so their imports overlap reading and planning; the score
     task takes them. Those no task took (a refused input, nothing left to score) are killed."""
+    if request.fan_out > 1:
+        yield  # the groups score on their own machines: nothing to start here
+        return
     worker = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment())
     try:
         yield

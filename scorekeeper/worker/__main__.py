@@ -1,6 +1,6 @@
 """Entry point: `accelerate launch ... -m scorekeeper.worker JOB_URI`.
 
-Parse, build, run, clean up (STYLE.md 2). A problem the user can fix becomes one `error` event
+Parse, build, run, clean up (docs/style.md, 2). A problem the user can fix becomes one `error` event
 and exit code 2; anything else keeps its traceback for the flow to show.
 
 A worker can also be started ahead of its job (`--job-from FILE --owner-pid PID`): it does its
@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from scorekeeper.storage import Location, fs_and_path
-    from scorekeeper.worker.job import Job
+    from scorekeeper.worker.job import Job, run_uri_of
     from scorekeeper.worker.model import import_model_code, load_model, resolve_dtype
-    from scorekeeper.worker.runtime import emit, init_distributed, start_heartbeat
+    from scorekeeper.worker.runtime import emit, engine_facts, init_distributed, start_heartbeat
 
     ranks = init_distributed(args.timeout)
     start_heartbeat(ranks.rank)
@@ -57,8 +57,15 @@ def main(argv: list[str] | None = None) -> int:
                 return 1  # the flow that started us is gone: nothing to do
         fs, path = fs_and_path(job_uri)
         job = Job.from_json(fs.cat_file(path).decode())
-        run = Location.from_uri(job.run_uri)
-        emit("started", rank=ranks.rank, world=ranks.world, device=str(ranks.device), ranges=len(job.ranges))
+        run = Location.from_uri(run_uri_of(job_uri) or job.run_uri)
+        emit(
+            "started",
+            rank=ranks.rank,
+            world=ranks.world,
+            device=str(ranks.device),
+            ranges=len(job.ranges),
+            engine=engine_facts(ranks.device, job.request.tokens_per_batch, job.request.mode),
+        )
         began = time.time()
         loaded = load_model(
             job.model_path,

@@ -28,6 +28,7 @@ STAGED_MANIFEST = f"{WORK_DIR}/staged.json"
 JOB_FILE = f"{WORK_DIR}/job.json"
 SHARD_DIR = f"{WORK_DIR}/shards"
 COMMIT_DIR = f"{WORK_DIR}/commits"
+GROUP_DIR = f"{WORK_DIR}/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json
 EVENT_PREFIX = "@@scorekeeper "
 
 
@@ -81,6 +82,12 @@ class CommitRecord:
         return cls(**json.loads(data))
 
 
+def run_uri_of(job_uri: str) -> str | None:
+    """The run folder a job file lies in ({run_uri}/work/job.json), as the flow spelled it."""
+    suffix = "/" + JOB_FILE
+    return job_uri[: -len(suffix)] if job_uri.endswith(suffix) else None
+
+
 @dataclass
 class Job:
     """What the worker needs: the request, where things are, and which ranges are still to do."""
@@ -95,10 +102,14 @@ class Job:
     attempt: str = ""
 
     def to_json(self) -> str:
+        """job.json: no secrets. A password in the run's URI is redacted here; the worker takes the
+        real URI from the job file's own URI (see run_uri_of), which it is handed directly."""
+        from scorekeeper.redact import redact_uri
+
         return json.dumps(
             {
                 "request": self.request.public_dict(),
-                "run_uri": self.run_uri,
+                "run_uri": redact_uri(self.run_uri),
                 "model_path": self.model_path,
                 "adapter_path": self.adapter_path,
                 "total_rows": self.total_rows,
