@@ -63,9 +63,7 @@ def _sha256(path: Path) -> str:
 
 def recipe(*, seed: int = 0, train_rows: int = 1000, test_rows: int = 1000, epochs: int = 2) -> dict:
     """Everything the build's outcome depends on; its hash is the cache key."""
-    import peft
-    import torch
-    import transformers
+    from importlib.metadata import version  # the versions without importing the libraries
 
     sources = {Path(m.__file__).name: _sha256(Path(m.__file__)) for m in (demo_data, sys.modules[__name__])}
     return {
@@ -79,7 +77,7 @@ def recipe(*, seed: int = 0, train_rows: int = 1000, test_rows: int = 1000, epoc
         "lora": {"r": 8, "lora_alpha": 16, "lora_dropout": 0.05, "target_modules": ["query", "value"]},
         "base_weights_sha256": _sha256(base_model_dir() / "model.safetensors"),
         "sources_sha256": sources,
-        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
+        "versions": {name: version(name) for name in ("torch", "transformers", "peft")},
     }
 
 
@@ -133,8 +131,9 @@ def _save_base(model_dir: Path, seed: int):
     source = base_model_dir()
     id2label = dict(enumerate(demo_data.TOPICS))
     torch.manual_seed(seed)
-    verbosity = hf_logging.get_verbosity()
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # "classifier weights newly initialized": yes, that is the point
+    hf_logging.disable_progress_bar()  # loading and saving a small model take a blink
     try:
         model = BertForSequenceClassification.from_pretrained(
             str(source),
@@ -144,14 +143,16 @@ def _save_base(model_dir: Path, seed: int):
             problem_type="single_label_classification",
             use_safetensors=True,
         )
+        tokenizer = AutoTokenizer.from_pretrained(str(source))
+        # A tokenizer folder that lost its vocabulary still loads, and maps every word to [UNK].
+        if tokenizer.unk_token_id in tokenizer("The parcel came crushed")["input_ids"]:
+            raise RuntimeError(f"the tokenizer in {source} does not know ordinary English words")
+        model.save_pretrained(str(model_dir))
+        tokenizer.save_pretrained(str(model_dir))
     finally:
         hf_logging.set_verbosity(verbosity)
-    tokenizer = AutoTokenizer.from_pretrained(str(source))
-    # A tokenizer folder that lost its vocabulary still loads, and maps every word to [UNK].
-    if tokenizer.unk_token_id in tokenizer("The parcel came crushed")["input_ids"]:
-        raise RuntimeError(f"the tokenizer in {source} does not know ordinary English words")
-    model.save_pretrained(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
+        if bars:
+            hf_logging.enable_progress_bar()
     return model, tokenizer
 
 
