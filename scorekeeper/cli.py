@@ -191,6 +191,12 @@ def summary_line(result: dict) -> str:
         numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
         if numbers:
             line += f"; {numbers}"
+        evaluated, unknown = metrics.get("evaluated") or 0, metrics.get("unknown_label_rows") or 0
+        if evaluated and unknown == evaluated:
+            line += (
+                f"; WARNING: no ground-truth value of the {evaluated} evaluated rows is a label of the model "
+                "(they are all unknown_labels in metrics.json): is label_column the right column?"
+            )
     return line + f"; outputs in {result['run_uri']}"
 
 

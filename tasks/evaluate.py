@@ -109,6 +109,7 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
             "missing_predictions": int(missing),
             "unmatched_predictions": int(unmatched),
             "unknown_labels": unknown,
+            "unknown_label_rows": sum(unknown.values()),
             "null_text_rows": manifest.get("null_text_rows", 0),
             "slices": slices,
             "slices_truncated": slices_truncated,
