@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
             run.add_argument(
                 flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text
             )
-    demo = commands.add_parser("demo", help="build the demo dataset and model into a folder")
+    demo = commands.add_parser("demo", help="build the demo (generated reviews, all-MiniLM-L6-v2 + a LoRA adapter) into a folder")
     demo.add_argument("folder", nargs="?", default="demo")
     return parser
 
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     args = vars(build_parser().parse_args(argv))
     command = args.pop("command")
     if command == "demo":
-        from scorekeeper.demo import build_demo
+        from scorekeeper.demo_model import build_demo
 
         print(build_demo(args["folder"]))
         return 0

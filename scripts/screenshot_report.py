@@ -1,7 +1,7 @@
 """Take the README's screenshot of a report (docs/report.png) with headless Chromium.
 
     .venv/bin/python scripts/screenshot_report.py                 # a report with every section (tests' metrics fixture)
-    .venv/bin/python scripts/screenshot_report.py runs/demo/RUN   # the report of a run folder
+    .venv/bin/python scripts/screenshot_report.py runs/demo-2      # the report of a run folder
 
 Run from the repository root. Chromium is Debian's `chromium` package.
 """
@@ -32,7 +32,7 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         if args.run:
-            page = Path(args.run) / "report" / "report.html"
+            page = Path(args.run).resolve() / "report" / "report.html"
         else:
             from scorekeeper.tasks.report import render_html
             from tests.report_fixture import full_metrics
