@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
             )
     demo = commands.add_parser("demo", help="build the demo (generated reviews, all-MiniLM-L6-v2 + a LoRA adapter) into a folder")
     demo.add_argument("folder", nargs="?", default="demo")
+    demo.add_argument("--seed", type=int, default=0, help="the data's and the training's seed (default: 0)")
+    demo.add_argument("--force", action="store_true", help="rebuild even if a complete demo of the same recipe exists")
+    demo.add_argument("--threads", type=int, default=None, help="torch threads while training (default: one per idle core, at least one)")
     return parser
 
 
@@ -320,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "demo":
         from scorekeeper.demo_model import build_demo
 
-        print(build_demo(args["folder"]))
+        print(build_demo(args["folder"], seed=args["seed"], force=args["force"], threads=args["threads"], verbose=True))
         return 0
     return _run(args)
 
