@@ -21,10 +21,23 @@ SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
 
 @pytest.fixture(scope="module")
 def prefect_api():
-    from prefect.testing.utilities import prefect_test_harness
+    """A temporary Prefect server for flow runs in this process: the one the CLI starts, with the
+    CLI's bounded drain of logs and events before it stops. (prefect_test_harness drains them
+    without a time limit on teardown, and was seen to wait there for good.)"""
+    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
 
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+    from scorekeeper.api_server import TemporaryServer
+    from scorekeeper.cli import _drain_prefect_clients
+
+    server = TemporaryServer()
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: server.wait_ready(), PREFECT_UI_URL: ""}):
+            try:
+                yield
+            finally:
+                _drain_prefect_clients()
+    finally:
+        server.stop()
 
 
 def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_api):
