@@ -15,7 +15,7 @@ from pydantic import Field
 
 from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate_task
 from scorekeeper.tasks.gather import gather_task
@@ -44,7 +44,7 @@ def score_dataset(**parameters: Any) -> dict:
     return {
         "run_id": context.run_id,
         "run_uri": context.run_uri,
-        "predictions": Location.from_uri(context.run_uri).uri + "/predictions.parquet",
+        "predictions": context.run.uri_of(RunFolder.PREDICTIONS),
         "rows": gathered["rows"],
         "metrics": {k: metrics.get(k) for k in ("evaluated", "accuracy", "macro_f1", "log_loss", "ece")},
         "throughput": throughput,

@@ -13,9 +13,9 @@ from importlib import resources
 import numpy as np
 from prefect import task
 
+from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import PREDICTIONS_FILE, STAGED_GROUND_TRUTH, STAGED_INPUT
 
 ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
@@ -39,21 +39,21 @@ def _uri(run: Location, rel: str) -> str:
     return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
-def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: list[str]) -> dict:
+def evaluate(run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str]) -> dict:
     """metrics.json's content (SPEC section 3)."""
     con = _connect(run)
     try:
-        con.read_parquet(_uri(run, PREDICTIONS_FILE)).create_view("predictions")
-        con.read_parquet(_uri(run, STAGED_INPUT)).create_view("staged")
+        con.read_parquet(_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
+        con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
         con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
         con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
-        ground_truth = manifest.get("ground_truth")
+        ground_truth = manifest.ground_truth
         if ground_truth:
-            con.read_parquet(_uri(run, STAGED_GROUND_TRUTH)).create_view("ground_truth")
-            id_cast = "" if ground_truth["id_type"] == manifest["id_type"] else "::VARCHAR"
+            con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+            id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
             con.execute(sql("truth_from_files.sql", id_cast=id_cast))
             source = "ground_truth_uri"
-        elif manifest["has_label"]:
+        elif manifest.has_label:
             con.execute(sql("truth_from_input.sql"))
             source = "label_column"
         else:
@@ -82,7 +82,7 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
     finally:
         con.close()
     return {
-        "rows": manifest["total_rows"],
+        "rows": manifest.total_rows,
         "scored": int(scored),
         "evaluated": int(evaluated),
         "ground_truth_source": source,
@@ -104,7 +104,7 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
         "missing_predictions": int(missing),
         "unmatched_predictions": int(unmatched),
         "unknown_labels": unknown,
-        "null_text_rows": manifest.get("null_text_rows", 0),
+        "null_text_rows": manifest.null_text_rows,
         "slices": slices,
     }
 
@@ -117,6 +117,6 @@ def _number(value) -> float | None:
 
 
 @task(name="evaluate", **IO_RETRIES)
-def evaluate_task(request, context, manifest: dict) -> dict:
+def evaluate_task(request, context, manifest: StagedManifest) -> dict:
     """Join the predictions to the ground truth and compute the metrics in DuckDB."""
     return evaluate(context.run, context.labels, manifest, request.slice_columns)

@@ -14,7 +14,7 @@ import os
 import posixpath
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -23,9 +23,10 @@ import pyarrow.parquet as pq
 from fsspec.utils import infer_compression
 from prefect import task
 
-from scorekeeper.errors import InputError
-from scorekeeper.params import ScoreRequest
-from scorekeeper.storage import file_fingerprint, fs_and_path, to_uri
+from scorekeeper.errors import InputError, RunConflict
+from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
+from scorekeeper.run_folder import InputFile, RunFolder, StagedGroundTruth, StagedManifest
+from scorekeeper.storage import digest_of, file_fingerprint, fs_and_path, to_uri
 from scorekeeper.tasks.retries import IO_RETRIES
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,6 @@ FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "js
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".zstd")
 _BATCH_ROWS = 65536
 _SHOWN = 5  # offending rows named in a message
-
-
-@dataclass(frozen=True)
-class InputFile:
-    uri: str
-    size: int
-    format: str
-    fingerprint: str
 
 
 def file_format(path: str) -> str | None:
@@ -81,7 +74,9 @@ def list_input_files(uri: str, what: str = "input") -> list[InputFile]:
     files = []
     for p in sorted(paths, key=lambda p: to_uri(fs, p)):
         info = fs.info(p)
-        files.append(InputFile(to_uri(fs, p), int(info.get("size") or 0), file_format(p), file_fingerprint(fs, p, info)))
+        files.append(
+            InputFile(uri=to_uri(fs, p), size=int(info.get("size") or 0), format=file_format(p), fingerprint=file_fingerprint(fs, p, info))
+        )
     return files
 
 
@@ -209,10 +204,19 @@ class StagedInput:
     null_text_rows: int
     slice_columns: list[str] = field(default_factory=list)
 
-    def manifest(self) -> dict:
-        data = asdict(self)
-        data.pop("local_path")
-        return data
+    def manifest(self, staging_key: str, ground_truth: StagedGroundTruth | None) -> StagedManifest:
+        return StagedManifest(
+            files=self.files,
+            total_rows=self.total_rows,
+            has_label=self.has_label,
+            label_type=self.label_type,
+            id_type=self.id_type,
+            has_text_pair=self.has_text_pair,
+            null_text_rows=self.null_text_rows,
+            slice_columns=self.slice_columns,
+            staging_key=staging_key,
+            ground_truth=ground_truth,
+        )
 
 
 def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> StagedInput:
@@ -372,28 +376,30 @@ def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
         ).fetchall()
 
 
-def read_inputs(request: ScoreRequest, run) -> dict:
-    """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
-    of the same files. Returns the staged manifest."""
-    import shutil
-
-    from scorekeeper.errors import RunConflict
-    from scorekeeper.storage import digest_of
-    from scorekeeper.worker.job import STAGED_GROUND_TRUTH, STAGED_INPUT, STAGED_MANIFEST
-
-    files = list_input_files(request.input_uri)
-    staging_key = digest_of(
+def staging_key(request: ScoreRequest, files: list[InputFile]) -> str:
+    """What the staged input depends on: the input files' fingerprints and every parameter that
+    declares it affects staging (params.STAGING_PARAMETERS)."""
+    return digest_of(
         [
-            [asdict(f) for f in files],
-            {k: v for k, v in request.public_dict().items() if k in _STAGING_PARAMETERS},
+            [f.model_dump() for f in files],
+            {k: v for k, v in request.public_dict().items() if k in STAGING_PARAMETERS},
         ]
     )
-    if run.exists(STAGED_MANIFEST):
-        earlier = run.read_json(STAGED_MANIFEST)
-        if earlier["staging_key"] == staging_key and run.exists(STAGED_INPUT):
-            log.info("input already staged for this run (%d rows); reusing it", earlier["total_rows"])
+
+
+def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
+    """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
+    of the same files with the same staging parameters. Returns the staged manifest."""
+    import shutil
+
+    files = list_input_files(request.input_uri)
+    key = staging_key(request, files)
+    earlier = run.read_manifest()
+    if earlier is not None:
+        if earlier.staging_key == key and run.exists(RunFolder.STAGED_INPUT):
+            log.info("input already staged for this run (%d rows); reusing it", earlier.total_rows)
             return earlier
-        old = {f["uri"]: f["fingerprint"] for f in earlier["files"]}
+        old = {f.uri: f.fingerprint for f in earlier.files}
         new = {f.uri: f.fingerprint for f in files}
         changed = sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
         if changed:
@@ -411,29 +417,24 @@ def read_inputs(request: ScoreRequest, run) -> dict:
             if dupes:
                 shown = "; ".join(f"{i!r} x{n} (first at row_index {first})" for i, n, first in dupes)
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
-        manifest = staged.manifest() | {"staging_key": staging_key, "ground_truth": None}
+        ground_truth = None
         if request.ground_truth_uri:
             gt_files, gt_path, gt_id_type = stage_ground_truth(request, workdir)
             dupes = first_duplicate_ids(gt_path)
             if dupes:
                 shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
                 raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
-            manifest["ground_truth"] = {"files": [asdict(f) for f in gt_files], "id_type": gt_id_type}
-            run.publish_local_file(gt_path, STAGED_GROUND_TRUTH)
-        run.publish_local_file(staged.local_path, STAGED_INPUT)
-        run.publish_json(manifest, STAGED_MANIFEST)
+            ground_truth = StagedGroundTruth(files=gt_files, id_type=gt_id_type)
+            run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
+        manifest = staged.manifest(key, ground_truth)
+        run.publish_local_file(staged.local_path, RunFolder.STAGED_INPUT)
+        run.publish_manifest(manifest)
         return manifest
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-# Parameters that change what staging writes.
-_STAGING_PARAMETERS = frozenset(
-    {"text_column", "text_pair_column", "id_column", "label_column", "ground_truth_uri", "null_text", "rows_per_range", "slice_columns"}
-)
-
-
 @task(name="read inputs", **IO_RETRIES)
-def read_inputs_task(request: ScoreRequest, context) -> dict:
+def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth)."""
     return read_inputs(request, context.run)

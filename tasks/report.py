@@ -9,9 +9,8 @@ import html
 
 from prefect import task
 
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import REPORT_DIR
 
 
 def _fmt(value, digits: int = 4) -> str:
@@ -138,7 +137,7 @@ mode {html.escape(run_info["mode"])}, processes {run_info["num_processes"]}</p>{
 """
 
 
-def publish_report(run: Location, metrics: dict, run_info: dict) -> dict[str, str]:
+def publish_report(run: RunFolder, metrics: dict, run_info: dict) -> dict[str, str]:
     """Write metrics.json, report.md, report.html and the plots; returns their URIs."""
     files = {
         "metrics.json": None,
@@ -150,12 +149,12 @@ def publish_report(run: Location, metrics: dict, run_info: dict) -> dict[str, st
     written = {}
     for name, text in files.items():
         if name == "metrics.json":
-            run.publish_json(metrics, REPORT_DIR, name)
+            run.publish_json(metrics, RunFolder.REPORT_DIR, name)
         elif text:
-            run.publish_bytes(text.encode(), REPORT_DIR, name)
+            run.publish_bytes(text.encode(), RunFolder.REPORT_DIR, name)
         else:
             continue
-        written[name] = run.child(REPORT_DIR).uri + "/" + name
+        written[name] = run.child(RunFolder.REPORT_DIR).uri + "/" + name
     return written
 
 

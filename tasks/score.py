@@ -11,10 +11,11 @@ from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.params import ScoreRequest
 from scorekeeper.processes import Progress, WorkerProcess, launch_command, start_ahead, stop_ahead, take_ahead, visible_gpus
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.prepare import RunContext
-from scorekeeper.worker.job import JOB_FILE, Job
+from scorekeeper.worker.job import Job
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)
@@ -39,7 +40,7 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
     # A storage block's credentials reach the scoring processes as their environment; they are
     # looked up here rather than passed in, so they never become a task parameter.
     env = child_environment()
-    job_uri = context.run.uri + "/" + JOB_FILE
+    job_uri = context.run.uri_of(RunFolder.JOB)
     worker = take_ahead(processes, request.collective_timeout_s, env)
     if worker is not None:
         worker.submit(job_uri)  # started while the input was read: its imports are done

@@ -35,7 +35,7 @@ import torch.distributed as dist
 from torch import nn
 
 from scorekeeper.errors import InputError
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.replica import PreparedRange, prepare_ranges
@@ -314,7 +314,7 @@ class StageRunner:
 # -- the runner --------------------------------------------------------------------------------
 
 
-def run_pipeline(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> None:
+def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> None:
     request = job.request
     layout = plan_layout(ranks.world, ranks.rank, request.pipeline_stages)
     dtype = next(loaded.model.parameters()).dtype
@@ -359,7 +359,7 @@ def run_pipeline(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> 
     report_pipeline(runner, layout, group, ranks.device, bounds, request.microbatches)
 
 
-def _commit_and_report(run: Location, work: RangeWork, table: pa.Table, job: Job, attempt: str, rank: int, started: float) -> None:
+def _commit_and_report(run: RunFolder, work: RangeWork, table: pa.Table, job: Job, attempt: str, rank: int, started: float) -> None:
     committed = commit_shard(
         run, work.range, table, scoring_fingerprint=job.scoring_fingerprint, attempt=attempt,
         tokens=work.useful_tokens, truncated=work.truncated,

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scorekeeper.storage import Location
-from scorekeeper.worker.job import SHARD_DIR, STAGED_INPUT, CommitRecord, IndexRange, commit_name, row_index_checksum
+from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
+from scorekeeper.worker.job import IndexRange
 
 # Fault injection for tests: SCOREKEEPER_FAULT_AFTER_RANGES=N makes a process die right after its
 # N-th commit, as a crashed or preempted machine would (tests/test_deployments.py retries such a run).
@@ -26,8 +26,8 @@ _commits_here = 0
 class StagedInput:
     """The staged input of a run, opened once per process."""
 
-    def __init__(self, run: Location):
-        self._file = pq.ParquetFile(run.fs.open(run.join(STAGED_INPUT), "rb"))
+    def __init__(self, run: RunFolder):
+        self._file = pq.ParquetFile(run.fs.open(run.join(RunFolder.STAGED_INPUT), "rb"))
         self.columns = set(self._file.schema_arrow.names)
 
     def read(self, r: IndexRange) -> pa.Table:
@@ -58,7 +58,7 @@ def prediction_table(rows: pa.Table, probabilities: np.ndarray, labels: list[str
 
 
 def commit_shard(
-    run: Location,
+    run: RunFolder,
     r: IndexRange,
     table: pa.Table,
     *,
@@ -68,7 +68,7 @@ def commit_shard(
     truncated: int,
 ) -> bool:
     """Publish the shard, then create its commit record; False if the range was committed already."""
-    shard = f"{SHARD_DIR}/range-{r.index:07d}-{attempt}.parquet"
+    shard = RunFolder.shard_name(r.index, attempt)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     run.publish_bytes(sink.getvalue().to_pybytes(), shard)
@@ -84,7 +84,7 @@ def commit_shard(
         truncated=truncated,
         attempt=attempt,
     )
-    if run.create_exclusive(record.to_bytes(), commit_name(r.index)):
+    if run.create_commit(record):
         _after_commit()
         return True
     run.remove(shard)  # another attempt committed this range first; ours is not needed
