@@ -101,9 +101,10 @@ def _run(options: dict[str, Any]) -> int:
         ahead = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
     try:
         from scorekeeper.flows.score import score_dataset
+        from scorekeeper.progress_bar import progress_display
 
         _hide_known_tracebacks()
-        with _api(server):
+        with _api(server), progress_display():
             result = score_dataset(**options)
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)

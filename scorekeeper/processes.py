@@ -93,6 +93,7 @@ class Progress:
     started: float = field(default_factory=time.time)
     errors: list[str] = field(default_factory=list)
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
+    engine: dict | None = None  # how rank 0 fed its device (worker/runtime.py engine_facts)
 
     def update(self, event: dict) -> None:
         if event.get("event") == "range_done":
@@ -101,6 +102,8 @@ class Progress:
             self.padded_tokens += event.get("padded_tokens", 0)
             self.truncated += event.get("truncated", 0)
             self.ranges_done += 1
+        elif event.get("event") == "started" and event.get("rank") == 0 and "engine" in event:
+            self.engine = event["engine"]
         elif event.get("event") == "pipeline":
             self.pipeline.append({k: v for k, v in event.items() if k not in ("event", "t")})
         elif event.get("event") == "error":
@@ -126,6 +129,7 @@ class Progress:
             "rows_per_s": round(self.rows_done / self.elapsed, 2),
             "tokens_per_s": round(self.tokens / self.elapsed, 1),
             **({"pipeline": self.pipeline} if self.pipeline else {}),
+            **({"engine": self.engine} if self.engine else {}),
         }
 
 

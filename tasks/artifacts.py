@@ -14,7 +14,8 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
-from scorekeeper.tasks.report import headline
+from scorekeeper.tasks import plots
+from scorekeeper.tasks.report import fmt, headline, metric_value, plot_files, signed
 
 
 class ProgressTracker:
@@ -31,13 +32,42 @@ class ProgressTracker:
         update_progress_artifact(self.artifact_id, progress=min(percent, 100.0))
 
 
+SUMMARY_PLOTS = ("reliability.svg", "confusion.svg", "roc.svg")  # shown inline in the summary
+IMAGE_PLOTS = ("confusion.svg", "reliability.svg", "roc.svg", "pr.svg", "scores.svg", "coverage.svg", "history.svg")
+
+
 def _link(uri: str) -> str:
     return uri if "://" in uri else "file://" + uri
 
 
-def publish_report_artifacts(context, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
-    lines = [f"# scorekeeper run `{context.run_id}`", "", "| metric | value |", "|---|---|"]
+def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict, svgs: dict[str, str]) -> str:
+    """The run's summary for Prefect's UI: headline, gates, comparison and the main plots inline.
+
+    Plots are data: URLs, the only image source Prefect's UI shows from an artifact (it cannot
+    reach file:// or s3://); each plot draws its own white background for the UI's dark theme.
+    """
+    lines = [f"# scorekeeper run `{run_id}`", ""]
+    gates = metrics.get("gates") or []
+    failed = [g for g in gates if not g["passed"]]
+    if failed:
+        lines += [
+            f"**{len(failed)} of {len(gates)} quality gates failed:** "
+            + "; ".join(f"{g['gate']} (value {fmt(g['value'])})" for g in failed),
+            "",
+        ]
+    elif gates:
+        lines += [f"All {len(gates)} quality gates passed.", ""]
+    lines += ["| metric | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in headline(metrics)]
+    comparison = metrics.get("comparison")
+    if comparison:
+        flipped = comparison["flipped"]
+        lines += [
+            "",
+            f"Against run `{comparison['run']}` ({comparison['rows_compared']} rows): accuracy "
+            f"{signed((comparison.get('deltas') or {}).get('accuracy'))}, {flipped['right_to_wrong']} rows right -> wrong, "
+            f"{flipped['wrong_to_right']} wrong -> right, McNemar p = {comparison['mcnemar_p']:.4g}.",
+        ]
     if throughput.get("rows_scored"):
         lines += [
             "",
@@ -45,16 +75,48 @@ def publish_report_artifacts(context, metrics: dict, throughput: dict, files: di
             f"{throughput['rows_per_s']:.1f} rows/s, {throughput['tokens_per_s']:.0f} tokens/s "
             f"on {throughput.get('processes')} process(es).",
         ]
-    lines += ["", f"Outputs: `{context.run_uri}` (predictions.parquet, report/)"]
-    create_markdown_artifact("\n".join(lines), key="scorekeeper-summary", description="Evaluation summary")
+    lines += ["", f"Outputs: `{run_uri}` (predictions.parquet, report/report.html)", ""]
+    for name in SUMMARY_PLOTS:
+        if svgs.get(name):
+            lines += [f"![{name.removesuffix('.svg')}]({plots.data_url(svgs[name])})", ""]
+    return "\n".join(lines)
+
+
+def comparison_rows(metrics: dict) -> list[dict]:
+    """The comparison as table rows: each metric with both runs' values and the change."""
+    comparison = metrics.get("comparison")
+    if not comparison:
+        return []
+    rows = []
+    for name, change in (comparison.get("deltas") or {}).items():
+        now = metric_value(metrics, name)
+        before = None if now is None or change is None else now - change
+        rows.append({"metric": name, "this run": now, comparison["run"]: before, "change": change})
+    for kind, n in comparison["flipped"].items():
+        rows.append({"metric": f"rows {kind.replace('_', ' ')}", "this run": None, comparison["run"]: None, "change": n})
+    rows.append({"metric": "McNemar p", "this run": None, comparison["run"]: None, "change": comparison["mcnemar_p"]})
+    return rows
+
+
+def publish_report_artifacts(context, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
+    svgs = plot_files(metrics)
+    create_markdown_artifact(
+        summary_markdown(metrics, context.run_id, context.run_uri, throughput, svgs),
+        key="scorekeeper-summary",
+        description="Evaluation summary",
+    )
     if metrics["per_class"]:
         create_table_artifact(
             [{"label": name, **values} for name, values in metrics["per_class"].items()],
             key="scorekeeper-per-class",
             description="Per-class precision, recall, F1 and support",
         )
-    for name in ("confusion.svg", "reliability.svg"):
-        if name in files:
-            create_image_artifact(_link(files[name]), key=f"scorekeeper-{name.split('.')[0]}", description=name)
+    if metrics.get("comparison"):
+        create_table_artifact(
+            comparison_rows(metrics), key="scorekeeper-comparison", description=f"Compared with run {metrics['comparison']['run']}"
+        )
+    for name in IMAGE_PLOTS:
+        if svgs.get(name):
+            create_image_artifact(plots.data_url(svgs[name]), key=f"scorekeeper-{name.removesuffix('.svg')}", description=name)
     if "report.html" in files:
         create_link_artifact(_link(files["report.html"]), link_text="scorekeeper report", key="scorekeeper-report")

@@ -15,6 +15,7 @@ from prefect import task
 
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location, is_local
+from scorekeeper.tasks import duck
 from scorekeeper.tasks.retries import IO_RETRIES
 
 ECE_BINS = 15
@@ -27,12 +28,7 @@ def sql(name: str, **macros: str) -> str:
 
 
 def _connect(run: Location):
-    import duckdb
-
-    con = duckdb.connect()
-    if not is_local(run.fs):
-        con.register_filesystem(run.fs)
-    return con
+    return duck.connect(None if is_local(run.fs) else run.fs)
 
 
 def _uri(run: Location, rel: str) -> str:

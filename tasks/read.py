@@ -366,9 +366,9 @@ def new_workdir() -> str:
 def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
     """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
     In the staged input a row's position in the file is its row_index."""
-    import duckdb
+    from scorekeeper.tasks import duck
 
-    with duckdb.connect() as con:
+    with duck.connect() as con:
         return con.execute(
             "SELECT id, count(*) AS n, min(file_row_number) AS first FROM read_parquet(?, file_row_number = true) "
             "GROUP BY id HAVING count(*) > 1 ORDER BY first LIMIT ?",

@@ -1,28 +1,75 @@
-"""The human report: report.md and report.html (with inline SVG plots), and metrics.json.
+"""The human report: report.md, report.html (one self-contained file, inline SVG) and metrics.json.
 
-Rendering is pure: metrics in, text out. Publishing writes each file whole.
+Rendering is pure: metrics and run facts in, text out. report.html is a Jinja template
+(templates/report.html.j2) with autoescaping on, so every text from the data (labels, ids, row
+texts) is escaped; plots come from plots.py. Every section is shown only when its field is in the
+metrics. Numbers shown carry `data-key` (their JSON path in metrics.json) and `data-value`, so a
+check can compare the page with metrics.json. Publishing writes each file whole.
 """
 
 from __future__ import annotations
 
-import html
+import json
+import math
+from pathlib import Path
 
 from prefect import task
 
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.tasks import plots
 from scorekeeper.tasks.retries import IO_RETRIES
 
+HEADLINE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece")
+COMPARED_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
+LOWER_IS_BETTER = frozenset({"log_loss", "ece"})
+SAMPLE_TEXT = 200  # characters of a row's text shown among the confident errors
 
-def _fmt(value, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+def fmt(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _ci(interval, digits: int = 4) -> str:
+    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
+
+
+def signed(value, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def metric_value(metrics: dict, name: str):
+    """A headline metric by name; the macro ROC-AUC and AP live one level down."""
+    if name in ("roc_auc_macro", "average_precision_macro"):
+        return (metrics.get(name.removesuffix("_macro")) or {}).get("macro")
+    return metrics.get(name)
 
 
 def headline(metrics: dict) -> list[tuple[str, str]]:
-    rows = [("rows", _fmt(metrics["rows"])), ("scored", _fmt(metrics["scored"])), ("evaluated", _fmt(metrics["evaluated"]))]
+    rows = [("rows", fmt(metrics["rows"])), ("scored", fmt(metrics["scored"])), ("evaluated", fmt(metrics["evaluated"]))]
     if not metrics["scoring_only"]:
-        rows += [(k, _fmt(metrics[k])) for k in ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece")]
-        rows += [(k, _fmt(metrics[k])) for k in ("missing_predictions", "unmatched_predictions")]
+        for k in HEADLINE_METRICS:
+            text = fmt(metrics[k])
+            if k == "accuracy" and metrics.get("accuracy_ci"):
+                text += f" (95% CI {_ci(metrics['accuracy_ci'])})"
+            rows.append((k, text))
+        for k in ("roc_auc_macro", "average_precision_macro"):
+            if metric_value(metrics, k) is not None:
+                rows.append((k, fmt(metric_value(metrics, k))))
+        rows += [(f"top-{k} accuracy", fmt(v)) for k, v in (metrics.get("top_k_accuracy") or {}).items()]
+        rows += [(k, fmt(metrics[k])) for k in ("missing_predictions", "unmatched_predictions")]
     return rows
+
+
+def sorted_slices(values: dict) -> list[tuple[str, dict]]:
+    """A slice column's groups, worst accuracy first (then most rows); groups without accuracy last."""
+    return sorted(values.items(), key=lambda kv: (kv[1].get("accuracy") is None, kv[1].get("accuracy") or 0.0, -kv[1].get("rows", 0)))
+
+
+def _md(text) -> str:
+    """A value for a markdown table cell: pipes and newlines would break the table."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(metrics: dict, run_info: dict) -> str:
@@ -33,6 +80,13 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}", ""]
     if metrics["scoring_only"]:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
+    gates = metrics.get("gates")
+    if gates:
+        failed = [g for g in gates if not g["passed"]]
+        lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
+        lines += ["| gate | value | limit | result |", "|---|---|---|---|"]
+        lines += [f"| {_md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {'pass' if g['passed'] else '**FAIL**'} |" for g in gates]
+        lines.append("")
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     throughput = run_info.get("throughput")
     if throughput:
@@ -45,115 +99,204 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     for pipe in (throughput or {}).get("pipeline", []):
         lines += [
             f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
-            f"{pipe.get('microbatches')} micro-batches, bubble {_fmt(pipe.get('bubble_measured'), 3)} measured "
-            f"vs {_fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
+            f"{pipe.get('microbatches')} micro-batches, bubble {fmt(pipe.get('bubble_measured'), 3)} measured "
+            f"vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
             "",
         ]
+    lines += _markdown_comparison(metrics.get("comparison"))
     if metrics["unknown_labels"]:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
-        lines += [f"| {k} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
+        lines += [f"| {_md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
     if metrics["per_class"]:
         lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
         lines += [
-            f"| {name} | {_fmt(c['precision'])} | {_fmt(c['recall'])} | {_fmt(c['f1'])} | {c['support']} |"
+            f"| {_md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
             for name, c in metrics["per_class"].items()
         ] + [""]
-        names = list(metrics["per_class"])
-        lines += ["## Confusion (rows: truth, columns: prediction)", "", "| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-        for t in names:
-            lines.append(f"| **{t}** | " + " | ".join(str(metrics["confusion"].get(t, {}).get(p, 0)) for p in names) + " |")
+        names, counts, grouped = plots.confusion_cells(metrics)
+        lines += ["## Confusion (rows: truth, columns: prediction)", ""]
+        if grouped:
+            lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
+        lines += ["| | " + " | ".join(_md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += [f"| **{_md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
+    for column, values in (metrics.get("slices") or {}).items():
+        lines += [f"## By {_md(column)} (worst first)", "", "| value | rows | accuracy | 95% CI |", "|---|---|---|---|"]
+        lines += [f"| {_md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {_ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
-    for column, values in metrics.get("slices", {}).items():
-        lines += [f"## By {column}", "", "| value | rows | accuracy |", "|---|---|---|"]
-        lines += [f"| {v} | {s['rows']} | {_fmt(s['accuracy'])} |" for v, s in values.items()] + [""]
     return "\n".join(lines)
 
 
-def confusion_svg(metrics: dict, cell: int = 48) -> str:
-    names = list(metrics["per_class"])
-    if not names:
-        return ""
-    counts = [[metrics["confusion"].get(t, {}).get(p, 0) for p in names] for t in names]
-    peak = max(max(r) for r in counts) or 1
-    pad = 110
-    size = pad + cell * len(names)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size + 10}" height="{size + 10}" font-family="sans-serif" font-size="11">']
-    for j, p in enumerate(names):
-        parts.append(f'<text x="{pad + j * cell + cell / 2}" y="{pad - 8}" text-anchor="middle">{html.escape(p[:12])}</text>')
-    for i, t in enumerate(names):
-        parts.append(f'<text x="{pad - 6}" y="{pad + i * cell + cell / 2 + 4}" text-anchor="end">{html.escape(t[:14])}</text>')
-        for j in range(len(names)):
-            shade = int(255 - 200 * counts[i][j] / peak)
-            parts.append(
-                f'<rect x="{pad + j * cell}" y="{pad + i * cell}" width="{cell}" height="{cell}" '
-                f'fill="rgb({shade},{shade},255)" stroke="#fff"/>'
-                f'<text x="{pad + j * cell + cell / 2}" y="{pad + i * cell + cell / 2 + 4}" text-anchor="middle">{counts[i][j]}</text>'
-            )
-    parts.append(f'<text x="{pad}" y="14">truth (rows) vs prediction (columns)</text></svg>')
-    return "".join(parts)
-
-
-def reliability_svg(metrics: dict, size: int = 260) -> str:
-    bins = metrics.get("calibration") or []
-    if not bins:
-        return ""
-    pad = 30
-    inner = size - 2 * pad
-    width = inner / metrics["ece_bins"]
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" font-family="sans-serif" font-size="11">',
-        f'<line x1="{pad}" y1="{pad + inner}" x2="{pad + inner}" y2="{pad}" stroke="#999" stroke-dasharray="4"/>',
-        f'<rect x="{pad}" y="{pad}" width="{inner}" height="{inner}" fill="none" stroke="#333"/>',
+def _markdown_comparison(comparison: dict | None) -> list[str]:
+    if not comparison:
+        return []
+    flipped = comparison["flipped"]
+    lines = [f"## Compared with run `{comparison['run']}`", ""]
+    lines += [
+        f"{comparison['rows_compared']} rows compared"
+        + (f" (matched on {comparison['matched_on']})" if comparison.get("matched_on") else "")
+        + f": {flipped['right_to_wrong']} right -> wrong, {flipped['wrong_to_right']} wrong -> right, "
+        f"{flipped['other']} wrong in both with another prediction; McNemar exact p = {comparison['mcnemar_p']:.4g}.",
+        "",
     ]
-    for b in bins:
-        h = inner * (b["accuracy"] or 0)
-        parts.append(
-            f'<rect x="{pad + b["bin"] * width}" y="{pad + inner - h}" width="{width - 1}" height="{h}" fill="#4a7bd0">'
-            f"<title>confidence {b['confidence']:.3f}, accuracy {b['accuracy']:.3f}, {b['rows']} rows</title></rect>"
-        )
-    parts.append(f'<text x="{pad}" y="{size - 8}">confidence 0 to 1; bars: accuracy; ECE {_fmt(metrics["ece"])}</text></svg>')
-    return "".join(parts)
+    if comparison.get("accuracy_delta_ci"):
+        lines += [f"Accuracy change, paired bootstrap 95% interval: {_ci(comparison['accuracy_delta_ci'])}.", ""]
+    lines += ["| metric | change (this - other) |", "|---|---|"]
+    lines += [f"| {k} | {signed(v)} |" for k, v in comparison["deltas"].items()] + [""]
+    return lines
+
+
+def plot_files(metrics: dict) -> dict[str, str]:
+    """The report's plots by file name; absent data gives no file."""
+    made = {
+        "confusion.svg": plots.confusion_svg(metrics),
+        "reliability.svg": plots.reliability_svg(metrics),
+        "roc.svg": plots.curve_svg(metrics, "roc"),
+        "pr.svg": plots.curve_svg(metrics, "pr"),
+        "scores.svg": plots.score_histogram_svg(metrics),
+        "coverage.svg": plots.coverage_svg(metrics),
+        "history.svg": plots.history_svg(metrics),
+    }
+    return {name: svg for name, svg in made.items() if svg}
+
+
+def _environment():
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).with_name("templates")),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fmt"] = fmt
+    env.filters["signed"] = signed
+    env.filters["ci"] = _ci
+    env.filters["key"] = lambda path: json.dumps(list(path), ensure_ascii=False)
+    env.filters["raw"] = lambda value: "" if value is None else repr(value)
+    return env
 
 
 def render_html(metrics: dict, run_info: dict) -> str:
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in headline(metrics))
-    per_class = "".join(
-        f"<tr><td>{html.escape(n)}</td><td>{_fmt(c['precision'])}</td><td>{_fmt(c['recall'])}</td>"
-        f"<td>{_fmt(c['f1'])}</td><td>{c['support']}</td></tr>"
-        for n, c in metrics["per_class"].items()
+    from markupsafe import Markup
+
+    svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
+    names, _, grouped = plots.confusion_cells(metrics)
+    gates = metrics.get("gates") or []
+    facts = run_facts(metrics, run_info)
+    accuracy = metrics.get("accuracy")
+    slices = {
+        column: [(v, s, Markup(plots.interval_svg(s.get("accuracy"), s.get("accuracy_ci"), accuracy))) for v, s in sorted_slices(values)]
+        for column, values in (metrics.get("slices") or {}).items()
+    }
+    slice_intervals = any(s.get("accuracy_ci") for values in (metrics.get("slices") or {}).values() for s in values.values())
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            m=metrics,
+            run=run_info,
+            svg=svgs,
+            facts=facts,
+            headline_cards=_cards(metrics),
+            gates=gates,
+            failed_gates=[g for g in gates if not g["passed"]],
+            slices=slices,
+            slice_intervals=slice_intervals,
+            confusion_grouped=grouped,
+            confusion_shown=len(names) - (1 if grouped else 0),
+            compared=[(k, metric_value(metrics, k), v) for k, v in ((metrics.get("comparison") or {}).get("deltas") or {}).items()],
+            lower_is_better=LOWER_IS_BETTER,
+            max_curves=plots.MAX_CURVES,
+        )
     )
-    note = "<p><strong>Scoring-only run</strong>: no ground-truth labels.</p>" if metrics["scoring_only"] else ""
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>scorekeeper: {html.escape(run_info["run_id"])}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:60em}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left}}.plots{{display:flex;gap:2em;flex-wrap:wrap}}</style></head>
-<body><h1>scorekeeper report: {html.escape(run_info["run_id"])}</h1>
-<p>input <code>{html.escape(run_info["input_uri"])}</code><br>model <code>{html.escape(run_info["model_uri"])}</code><br>
-mode {html.escape(run_info["mode"])}, processes {run_info["num_processes"]}</p>{note}
-<table>{rows}</table>
-<h2>Per class</h2><table><tr><th>label</th><th>precision</th><th>recall</th><th>f1</th><th>support</th></tr>{per_class}</table>
-<h2>Plots</h2><div class="plots">{confusion_svg(metrics)}{reliability_svg(metrics)}</div>
-</body></html>
-"""
+
+
+def _cards(metrics: dict) -> list[dict]:
+    """The headline numbers: name, value, JSON path, and an interval where there is one."""
+    if metrics["scoring_only"]:
+        return []
+    cards = [{"name": "accuracy", "value": metrics["accuracy"], "key": ["accuracy"], "ci": metrics.get("accuracy_ci")}]
+    cards += [{"name": k.replace("_", " "), "value": metrics[k], "key": [k]} for k in HEADLINE_METRICS[1:]]
+    if (metrics.get("roc_auc") or {}).get("macro") is not None:
+        cards.append({"name": "ROC-AUC (macro)", "value": metrics["roc_auc"]["macro"], "key": ["roc_auc", "macro"]})
+    if (metrics.get("average_precision") or {}).get("macro") is not None:
+        cards.append(
+            {"name": "average precision (macro)", "value": metrics["average_precision"]["macro"], "key": ["average_precision", "macro"]}
+        )
+    for k, v in (metrics.get("top_k_accuracy") or {}).items():
+        cards.append({"name": f"top-{k} accuracy", "value": v, "key": ["top_k_accuracy", k]})
+    return cards
+
+
+def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
+    """What ran, on what, and how fast: (name, text) pairs for the report's last section."""
+    scoring = metrics.get("scoring") or run_info.get("throughput") or {}
+    facts = [("run", run_info["run_id"]), ("input", run_info["input_uri"])]
+    if run_info.get("input_fingerprint"):
+        facts.append(("input fingerprint", run_info["input_fingerprint"]))
+    facts.append(("model", run_info["model_uri"]))
+    if run_info.get("model_fingerprint"):
+        facts.append(("model fingerprint", run_info["model_fingerprint"]))
+    if run_info.get("adapter_uri"):
+        merged = "merged into the weights" if run_info.get("merge_adapter", True) else "not merged"
+        facts.append(("adapter", f"{run_info['adapter_uri']} ({merged})"))
+        if run_info.get("adapter_fingerprint"):
+            facts.append(("adapter fingerprint", run_info["adapter_fingerprint"]))
+    facts.append(("rows", f"{metrics['rows']:,} in the input, {metrics['scored']:,} scored, {metrics['evaluated']:,} evaluated"))
+    if metrics.get("ground_truth_source"):
+        facts.append(("ground truth", metrics["ground_truth_source"]))
+    facts.append(
+        (
+            "mode",
+            f"{run_info['mode']}, {run_info['num_processes']} process(es)"
+            + (f", dtype {run_info['dtype']}" if run_info.get("dtype") else ""),
+        )
+    )
+    if scoring.get("rows_scored") is not None:
+        facts.append(
+            (
+                "scoring",
+                f"{scoring['rows_scored']:,} rows this attempt in {scoring['seconds']:.1f} s: "
+                f"{scoring['rows_per_s']:,.1f} rows/s, {scoring['tokens_per_s']:,.0f} tokens/s",
+            )
+        )
+        if scoring.get("rows_scored") != metrics["scored"]:
+            facts.append(("resumed", f"{metrics['scored'] - scoring['rows_scored']:,} rows were scored by an earlier attempt"))
+        if scoring.get("padded_tokens"):
+            facts.append(
+                (
+                    "padding",
+                    f"{scoring['tokens']:,} tokens of {scoring['padded_tokens']:,} padded ({scoring['tokens'] / scoring['padded_tokens']:.1%} useful)",
+                )
+            )
+        facts.append(("truncated", f"{scoring.get('truncated', 0):,} texts cut to the model's maximum length"))
+    for pipe in scoring.get("pipeline", []):
+        facts.append(
+            (
+                f"pipeline {pipe.get('pipeline', 0)}",
+                f"stages {pipe.get('stages')}, {pipe.get('microbatches')} micro-batches, bubble "
+                f"{fmt(pipe.get('bubble_measured'), 3)} measured vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical",
+            )
+        )
+    for step, seconds in (run_info.get("durations") or {}).items():
+        facts.append((f"{step} time", f"{seconds:.1f} s"))
+    if metrics.get("null_text_rows"):
+        facts.append(("null texts", f"{metrics['null_text_rows']:,} rows scored as empty text"))
+    if run_info.get("slice_columns"):
+        facts.append(("slice columns", ", ".join(run_info["slice_columns"])))
+    return facts
 
 
 def publish_report(run: RunFolder, metrics: dict, run_info: dict) -> dict[str, str]:
     """Write metrics.json, report.md, report.html and the plots; returns their URIs."""
-    files = {
-        "metrics.json": None,
-        "report.md": render_markdown(metrics, run_info),
-        "report.html": render_html(metrics, run_info),
-        "confusion.svg": confusion_svg(metrics),
-        "reliability.svg": reliability_svg(metrics),
-    }
+    files = {"metrics.json": None, "report.md": render_markdown(metrics, run_info), "report.html": render_html(metrics, run_info)}
+    files |= plot_files(metrics)
     written = {}
     for name, text in files.items():
         if name == "metrics.json":
             run.publish_json(metrics, RunFolder.REPORT_DIR, name)
-        elif text:
-            run.publish_bytes(text.encode(), RunFolder.REPORT_DIR, name)
         else:
-            continue
+            run.publish_bytes(text.encode(), RunFolder.REPORT_DIR, name)
         written[name] = run.child(RunFolder.REPORT_DIR).uri + "/" + name
     return written
 
@@ -163,10 +306,14 @@ def report_task(request, context, metrics: dict, throughput: dict) -> dict:
     """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
     from scorekeeper.tasks import artifacts
 
+    plan = context.run.read_plan() if context.run.exists(RunFolder.PLAN) else None
     run_info = request.public_dict() | {
         "run_id": context.run_id,
         "throughput": throughput,
         "num_processes": throughput.get("processes") or request.num_processes,
+        "model_fingerprint": context.model_fingerprint,
+        "adapter_fingerprint": context.adapter_fingerprint,
+        "input_fingerprint": plan.input_fingerprint if plan else None,
     }
     metrics = metrics | {"scoring": throughput}
     files = publish_report(context.run, metrics, run_info)

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from scorekeeper import progress_bar
 from scorekeeper.params import ScoreRequest
 from scorekeeper.processes import Progress, WorkerProcess, launch_command, start_ahead, stop_ahead, take_ahead, visible_gpus
 from scorekeeper.run_folder import RunFolder
@@ -33,9 +34,10 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
 
     def on_progress(p: Progress) -> None:
         tracker.update(100.0 * p.rows_done / max(p.total_rows, 1))
+        progress_bar.report(p.rows_done, p.total_rows, p.tokens, p.elapsed)  # the CLI's bar, if one is shown
         if time.time() - last_log[0] >= 2.0 or p.rows_done == p.total_rows:
             last_log[0] = time.time()
-            logger.info(p.line())
+            logger.info(p.line(), extra={progress_bar.PROGRESS_RECORD: True})
 
     # A storage block's credentials reach the scoring processes as their environment; they are
     # looked up here rather than passed in, so they never become a task parameter.

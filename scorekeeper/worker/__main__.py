@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from scorekeeper.storage import fs_and_path
     from scorekeeper.worker.job import Job
     from scorekeeper.worker.model import import_model_code, load_model, resolve_dtype
-    from scorekeeper.worker.runtime import emit, init_distributed, start_heartbeat
+    from scorekeeper.worker.runtime import emit, engine_facts, init_distributed, start_heartbeat
 
     ranks = init_distributed(args.timeout)
     start_heartbeat(ranks.rank)
@@ -59,7 +59,14 @@ def main(argv: list[str] | None = None) -> int:
         fs, path = fs_and_path(job_uri)
         job = Job.from_json(fs.cat_file(path).decode())
         run = RunFolder.from_uri(job.run_uri)
-        emit("started", rank=ranks.rank, world=ranks.world, device=str(ranks.device), ranges=len(job.ranges))
+        emit(
+            "started",
+            rank=ranks.rank,
+            world=ranks.world,
+            device=str(ranks.device),
+            ranges=len(job.ranges),
+            engine=engine_facts(ranks.device, job.request.tokens_per_batch, job.request.mode),
+        )
         began = time.time()
         loaded = load_model(
             job.model_path,

@@ -34,11 +34,15 @@ def check_safetensors_folder(path: str, what: str = "model") -> None:
     raise ModelError(f"{what} folder {path} holds no safetensors weights (files: {', '.join(sorted(names)) or 'none'})")
 
 
-def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+def resolve_dtype(name: str, device: torch.device, bf16_supported: bool | None = None) -> torch.dtype:
+    """The compute dtype: `auto` is bfloat16 on a GPU that supports it, else float32.
+    (`bf16_supported` defaults to asking the device; tests give it to check the GPU decision.)"""
     import torch
 
     if name == "auto":
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        if bf16_supported is None:
+            bf16_supported = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        if device.type == "cuda" and bf16_supported:
             return torch.bfloat16
         return torch.float32
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]

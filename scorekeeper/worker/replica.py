@@ -24,7 +24,7 @@ from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
-from scorekeeper.worker.runtime import Ranks, claim, default_tokens_per_batch, emit, prefetch
+from scorekeeper.worker.runtime import Ranks, accelerator_path, claim, default_tokens_per_batch, emit, pin_host_memory, prefetch
 from scorekeeper.worker.shards import StagedInput, commit_shard, prediction_table
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def prepare_range(
 def prepare_ranges(job: Job, ranks: Ranks, staged: StagedInput, loaded: LoadedModel) -> Iterator[PreparedRange]:
     """This process's ranges (claimed one at a time), read from the staged input and prepared."""
     budget = job.request.tokens_per_batch or default_tokens_per_batch(ranks.device)
-    pin = ranks.device.type == "cuda"
+    pin = pin_host_memory(ranks.device)
     for r in claim(job.ranges, ranks):
         yield prepare_range(r, staged.read(r), loaded, budget, job.request.max_batch_rows, pin)
 
@@ -78,7 +78,7 @@ def ahead_of_the_model(prepared: Iterable[PreparedRange], device: torch.device) 
     does not add compute, it only preempts them (bench/README.md: on 2 cores, `scorekeeper run`
     went from 100 to 121 rows/s when this thread was left out on CPU).
     """
-    return prefetch(prepared, depth=2) if device.type == "cuda" else prepared
+    return prefetch(prepared, depth=2) if accelerator_path(device) else prepared
 
 
 def _forward(model: torch.nn.Module, device: torch.device, batch: Batch) -> torch.Tensor:
@@ -95,7 +95,7 @@ def cpu_batch_threads(device: torch.device) -> int:
     core's caches (bench/README.md: about 5% on 2 cores). Each batch is computed exactly as it
     would be alone, so the probabilities do not depend on the thread count.
     """
-    return torch.get_num_threads() if device.type == "cpu" else 1
+    return 1 if accelerator_path(device) else torch.get_num_threads()
 
 
 @contextmanager

@@ -8,6 +8,7 @@ a resume may run with any process count.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import sys
 import threading
@@ -135,9 +136,42 @@ def tune_allocator() -> None:
     mallopt(m_trim_threshold, 512 << 20)
 
 
+ACCELERATOR_PATH_ENV = "SCOREKEEPER_ACCELERATOR_PATH"
+"""Set to 1 to take the accelerator's host-side path on CPU (a test and debugging switch: the
+prefetch thread, one batch at a time, the accelerator's batch size), so that the code a GPU runs
+around the model is exercised, and checked against the CPU path, on machines without one."""
+
+
+def accelerator_path(device: torch.device) -> bool:
+    """Whether this process feeds its device the accelerator's way: ranges prepared ahead by a
+    thread, one batch at a time, big batches. True on a GPU, or where ACCELERATOR_PATH_ENV asks."""
+    return device.type != "cpu" or os.environ.get(ACCELERATOR_PATH_ENV) == "1"
+
+
+def pin_host_memory(device: torch.device) -> bool:
+    """Page-locked host batches, so the copy to the device does not block. Pinning needs the
+    accelerator's runtime, so the forced path on CPU leaves it out."""
+    return accelerator_path(device) and torch.cuda.is_available()
+
+
+def engine_facts(device: torch.device, tokens_per_batch: int | None, mode: str) -> dict:
+    """How this process feeds its device, for the run record (and for tests to check the path taken)."""
+    from scorekeeper.worker.replica import cpu_batch_threads  # the replica runner owns the batch threads
+
+    pipeline = mode == "pipeline"  # the pipeline runner always prepares ahead, one micro-batch schedule at a time
+    return {
+        "device": str(device),
+        "accelerator_path": accelerator_path(device),
+        "prefetch_thread": pipeline or accelerator_path(device),
+        "pinned_memory": pin_host_memory(device),
+        "batch_threads": 1 if pipeline else cpu_batch_threads(device),
+        "tokens_per_batch": tokens_per_batch or default_tokens_per_batch(device),
+    }
+
+
 def default_tokens_per_batch(device: torch.device) -> int:
     """Padded tokens per batch. A GPU wants big batches to fill it; on CPU each batch runs on one
     core, and a batch whose activations stay in cache is faster per token than a big one
     (bench/README.md: 2,048 against 16,384 is about 20% faster on 2 cores, for a 256-wide and a
     768-wide BERT alike)."""
-    return 131072 if device.type == "cuda" else 2048
+    return 131072 if accelerator_path(device) else 2048

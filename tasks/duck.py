@@ -1,0 +1,44 @@
+"""DuckDB connections for the flow's steps, with bounded memory.
+
+The flow process must stay small however many rows it evaluates: every connection gets a memory
+limit and a folder to spill to, so a large join or aggregate pages out instead of growing the
+process (DuckDB's own default is 80% of the machine's memory). Both are settings:
+
+    SCOREKEEPER_DUCKDB_MEMORY_LIMIT   default 512MB (any DuckDB size: 2GB, 800MiB, ...)
+    SCOREKEEPER_DUCKDB_TEMP_DIR       default: <temp dir>/scorekeeper-duckdb
+    SCOREKEEPER_DUCKDB_THREADS        default: DuckDB's (the machine's cores)
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+DEFAULT_MEMORY_LIMIT = "512MB"
+
+
+def settings() -> dict[str, str | int]:
+    """The connection settings the environment asks for, defaults filled in."""
+    config: dict[str, str | int] = {
+        "memory_limit": os.environ.get("SCOREKEEPER_DUCKDB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT,
+        "temp_directory": os.environ.get("SCOREKEEPER_DUCKDB_TEMP_DIR") or os.path.join(tempfile.gettempdir(), "scorekeeper-duckdb"),
+    }
+    threads = os.environ.get("SCOREKEEPER_DUCKDB_THREADS")
+    if threads:
+        config["threads"] = int(threads)
+    return config
+
+
+def connect(fs=None):
+    """A DuckDB connection with bounded memory; `fs` (an fsspec filesystem) is registered so that
+    read_parquet('s3://...') goes through the same filesystem and credentials as the flow."""
+    import duckdb
+
+    config = settings()
+    os.makedirs(str(config["temp_directory"]), exist_ok=True)
+    # No progress bars of DuckDB's own on the flow's output (it draws them for queries over 2 s).
+    con = duckdb.connect(config=config)
+    con.execute("SET enable_progress_bar = false")
+    if fs is not None:
+        con.register_filesystem(fs)
+    return con

@@ -1,0 +1,386 @@
+"""The report's plots as hand-written SVG: metrics in, one self-contained <svg> string out.
+
+Each plot draws its own white background (Prefect's UI is dark), axes with ticks and labels, and
+a title inside its own box, so it reads the same inline in report.html, as a file, or as a
+data URL in a Prefect artifact. Every text is escaped. A plot whose data is absent is "".
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+
+FONT = "system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#7f7f7f"]
+CORRECT, WRONG, INK, GRID, MUTED = "#4e79a7", "#e15759", "#222", "#e4e4e4", "#666"
+MAX_CURVES = 10  # classes drawn in one ROC/PR plot (most support first); a legend of 50 is unreadable
+CONFUSION_TOP = 15  # labels shown in the confusion matrix; the rest are grouped
+
+
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def short(text, limit: int) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def data_url(svg: str) -> str:
+    """The plot as a data: URL (what Prefect's UI shows in image and markdown artifacts)."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
+def _n(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+class Canvas:
+    """An SVG of a fixed size with a white background; plot areas map data to pixels."""
+
+    def __init__(self, width: float, height: float, title: str):
+        self.width, self.height, self.title = width, height, title
+        self.parts: list[str] = []
+
+    def add(self, part: str) -> None:
+        self.parts.append(part)
+
+    def text(self, x, y, text, size=11, anchor="start", color=INK, weight="normal", rotate=None, title=None) -> None:
+        transform = f' transform="rotate({rotate} {_n(x)} {_n(y)})"' if rotate else ""
+        tip = f"<title>{esc(title)}</title>" if title else ""
+        self.add(
+            f'<text x="{_n(x)}" y="{_n(y)}" font-size="{size}" text-anchor="{anchor}" fill="{color}" '
+            f'font-weight="{weight}"{transform}>{tip}{esc(text)}</text>'
+        )
+
+    def line(self, x1, y1, x2, y2, color=INK, width=1.0, dash=None) -> None:
+        dashes = f' stroke-dasharray="{dash}"' if dash else ""
+        self.add(f'<line x1="{_n(x1)}" y1="{_n(y1)}" x2="{_n(x2)}" y2="{_n(y2)}" stroke="{color}" stroke-width="{width}"{dashes}/>')
+
+    def rect(self, x, y, w, h, fill, title=None, stroke=None) -> None:
+        tip = f"<title>{esc(title)}</title>" if title else ""
+        edge = f' stroke="{stroke}"' if stroke else ""
+        self.add(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(max(w, 0))}" height="{_n(max(h, 0))}" fill="{fill}"{edge}>{tip}</rect>')
+
+    def polyline(self, points, color, width=1.8, title=None) -> None:
+        tip = f"<title>{esc(title)}</title>" if title else ""
+        coords = " ".join(f"{_n(x)},{_n(y)}" for x, y in points)
+        self.add(
+            f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="{width}" stroke-linejoin="round">{tip}</polyline>'
+        )
+
+    def circle(self, x, y, r, fill, title=None) -> None:
+        tip = f"<title>{esc(title)}</title>" if title else ""
+        self.add(f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{r}" fill="{fill}">{tip}</circle>')
+
+    def svg(self) -> str:
+        w, h = _n(self.width), _n(self.height)
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+            f'font-family="{FONT}" role="img" aria-label="{esc(self.title)}">'
+            f'<rect width="100%" height="100%" fill="#fff"/>' + "".join(self.parts) + "</svg>"
+        )
+
+
+class Area:
+    """A rectangle of a canvas with data ranges on both axes."""
+
+    def __init__(self, canvas: Canvas, x: float, y: float, w: float, h: float, xlim=(0.0, 1.0), ylim=(0.0, 1.0)):
+        self.c, self.x, self.y, self.w, self.h, self.xlim, self.ylim = canvas, x, y, w, h, xlim, ylim
+
+    def px(self, v: float) -> float:
+        lo, hi = self.xlim
+        return self.x + (v - lo) / ((hi - lo) or 1) * self.w
+
+    def py(self, v: float) -> float:
+        lo, hi = self.ylim
+        return self.y + self.h - (v - lo) / ((hi - lo) or 1) * self.h
+
+    def axes(self, xlabel: str, ylabel: str, xticks, yticks, xfmt="{:g}", yfmt="{:g}") -> None:
+        c = self.c
+        for t in yticks:
+            c.line(self.x, self.py(t), self.x + self.w, self.py(t), GRID)
+            c.text(self.x - 6, self.py(t) + 4, yfmt.format(t), size=10, anchor="end", color=MUTED)
+        for t in xticks:
+            c.line(self.px(t), self.y + self.h, self.px(t), self.y + self.h + 4, MUTED)
+            c.text(self.px(t), self.y + self.h + 16, xfmt.format(t), size=10, anchor="middle", color=MUTED)
+        c.line(self.x, self.y + self.h, self.x + self.w, self.y + self.h, INK)
+        c.line(self.x, self.y, self.x, self.y + self.h, INK)
+        c.text(self.x + self.w / 2, self.y + self.h + 34, xlabel, anchor="middle")
+        c.text(self.x - 40, self.y + self.h / 2, ylabel, anchor="middle", rotate=-90)
+
+
+TENTHS = [i / 10 for i in range(0, 11, 2)]
+
+
+def _title(c: Canvas, text: str, sub: str = "") -> None:
+    c.text(12, 20, text, size=14, weight="600")
+    if sub:
+        c.text(12, 37, sub, size=11, color=MUTED)
+
+
+def reliability_svg(metrics: dict) -> str:
+    """Accuracy per confidence bin against the diagonal, with each bin's row count below."""
+    bins = metrics.get("calibration") or []
+    if not bins:
+        return ""
+    n_bins = metrics.get("ece_bins") or len(bins)
+    c = Canvas(440, 450, "Reliability diagram")
+    ece = metrics.get("ece")
+    _title(c, "Reliability diagram", f"ECE {ece:.4f} over {n_bins} equal-width bins" if ece is not None else f"{n_bins} bins")
+    a = Area(c, 64, 52, 340, 260)
+    a.axes("confidence (probability of the predicted label)", "accuracy", TENTHS, TENTHS)
+    a.c.line(a.px(0), a.py(0), a.px(1), a.py(1), MUTED, dash="5 4")
+    counts = Area(c, 64, 362, 340, 44, ylim=(0, max(b["rows"] for b in bins) or 1))
+    for b in bins:
+        lower, upper = b.get("lower", b["bin"] / n_bins), b.get("upper", (b["bin"] + 1) / n_bins)
+        x, w = a.px(lower) + 1, a.px(upper) - a.px(lower) - 2
+        acc = b["accuracy"] or 0.0
+        tip = f"confidence {lower:.2f}-{upper:.2f}: {b['rows']} rows, mean confidence {b['confidence']:.3f}, accuracy {acc:.3f}"
+        c.rect(x, a.py(acc), w, a.py(0) - a.py(acc), CORRECT, title=tip)
+        c.line(x, a.py(b["confidence"]), x + w, a.py(b["confidence"]), WRONG, width=2)
+        c.rect(x, counts.py(b["rows"]), w, counts.py(0) - counts.py(b["rows"]), "#9bb3d4", title=tip)
+        c.text(x + w / 2, counts.py(b["rows"]) - 3, f"{b['rows']}", size=8, anchor="middle", color=MUTED)
+    c.line(counts.x, counts.py(0), counts.x + counts.w, counts.py(0), INK)
+    c.text(counts.x - 6, counts.y + counts.h / 2 + 4, "rows", size=10, anchor="end", color=MUTED)
+    c.text(counts.x, counts.y + counts.h + 18, "rows per bin", size=10, color=MUTED)
+    c.rect(250, 28, 12, 10, CORRECT)
+    c.text(266, 37, "accuracy", size=10)
+    c.line(324, 33, 338, 33, WRONG, width=2)
+    c.text(342, 37, "mean confidence", size=10)
+    return c.svg()
+
+
+def confusion_cells(metrics: dict, top: int = CONFUSION_TOP) -> tuple[list[str], list[list[int]], int]:
+    """(names, counts[truth][pred], labels grouped): the `top` labels by support, the others summed
+    into one last "other" row and column, so 50 labels still fit a page."""
+    confusion = metrics.get("confusion") or {}
+    names = list(dict.fromkeys(list(metrics.get("per_class") or {}) + list(confusion)))
+    for row in confusion.values():
+        names += [p for p in row if p not in names]
+    if not names:
+        return [], [], 0
+    support = {t: sum(confusion.get(t, {}).values()) for t in names}
+    grouped = 0
+    if len(names) > top:
+        keep = set(sorted(names, key=lambda t: (-support[t], t))[: top - 1])
+        grouped = len(names) - len(keep)
+        shown = [t for t in names if t in keep]
+        other = f"other ({grouped} labels)"
+    else:
+        shown, other = names, None
+    index = {t: i for i, t in enumerate(shown)}
+    size = len(shown) + (1 if other else 0)
+    counts = [[0] * size for _ in range(size)]
+    for t, row in confusion.items():
+        for p, n in row.items():
+            counts[index.get(t, size - 1)][index.get(p, size - 1)] += n
+    return shown + ([other] if other else []), counts, grouped
+
+
+def confusion_svg(metrics: dict, top: int = CONFUSION_TOP) -> str:
+    """Counts per (truth, prediction), coloured by the share of the truth row (recall on the diagonal)."""
+    names, counts, grouped = confusion_cells(metrics, top)
+    if not names:
+        return ""
+    k = len(names)
+    cell = 52 if k <= 8 else 40 if k <= 12 else 34
+    longest = min(max(len(n) for n in names), 22)
+    left = 40 + 6.5 * longest
+    top_pad = 74 + 5 * longest  # rotated column labels
+    width = max(left + cell * k + 20, 460)
+    height = top_pad + cell * k + 52
+    c = Canvas(width, height, "Confusion matrix")
+    sub = "rows: truth, columns: prediction; colour and % = share of the truth row"
+    _title(c, "Confusion matrix", sub)
+    if grouped:
+        c.text(
+            12,
+            height - 14,
+            f"{k - 1} labels with the most rows shown; the other {grouped} are summed into the last row/column.",
+            11,
+            color=MUTED,
+        )
+    for j, p in enumerate(names):
+        x = left + j * cell + cell / 2
+        c.text(x + 4, top_pad - 8, short(p, 22), size=11, rotate=-45, title=p)
+    for i, t in enumerate(names):
+        total = sum(counts[i]) or 1
+        y = top_pad + i * cell
+        c.text(left - 8, y + cell / 2 + 4, short(t, 22), size=11, anchor="end", title=t)
+        for j, p in enumerate(names):
+            n = counts[i][j]
+            share = n / total
+            light = round(255 - 200 * share)
+            fill = (
+                f"rgb({light},{round(255 - 150 * share)},255)"
+                if i != j or n == 0
+                else f"rgb({light},{round(255 - 120 * share)},{round(255 - 170 * share)})"
+            )
+            c.rect(
+                left + j * cell, y, cell, cell, fill, title=f"truth {t}, predicted {p}: {n} rows ({share:.1%} of the row)", stroke="#fff"
+            )
+            ink = "#fff" if share > 0.55 else INK
+            if n:
+                c.text(
+                    left + j * cell + cell / 2,
+                    y + cell / 2 + (0 if cell >= 40 else 4),
+                    f"{n}",
+                    size=11 if cell >= 40 else 10,
+                    anchor="middle",
+                    color=ink,
+                )
+                if cell >= 40:
+                    c.text(left + j * cell + cell / 2, y + cell / 2 + 14, f"{share:.0%}", size=9, anchor="middle", color=ink)
+    c.text(left + cell * k / 2, top_pad + cell * k + 20, "predicted label", size=11, anchor="middle", color=MUTED)
+    return c.svg()
+
+
+def _classes_by_support(metrics: dict, names) -> list[str]:
+    support = {n: (metrics.get("per_class") or {}).get(n, {}).get("support", 0) for n in names}
+    return sorted(names, key=lambda n: (-support[n], n))[:MAX_CURVES]
+
+
+def curve_svg(metrics: dict, kind: str) -> str:
+    """ROC (kind "roc") or precision-recall ("pr") curves, one per class (most support first)."""
+    curves = ((metrics.get("curves") or {}).get(kind)) or {}
+    if not curves:
+        return ""
+    roc = kind == "roc"
+    area = metrics.get("roc_auc" if roc else "average_precision") or {}
+    per_class = area.get("per_class") or {}
+    shown = _classes_by_support(metrics, list(curves))
+    name = "ROC" if roc else "Precision-recall"
+    macro = area.get("macro")
+    sub = f"one-vs-rest; macro {'ROC-AUC' if roc else 'average precision'} {macro:.4f}" if macro is not None else "one-vs-rest"
+    if len(curves) > len(shown):
+        sub += f"; {len(shown)} of {len(curves)} classes (most rows)"
+    c = Canvas(560, 400, f"{name} curves")
+    _title(c, f"{name} curves", sub)
+    a = Area(c, 64, 52, 290, 290)
+    a.axes("false positive rate" if roc else "recall", "true positive rate" if roc else "precision", TENTHS, TENTHS)
+    if roc:
+        c.line(a.px(0), a.py(0), a.px(1), a.py(1), MUTED, dash="5 4")
+    c.text(372, 62, "class", size=10, color=MUTED)
+    c.text(548, 62, "AUC" if roc else "AP", size=10, anchor="end", color=MUTED)
+    for i, label in enumerate(shown):
+        color = PALETTE[i % len(PALETTE)]
+        xs, ys = (curves[label]["fpr"], curves[label]["tpr"]) if roc else (curves[label]["recall"], curves[label]["precision"])
+        value = per_class.get(label)
+        tip = f"{label}: {'AUC' if roc else 'AP'} {value:.4f}" if value is not None else label
+        c.polyline([(a.px(x), a.py(y)) for x, y in zip(xs, ys, strict=False)], color, title=tip)
+        y = 80 + i * 18
+        c.rect(372, y - 9, 14, 4, color)
+        c.text(392, y - 3, short(label, 18), size=11, title=label)
+        c.text(548, y - 3, f"{value:.3f}" if value is not None else "n/a", size=11, anchor="end")
+    return c.svg()
+
+
+def score_histogram_svg(metrics: dict) -> str:
+    """Where the scores of correct and of wrong rows fall, each as a share of its own group."""
+    hist = metrics.get("score_histogram")
+    if not hist or not hist.get("edges"):
+        return ""
+    edges, right, wrong = hist["edges"], hist["correct"], hist["wrong"]
+    n_right, n_wrong = sum(right), sum(wrong)
+    shares = [[v / (n_right or 1) for v in right], [v / (n_wrong or 1) for v in wrong]]
+    peak = max(max(shares[0]), max(shares[1])) or 1
+    step = 0.1 if peak <= 0.5 else 0.2
+    top = math.ceil(peak / step) * step
+    c = Canvas(520, 380, "Score histogram")
+    _title(c, "Scores of correct and wrong rows", "score = probability of the predicted label; bars = share of each group")
+    a = Area(c, 64, 52, 420, 260, ylim=(0, top))
+    yticks = [round(i * step, 2) for i in range(int(round(top / step)) + 1)]
+    a.axes("score", "share of the group's rows", TENTHS, yticks, yfmt="{:.0%}")
+    for b in range(len(edges) - 1):
+        x0, x1 = a.px(edges[b]), a.px(edges[b + 1])
+        w = (x1 - x0 - 2) / 2
+        for g, (values, color, name) in enumerate(((right, CORRECT, "correct"), (wrong, WRONG, "wrong"))):
+            v = shares[g][b]
+            tip = f"{name}, score {edges[b]:.2f}-{edges[b + 1]:.2f}: {values[b]} rows ({v:.1%})"
+            c.rect(x0 + 1 + g * w, a.py(v), w, a.py(0) - a.py(v), color, title=tip)
+    c.rect(90, 62, 12, 10, CORRECT)
+    c.text(106, 71, f"correct ({n_right:,} rows)", size=11)
+    c.rect(90, 80, 12, 10, WRONG)
+    c.text(106, 89, f"wrong ({n_wrong:,} rows)", size=11)
+    return c.svg()
+
+
+def coverage_svg(metrics: dict) -> str:
+    """Accuracy of the rows kept above each confidence threshold against the share kept."""
+    points = [t for t in metrics.get("thresholds") or [] if t.get("accuracy") is not None and t.get("rows")]
+    if not points:
+        return ""
+    low = min(t["accuracy"] for t in points)
+    floor = max(0.0, math.floor(low * 10 - 0.5) / 10)
+    c = Canvas(460, 380, "Coverage and accuracy")
+    _title(c, "Coverage vs accuracy", "rows kept when predictions scoring below a threshold are set aside")
+    a = Area(c, 64, 56, 360, 256, ylim=(floor, 1.0))
+    yticks = [round(floor + i * 0.1, 1) for i in range(int(round((1 - floor) * 10)) + 1)]
+    if len(yticks) > 7:
+        yticks = yticks[::2]
+    a.axes("coverage (share of rows kept)", "accuracy of kept rows", TENTHS, yticks, xfmt="{:.0%}")
+    pts = [(a.px(t["coverage"]), a.py(t["accuracy"])) for t in points]
+    c.polyline(pts, CORRECT, width=2)
+    labelled = []
+    for t, (x, y) in zip(points, pts, strict=True):
+        tip = f"threshold {t['threshold']:g}: {t['rows']} rows kept ({t['coverage']:.1%}), accuracy {t['accuracy']:.4f}"
+        c.circle(x, y, 3.5, CORRECT, title=tip)
+        if all(abs(x - lx) > 40 or abs(y - ly) > 12 for lx, ly in labelled):  # thresholds that keep the same rows share a point
+            c.text(x - 6, y + 14, f"≥{t['threshold']:g}", size=9, anchor="end" if x > a.x + 40 else "start", color=MUTED)
+            labelled.append((x, y))
+    return c.svg()
+
+
+def history_svg(metrics: dict) -> str:
+    """Accuracy and macro F1 of the completed runs under the same output, oldest first."""
+    runs = [r for r in metrics.get("history") or [] if r.get("accuracy") is not None]
+    if len(runs) < 2:
+        return ""
+    values = [r[m] for r in runs for m in ("accuracy", "macro_f1") if r.get(m) is not None]
+    lo = max(0.0, math.floor(min(values) * 20 - 1) / 20)
+    hi = min(1.0, math.ceil(max(values) * 20 + 1) / 20)
+    c = Canvas(760, 340, "Run history")
+    _title(c, "History", f"the last {len(runs)} completed runs under this output, oldest first; ▲ = model changed")
+    a = Area(c, 120, 56, 520, 200, xlim=(0, len(runs) - 1), ylim=(lo, hi))
+    steps = max(1, round((hi - lo) / 0.05))
+    yticks = [round(lo + i * (hi - lo) / steps, 3) for i in range(steps + 1)]
+    if len(yticks) > 7:
+        yticks = yticks[::2]
+    a.axes("", "", [], yticks)
+    for i, r in enumerate(runs):
+        x = a.px(i)
+        c.line(x, a.y + a.h, x, a.y + a.h + 4, MUTED)
+        c.text(x + 3, a.y + a.h + 14, short(r["run_id"], 24), size=9, anchor="end", rotate=-30, color=MUTED, title=r["run_id"])
+        if i and r.get("model_fingerprint") != runs[i - 1].get("model_fingerprint"):
+            c.line(x, a.y, x, a.y + a.h, "#bbb", dash="3 3")
+            c.text(x, a.y - 3, "▲", size=9, anchor="middle", color=MUTED, title="model changed")
+    for k, (metric, color) in enumerate((("accuracy", CORRECT), ("macro_f1", PALETTE[1]))):
+        pts = [(a.px(i), a.py(r[metric]), r) for i, r in enumerate(runs) if r.get(metric) is not None]
+        c.polyline([(x, y) for x, y, _ in pts], color, width=2)
+        for x, y, r in pts:
+            c.circle(x, y, 3.5 if r is not runs[-1] else 5, color, title=f"{r['run_id']}: {metric} {r[metric]:.4f}")
+        c.rect(660, 66 + 20 * k, 14, 4, color)
+        c.text(680, 72 + 20 * k, metric.replace("_", " "), size=11)
+    return c.svg()
+
+
+def interval_svg(value: float | None, ci, reference: float | None = None, width: int = 180) -> str:
+    """A small 0-1 scale with the value as a dot, its interval as a bar and a reference line."""
+    if value is None:
+        return ""
+    h, pad = 16, 4
+    inner = width - 2 * pad
+
+    def x(v: float) -> str:
+        return _n(pad + max(0.0, min(1.0, v)) * inner)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" aria-hidden="true">']
+    parts.append(f'<line x1="{pad}" y1="8" x2="{width - pad}" y2="8" stroke="{GRID}" stroke-width="2"/>')
+    if reference is not None:
+        parts.append(f'<line x1="{x(reference)}" y1="1" x2="{x(reference)}" y2="15" stroke="{MUTED}" stroke-dasharray="2 2"/>')
+    if ci:
+        parts.append(f'<line x1="{x(ci[0])}" y1="8" x2="{x(ci[1])}" y2="8" stroke="{CORRECT}" stroke-width="4" stroke-opacity="0.45"/>')
+    parts.append(f'<circle cx="{x(value)}" cy="8" r="3.5" fill="{CORRECT}"/></svg>')
+    return "".join(parts)

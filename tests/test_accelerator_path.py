@@ -1,0 +1,60 @@
+"""The GPU path's host-side pieces, run on CPU.
+
+A GPU run prepares the next range in a background thread, runs one batch at a time with the
+accelerator's batch size, pins host memory and picks bfloat16 and NCCL: branches no CPU run takes.
+SCOREKEEPER_ACCELERATOR_PATH=1 makes a CPU run take the host-side ones (pinning aside: it needs
+the accelerator's runtime); the predictions must equal the CPU path's. The device decisions
+(dtype, batch size) are pure functions, checked for a CUDA device here too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from scorekeeper.worker.model import resolve_dtype
+from scorekeeper.worker.runtime import ACCELERATOR_PATH_ENV, accelerator_path, default_tokens_per_batch, engine_facts, pin_host_memory
+from tests.helpers import make_rows, probabilities, run_job, write_rows
+
+CPU, CUDA = torch.device("cpu"), torch.device("cuda", 0)
+
+
+def test_the_path_follows_the_device_unless_forced(monkeypatch):
+    monkeypatch.delenv(ACCELERATOR_PATH_ENV, raising=False)
+    assert not accelerator_path(CPU) and accelerator_path(CUDA)
+    assert default_tokens_per_batch(CPU) == 2048 and default_tokens_per_batch(CUDA) == 131072
+    assert engine_facts(CPU, None, "replica")["batch_threads"] == torch.get_num_threads()
+    monkeypatch.setenv(ACCELERATOR_PATH_ENV, "1")
+    facts = engine_facts(CPU, None, "replica")
+    assert facts["accelerator_path"] and facts["prefetch_thread"] and facts["batch_threads"] == 1
+    assert facts["tokens_per_batch"] == 131072
+    assert pin_host_memory(CPU) == torch.cuda.is_available()
+
+
+def test_dtype_auto_is_bfloat16_on_a_gpu_that_supports_it():
+    assert resolve_dtype("auto", CUDA, bf16_supported=True) == torch.bfloat16
+    assert resolve_dtype("auto", CUDA, bf16_supported=False) == torch.float32
+    assert resolve_dtype("auto", CPU, bf16_supported=True) == torch.float32
+    assert resolve_dtype("float16", CPU) == torch.float16
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("num_processes", [1, 2])
+def test_the_accelerator_path_scores_like_the_cpu_path(tmp_path, models, monkeypatch, num_processes):
+    rows = make_rows(61, seed=11, max_words=40)
+    data = write_rows(tmp_path / "data.parquet", rows)
+    common = dict(input_uri=str(data), model_uri=models["bert"], id_column="review_id", rows_per_range=16, dtype="float32")
+
+    monkeypatch.delenv(ACCELERATOR_PATH_ENV, raising=False)
+    cpu = run_job(num_processes, output_uri=str(tmp_path / "cpu"), run_name="cpu", **common)
+    monkeypatch.setenv(ACCELERATOR_PATH_ENV, "1")
+    forced = run_job(num_processes, output_uri=str(tmp_path / "forced"), run_name="forced", **common)
+
+    assert cpu.progress.engine["accelerator_path"] is False
+    assert forced.progress.engine["accelerator_path"] is True and forced.progress.engine["prefetch_thread"] is True
+    assert forced.progress.engine["batch_threads"] == 1 and forced.progress.engine["tokens_per_batch"] == 131072
+    assert forced.predictions.column("row_index").to_pylist() == list(range(61))
+    assert forced.predictions.column("id").to_pylist() == cpu.predictions.column("id").to_pylist()
+    np.testing.assert_allclose(probabilities(forced.predictions), probabilities(cpu.predictions), atol=1e-6, rtol=0)
+    assert forced.predictions.column("predicted_id").to_pylist() == cpu.predictions.column("predicted_id").to_pylist()

@@ -1,0 +1,63 @@
+"""report.html in headless Chromium, as a person opens it: no console errors, not blank, the
+numbers on the page equal metrics.json, and a text holding <script> shows as text.
+
+Two reports: one rendered from a metrics document with every section (comparison, gates,
+history...), and one from a real small run (scoring processes, DuckDB evaluation, publish).
+Chromium is Debian's `chromium` package; it is installed with apt-get where missing (as root).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pytest
+
+from scorekeeper.tasks.report import render_html
+from tests.browser import distinct_colours, dump_dom, find_chromium, screenshot
+from tests.helpers import make_rows, run_job, write_rows
+from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, full_metrics
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = find_chromium(install=True)
+    if not path:
+        pytest.skip("chromium is not installed and could not be installed (apt-get needs root and the Debian package `chromium`)")
+    return path
+
+
+def _check_in_browser(chromium, page, metrics, tmp_path) -> str:
+    dom, errors = dump_dom(chromium, page)
+    assert errors == [], errors
+    assert check_marked_numbers(dom, metrics) > 20  # the numbers as the browser parsed them
+    shot = screenshot(chromium, page, tmp_path / "shot.png", width=1000, height=700)
+    assert distinct_colours(shot) > 50  # text, tables and plots, not a blank page
+    return dom
+
+
+def test_full_report_in_chromium(chromium, tmp_path):
+    metrics, run_info = full_metrics()
+    page = tmp_path / "report.html"
+    page.write_text(render_html(metrics, run_info))
+    dom = _check_in_browser(chromium, page, metrics, tmp_path)
+    assert dom.count("<script") == 1  # only the test's error hook: the row's <script> stayed text
+    assert html.escape(SCRIPT_TEXT, quote=False) in dom
+    for section in ("comparison", "gates", "curves", "calibration", "thresholds", "slices", "errors", "history", "run"):
+        assert f'id="{section}"' in dom
+
+
+def test_report_of_a_real_run_in_chromium(chromium, tmp_path, models):
+    rows = make_rows(40, seed=5)
+    for i, row in enumerate(rows):
+        row["channel"] = ["web", "app", "<email>"][i % 3]
+    rows[3]["text"] = SCRIPT_TEXT
+    path = write_rows(tmp_path / "in.parquet", rows)
+    result = run_job(input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path / "out"), slice_columns=["channel"])
+    page = result.run_dir / "report" / "report.html"
+    metrics = json.loads((result.run_dir / "report" / "metrics.json").read_text())
+    dom = _check_in_browser(chromium, page, metrics, tmp_path)
+    assert dom.count("<script") == 1
+    assert 'id="slices"' in dom and "&lt;email&gt;" in dom
