@@ -16,8 +16,10 @@ from pydantic import Field
 from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate_task
+from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task
 from scorekeeper.tasks.plan import plan_ranges_task
 from scorekeeper.tasks.prepare import open_run_task, resolve_run_id, run_location
@@ -35,12 +37,14 @@ def score_dataset(**parameters: Any) -> dict:
         workers_started_ahead(request),
     ):
         context = open_run_task(request)
+        baseline = resolve_baseline_task(request, context)
         manifest = read_inputs_task(request, context)
         job = plan_ranges_task(request, context, manifest)
         throughput = score_ranges_task(request, context, job)
         gathered = gather_task(context, job)
-        metrics = evaluate_task(request, context, manifest)
+        metrics = evaluate_task(request, context, manifest, baseline)
         files = report_task(request, context, metrics, throughput)
+        check_gates_task(context, metrics)
     return {
         "run_id": context.run_id,
         "run_uri": context.run_uri,

@@ -57,8 +57,24 @@ def build_parser() -> argparse.ArgumentParser:
             help_text += f" (default: {field.get_default(call_default_factory=True)!r})"
         if field.annotation is bool:
             run.add_argument(flag, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        elif typing.get_origin(field.annotation) is dict:
+            run.add_argument(
+                flag,
+                action="append",
+                default=argparse.SUPPRESS,
+                metavar="SPEC",
+                help=help_text + "; here: --gates 'accuracy>=0.9' (quoted, repeated) or a JSON object",
+            )
         elif typing.get_origin(field.annotation) is list:
-            run.add_argument(flag, nargs="+", default=argparse.SUPPRESS, metavar="COLUMN", help=help_text + "; comma-separated or repeated")
+            # extend, not store: a repeated option adds to the list instead of replacing it
+            run.add_argument(
+                flag,
+                nargs="+",
+                action="extend",
+                default=argparse.SUPPRESS,
+                metavar="COLUMN",
+                help=help_text + "; comma-separated or repeated",
+            )
         else:
             run.add_argument(
                 flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text
@@ -80,13 +96,26 @@ def _explain(error: ValidationError) -> str:
     return "invalid parameters: " + "; ".join(parts)
 
 
-def _run(options: dict[str, Any]) -> int:
+def request_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The parsed options as ScoreRequest's fields: comma-separated lists split, gates parsed."""
+    options = dict(options)
     if "slice_columns" in options:
         options["slice_columns"] = [c for value in options["slice_columns"] for c in value.split(",") if c]
+    if "gates" in options:
+        from scorekeeper.gates import gates_from_options
+
+        options["gates"] = gates_from_options(options["gates"])
+    return options
+
+
+def _run(options: dict[str, Any]) -> int:
     try:
+        options = request_options(options)
         request = ScoreRequest(**options)
     except ValidationError as exc:
         return _fail(_explain(exc), 2)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
 
     from scorekeeper.errors import ScorekeeperError
     from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
@@ -181,7 +210,7 @@ class _DropKnownErrors(logging.Filter):
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
 
 
-_KNOWN_ERROR_NAMES = ("InputError", "ModelError", "RunConflict", "ScoringFailed", "GatherError", "ScorekeeperError")
+_KNOWN_ERROR_NAMES = ("InputError", "ModelError", "RunConflict", "ScoringFailed", "GatherError", "GateFailed", "ScorekeeperError")
 
 
 def _hide_known_tracebacks() -> None:

@@ -34,3 +34,9 @@ class GatherError(ScorekeeperError):
     """The committed shards do not tile the row space exactly once."""
 
     exit_code = 3
+
+
+class GateFailed(ScorekeeperError):
+    """A quality gate failed; the run's outputs are published. The message names each failed gate."""
+
+    exit_code = 4

@@ -166,6 +166,18 @@ class ScoreRequest(BaseModel):
         description="Input columns whose values the report breaks the metrics down by.",
         json_schema_extra=affects(STAGING, EVALUATION),  # staged as slice_0, slice_1, ...
     )
+    compare_to: str | None = Field(
+        None,
+        description="A completed run to compare with: a run name under output_uri, or 'previous' (the latest "
+        "completed run under output_uri that read the same input). Adds the comparison to metrics.json.",
+        json_schema_extra=affects(EVALUATION),
+    )
+    gates: dict[str, str] = Field(
+        default_factory=dict,
+        description="Quality gates, checked once the report is published; a failed gate fails the run (CLI exit 4). "
+        "{metric: 'OP NUMBER'} with OP >=, >, <=, <, e.g. {'accuracy': '>=0.9', 'macro_f1_drop': '<=0.01 if significant'}",
+        json_schema_extra=affects(EVALUATION),
+    )
     collective_timeout_s: float = Field(
         120.0,
         gt=0,
@@ -199,6 +211,21 @@ class ScoreRequest(BaseModel):
     def _slice_columns(cls, value: list[str]) -> list[str]:
         for name in value:
             cls._column_name(name)
+        return list(dict.fromkeys(value))  # a column named twice is one breakdown
+
+    @field_validator("compare_to")
+    @classmethod
+    def _compare_to(cls, value: str | None) -> str | None:
+        if value is not None and value != "previous" and (not RUN_NAME_PATTERN.match(value) or ".." in value):
+            raise ValueError(f"compare_to {value!r} must be 'previous' or the name of a run under output_uri")
+        return value
+
+    @field_validator("gates")
+    @classmethod
+    def _gates(cls, value: dict[str, str]) -> dict[str, str]:
+        from scorekeeper.gates import parse_gates
+
+        parse_gates(value)
         return value
 
     @field_validator("run_name")
@@ -244,6 +271,14 @@ class ScoreRequest(BaseModel):
                 f"num_processes {self.num_processes} is not a multiple of pipeline_stages {self.pipeline_stages}: "
                 "pipeline mode runs num_processes / pipeline_stages pipelines"
             )
+        if self.compare_to is not None and self.compare_to == self.run_name:
+            raise ValueError(f"compare_to names this run ({self.run_name!r}); name another run under output_uri, or 'previous'")
+        if self.compare_to is None:
+            from scorekeeper.gates import COMPARISON_METRICS
+
+            needing = [name for name in self.gates if name in COMPARISON_METRICS]
+            if needing:
+                raise ValueError(f"gates {', '.join(needing)} compare with another run: set compare_to too")
         if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
             raise ValueError("id_column must differ from the text columns")
         return self

@@ -105,6 +105,7 @@ class RunFolder(Location):
     PLAN: ClassVar[str] = "plan.json"
     PREDICTIONS: ClassVar[str] = "predictions.parquet"
     REPORT_DIR: ClassVar[str] = "report"
+    METRICS: ClassVar[str] = "report/metrics.json"  # a run is complete once this exists
     WORK_DIR: ClassVar[str] = "work"  # what a resume needs; not an output
     STAGED_INPUT: ClassVar[str] = "work/input.parquet"
     STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"

@@ -8,6 +8,7 @@ column names (staged by the read step) ever appear in SQL; user-supplied names n
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from importlib import resources
 
 import numpy as np
@@ -20,6 +21,13 @@ from scorekeeper.tasks.retries import IO_RETRIES
 
 ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
+THRESHOLDS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
+HISTOGRAM_BINS = 20
+TOP_K_MAX = 5
+CONFIDENT_ERRORS = 20
+EXCERPT_CHARS = 200
+SLICE_GROUPS = 50  # the largest groups of a slice column kept in metrics.json
+NULL_GROUP = "∅ (null)"  # the key of a slice's null group (suffixed if a real value is spelled so)
 
 
 def sql(name: str, **macros: str) -> str:
@@ -35,10 +43,13 @@ def _uri(run: Location, rel: str) -> str:
     return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
-def evaluate(run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str]) -> dict:
-    """metrics.json's content (SPEC section 3)."""
+def evaluate(
+    run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
+) -> dict:
+    """metrics.json's content (SPEC sections 3 and 8); `baseline` is a completed run to compare with."""
     con = _connect(run)
     try:
+        con.execute(sql("wilson.sql"))
         con.read_parquet(_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
         con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
         con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
@@ -70,39 +81,125 @@ def evaluate(run: RunFolder, labels: list[str], manifest: StagedManifest, slice_
         bins = con.execute(sql("calibration.sql"), {"bins": ECE_BINS}).fetchall()
         ece = sum(n * abs(acc - conf) for _, n, conf, acc in bins) / evaluated if evaluated else None
         unknown = {name: int(n) for name, n in con.execute(sql("unknown_labels.sql")).fetchall()}
-        slices = {}
-        if evaluated:
-            for i, column in enumerate(slice_columns):
-                rows = con.execute(sql("slice.sql", column=f"slice_{i}")).fetchall()
-                slices[column] = {str(v): {"rows": int(n), "accuracy": a} for v, n, a in rows}
+        slices, slices_truncated = _slices(con, slice_columns) if evaluated else ({}, {})
+        ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
+        result = {
+            "rows": manifest.total_rows,
+            "scored": int(scored),
+            "evaluated": int(evaluated),
+            "ground_truth_source": source,
+            "scoring_only": source is None,
+            "accuracy": _number(accuracy),
+            "macro_f1": _number(macro_f1),
+            "weighted_f1": _number(weighted_f1),
+            "log_loss": _number(log_loss),
+            "log_loss_rows": int(log_loss_rows),
+            "ece": _number(ece),
+            "ece_bins": ECE_BINS,
+            "calibration": [
+                {"bin": int(b), "lower": b / ECE_BINS, "upper": (b + 1) / ECE_BINS, "rows": int(n), "confidence": conf, "accuracy": acc}
+                for b, n, conf, acc in bins
+            ],
+            "per_class": per_class,
+            "confusion": confusion,
+            "labels": labels,
+            "missing_predictions": int(missing),
+            "unmatched_predictions": int(unmatched),
+            "unknown_labels": unknown,
+            "null_text_rows": manifest.null_text_rows,
+            "slices": slices,
+            "slices_truncated": slices_truncated,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        } | ranking
+        if baseline is not None and evaluated:
+            from scorekeeper.tasks.compare import compare
+
+            result["comparison"] = compare(con, run, baseline, result, slice_columns)
     finally:
         con.close()
-    return {
-        "rows": manifest.total_rows,
-        "scored": int(scored),
-        "evaluated": int(evaluated),
-        "ground_truth_source": source,
-        "scoring_only": source is None,
-        "accuracy": _number(accuracy),
-        "macro_f1": _number(macro_f1),
-        "weighted_f1": _number(weighted_f1),
-        "log_loss": _number(log_loss),
-        "log_loss_rows": int(log_loss_rows),
-        "ece": _number(ece),
-        "ece_bins": ECE_BINS,
-        "calibration": [
-            {"bin": int(b), "lower": b / ECE_BINS, "upper": (b + 1) / ECE_BINS, "rows": int(n), "confidence": conf, "accuracy": acc}
-            for b, n, conf, acc in bins
-        ],
-        "per_class": per_class,
-        "confusion": confusion,
-        "labels": labels,
-        "missing_predictions": int(missing),
-        "unmatched_predictions": int(unmatched),
-        "unknown_labels": unknown,
-        "null_text_rows": manifest.null_text_rows,
-        "slices": slices,
+    return result
+
+
+def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
+    """The SPEC section 8 fields and the report's extra fields, over the `evaluated` table."""
+    right = con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated").fetchone()[0]
+    accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]
+    con.execute(sql("ovr.sql"))
+    per_class = con.execute(sql("ranking.sql")).fetchall()
+    roc = {name: _number(auc) for name, auc, _ in per_class}
+    ap = {name: _number(value) for name, _, value in per_class}
+    kmax = min(TOP_K_MAX, len(labels) - 1)
+    top_k = {}
+    if kmax >= 2:
+        hits = dict(con.execute(sql("top_k.sql"), {"kmax": kmax}).fetchall())
+        top_k = {str(k): hits.get(k, 0) / evaluated for k in range(2, kmax + 1)}
+    con.execute("CREATE OR REPLACE TEMP TABLE cuts AS SELECT unnest(?::DOUBLE[]) AS threshold", [THRESHOLDS])
+    thresholds = [
+        {
+            "threshold": t,
+            "rows": int(n),
+            "coverage": n / evaluated,
+            "accuracy": _number(acc),
+            "macro_precision": _number(p),
+            "macro_recall": _number(r),
+            "macro_f1": _number(f1),
+        }
+        for t, n, acc, p, r, f1 in con.execute(sql("thresholds.sql")).fetchall()
+    ]
+    curves: dict[str, dict] = {"roc": {}, "pr": {}}
+    for name, curve, x, y in con.execute(sql("curves.sql")).fetchall():
+        keys = ("fpr", "tpr") if curve == "roc" else ("recall", "precision")
+        start = (0.0, 0.0) if curve == "roc" else (0.0, 1.0)
+        points = curves[curve].setdefault(name, {keys[0]: [start[0]], keys[1]: [start[1]]})
+        points[keys[0]].append(x)
+        points[keys[1]].append(y)
+    histogram = {
+        "edges": [b / HISTOGRAM_BINS for b in range(HISTOGRAM_BINS + 1)],
+        "correct": [0] * HISTOGRAM_BINS,
+        "wrong": [0] * HISTOGRAM_BINS,
     }
+    for b, right_n, wrong_n in con.execute(sql("score_histogram.sql")).fetchall():
+        histogram["correct"][b], histogram["wrong"][b] = int(right_n), int(wrong_n)
+    errors = [
+        {"row_index": int(i), "id": row_id, "text": text, "truth": truth, "predicted": predicted, "score": score}
+        for i, row_id, text, truth, predicted, score in con.execute(
+            sql("confident_errors.sql"), {"chars": EXCERPT_CHARS, "limit": CONFIDENT_ERRORS}
+        ).fetchall()
+    ]
+    return {
+        "accuracy_ci": accuracy_ci,
+        "roc_auc": {"macro": _mean(roc.values()), "per_class": roc},
+        "average_precision": {"macro": _mean(ap.values()), "per_class": ap},
+        "top_k_accuracy": top_k,
+        "thresholds": thresholds,
+        "curves": curves,
+        "score_histogram": histogram,
+        "confident_errors": errors,
+    }
+
+
+def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
+    """Per slice column: {value: {rows, accuracy, accuracy_ci}} worst first, and the group counts of
+    columns with more groups than were kept."""
+    slices, truncated = {}, {}
+    for i, column in enumerate(slice_columns):
+        rows = con.execute(sql("slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
+        values = {value for is_null, value, *_ in rows if not is_null}
+        null_key = NULL_GROUP
+        while null_key in values:
+            null_key += " [null]"
+        slices[column] = {
+            (null_key if is_null else value): {"rows": int(n), "accuracy": acc, "accuracy_ci": ci} for is_null, value, n, acc, ci, _ in rows
+        }
+        groups = rows[0][-1] if rows else 0
+        if groups > len(rows):
+            truncated[column] = int(groups)
+    return slices, truncated
+
+
+def _mean(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def _number(value) -> float | None:
@@ -113,6 +210,15 @@ def _number(value) -> float | None:
 
 
 @task(name="evaluate", **IO_RETRIES)
-def evaluate_task(request, context, manifest: StagedManifest) -> dict:
-    """Join the predictions to the ground truth and compute the metrics in DuckDB."""
-    return evaluate(context.run, context.labels, manifest, request.slice_columns)
+def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> dict:
+    """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
+    `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
+    from scorekeeper.gates import evaluate_gates
+    from scorekeeper.tasks.history import run_history
+
+    output = Location.from_uri(request.output_uri)
+    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None)
+    metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    if request.gates:
+        metrics["gates"] = evaluate_gates(request.gates, metrics)
+    return metrics

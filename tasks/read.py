@@ -132,6 +132,11 @@ def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, u
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             return column.cast(pa.string())
         if canonical.startswith("slice_"):
+            if pa.types.is_nested(t) or pa.types.is_union(t):
+                raise InputError(
+                    f"slice column '{user_name}' in {where} is {t}: slice columns must hold single values "
+                    "(text, numbers, booleans, dates), not structs, lists or maps"
+                )
             return column.cast(pa.string())
         if pa.types.is_null(t):
             return column.cast(pa.string())

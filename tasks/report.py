@@ -139,7 +139,9 @@ def _markdown_comparison(comparison: dict | None) -> list[str]:
         "",
     ]
     if comparison.get("accuracy_delta_ci"):
-        lines += [f"Accuracy change, paired bootstrap 95% interval: {_ci(comparison['accuracy_delta_ci'])}.", ""]
+        paired = comparison.get("accuracy_delta_paired")
+        change = f" {paired:+.4f} over the rows both runs scored," if isinstance(paired, float) else ""
+        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {_ci(comparison['accuracy_delta_ci'])}.", ""]
     lines += ["| metric | change (this - other) |", "|---|---|"]
     lines += [f"| {k} | {signed(v)} |" for k, v in comparison["deltas"].items()] + [""]
     return lines
@@ -294,7 +296,8 @@ def publish_report(run: RunFolder, metrics: dict, run_info: dict) -> dict[str, s
     written = {}
     for name, text in files.items():
         if name == "metrics.json":
-            run.publish_json(metrics, RunFolder.REPORT_DIR, name)
+            # keys in the order they were built: slices are ordered worst first
+            run.publish_bytes(json.dumps(metrics, indent=2, default=str).encode() + b"\n", RunFolder.REPORT_DIR, name)
         else:
             run.publish_bytes(text.encode(), RunFolder.REPORT_DIR, name)
         written[name] = run.child(RunFolder.REPORT_DIR).uri + "/" + name

@@ -93,6 +93,8 @@ def _other_value(name: str, value):
         return value * 2
     if isinstance(value, list):
         return value + ["other"]
+    if isinstance(value, dict):
+        return value | {"accuracy": ">=0.5"}
     return value + "-other"
 
 

@@ -1,0 +1,177 @@
+"""Comparison with another completed run (`compare_to`): which rows flipped, whether the difference
+is more than noise, and the metric, per-class and per-slice deltas.
+
+Rows are matched on row_index when both runs read the same input files (the same content, as
+plan.json's input fingerprint records), else on the id; both runs' predictions are judged against
+this run's ground truth, so the test is paired. McNemar's exact test and the paired bootstrap of
+the accuracy delta need only the counts of discordant rows, so they cost nothing per row.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import posixpath
+
+import numpy as np
+from prefect import task
+
+from scorekeeper.errors import InputError
+from scorekeeper.gates import DELTA_METRICS, metric_value
+from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import RunFolder
+from scorekeeper.storage import Location
+from scorekeeper.tasks.history import completed_runs
+from scorekeeper.tasks.retries import IO_RETRIES
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+SAMPLES = 20  # flipped rows shown per direction
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: the binomial(b + c, 1/2) tail at min(b, c), doubled, at most 1.
+    Summed in log space (lgamma), so it stays fast and finite for millions of discordant rows."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    k = min(b, c)
+    log_half = n * math.log(0.5)
+    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + log_half for i in range(k + 1)]
+    top = max(logs)
+    tail = math.exp(top) * math.fsum(math.exp(v - top) for v in logs)
+    return min(1.0, 2.0 * tail)
+
+
+def paired_bootstrap_ci(right_to_wrong: int, wrong_to_right: int, rows: int) -> list[float] | None:
+    """95% percentile interval of the accuracy delta (this - other) under a paired bootstrap of rows.
+
+    Each row's difference is -1 (right -> wrong), +1 (wrong -> right) or 0, so resampling the rows
+    with replacement is exactly a multinomial draw of those three counts: the same distribution as
+    resampling row by row, at a cost independent of the row count. Fixed seed: reruns agree."""
+    if rows == 0:
+        return None
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    p = np.array([right_to_wrong, wrong_to_right, rows - right_to_wrong - wrong_to_right], dtype=float) / rows
+    draws = rng.multinomial(rows, p, size=BOOTSTRAP_RESAMPLES)
+    deltas = (draws[:, 1] - draws[:, 0]) / rows
+    low, high = np.percentile(deltas, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+def same_input(plan: dict, other_plan: dict) -> bool:
+    """Whether two runs read the same rows in the same order: the same files' content, in order."""
+    return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
+
+
+def compare(con, run: Location, other: Location, metrics: dict, slice_columns: list[str]) -> dict:
+    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
+    from scorekeeper.tasks.evaluate import NULL_GROUP, SLICE_GROUPS, _uri, sql
+
+    plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
+    other_metrics = other.read_json(RunFolder.METRICS)
+    con.read_parquet(_uri(other, RunFolder.PREDICTIONS)).create_view("other")
+    if same_input(plan, other_plan):
+        matched_on, keys = "row_index", ("o.row_index", "s.row_index")
+    else:
+        matched_on = "id"
+        types = {
+            str(t) for t in con.execute("SELECT (SELECT typeof(id) FROM staged LIMIT 1), (SELECT typeof(id) FROM other LIMIT 1)").fetchone()
+        }
+        cast = "::VARCHAR" if len(types) > 1 else ""
+        keys = (f"o.id{cast}", f"s.id{cast}")
+    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]))
+    rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
+    samples = {}
+    for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
+        samples[direction] = [
+            {"row_index": int(i), "id": row_id, "truth": truth, "before": before, "after": after, "score_before": sb, "score_after": sa}
+            for i, row_id, truth, before, after, sb, sa in con.execute(
+                sql("flipped_samples.sql"), {"right_before": right_before, "limit": SAMPLES}
+            ).fetchall()
+        ]
+    sides: dict[str, dict[str, dict]] = {}
+    for name, side, precision, recall, f1 in con.execute(sql("paired_per_class.sql")).fetchall():
+        sides.setdefault(name, {})[side] = {"precision": precision, "recall": recall, "f1": f1}
+    zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    per_class = {
+        name: {k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")} for name, s in sides.items()
+    }
+    slice_deltas = {}
+    for i, column in enumerate(slice_columns):
+        groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
+        values = {value for is_null, value, *_ in groups if not is_null}
+        null_key = NULL_GROUP
+        while null_key in values:
+            null_key += " [null]"
+        slice_deltas[column] = {
+            (null_key if is_null else value): {"accuracy": delta, "rows": int(n)} for is_null, value, n, delta in groups
+        }
+    if rows == 0:
+        log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
+    return {
+        "run": posixpath.basename(other.path),
+        "rows_compared": int(rows),
+        "matched_on": matched_on,
+        "flipped": {"right_to_wrong": int(right_to_wrong), "wrong_to_right": int(wrong_to_right), "other": int(other_flips)},
+        "mcnemar_p": mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
+        "accuracy_delta_paired": (int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
+        "accuracy_delta_ci": paired_bootstrap_ci(int(right_to_wrong), int(wrong_to_right), int(rows)),
+        "deltas": {m: _delta(metrics, other_metrics, m) for m in DELTA_METRICS},
+        "samples": samples,
+        "per_class_deltas": per_class,
+        "slice_deltas": slice_deltas,
+    }
+
+
+def _delta(metrics: dict, other_metrics: dict, metric: str) -> float | None:
+    this, other = metric_value(metrics, metric), metric_value(other_metrics, metric)
+    return None if this is None or other is None else this - other
+
+
+def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
+    """The run `compare_to` names, checked before anything is scored: it exists, it completed, it is
+    not this run, and its rows can be matched with this run's (same input, or ids on both sides)."""
+    if request.compare_to is None:
+        return None
+    from scorekeeper.tasks.read import list_input_files
+
+    output = Location.from_uri(request.output_uri)
+    if request.compare_to == run_id:
+        raise InputError(f"compare_to names this run ({run_id!r}); name another run under {output.uri}, or 'previous'")
+    files = [f.fingerprint for f in list_input_files(request.input_uri)]
+    if request.compare_to == "previous":
+        runs = [r for r in completed_runs(output) if r["run_id"] != run_id]
+        same = [r for r in runs if r["input_files"] == files]
+        if not same:
+            raise InputError(
+                f"compare_to 'previous': no completed run under {output.uri} read the same input as this run "
+                f"({len(runs)} other completed run(s) there); run once without compare_to, or name a run"
+            )
+        name = same[-1]["run_id"]  # oldest first: the last is the latest
+        log.info("comparing with the previous run on the same input: %s (finished %s)", name, same[-1]["finished_at"])
+        return name
+    name = request.compare_to
+    other = output.child(name)
+    if not other.exists(RunFolder.METRICS):
+        state = "has not completed (no report/metrics.json)" if other.exists() else "does not exist"
+        raise InputError(f"compare_to: run {name!r} under {output.uri} {state}")
+    if not other.exists(RunFolder.PREDICTIONS) or not other.exists(RunFolder.PLAN):
+        raise InputError(f"compare_to: run {name!r} under {output.uri} has no predictions.parquet or plan.json to compare with")
+    other_files = [f.get("fingerprint") for f in other.read_json(RunFolder.PLAN).get("files", [])]
+    if other_files != files:
+        other_id = other.read_json(RunFolder.REQUEST).get("id_column") if other.exists(RunFolder.REQUEST) else None
+        if request.id_column is None or other_id is None:
+            raise InputError(
+                f"compare_to: run {name!r} read other input files, and rows of different inputs can only be matched "
+                f"on ids: set id_column here and there (id_column is {request.id_column!r} here, {other_id!r} there)"
+            )
+    return name
+
+
+@task(name="check compare_to", **IO_RETRIES)
+def resolve_baseline_task(request: ScoreRequest, context) -> str | None:
+    """Find the run to compare with (compare_to) before anything is scored."""
+    return resolve_baseline(request, context.run_id)

@@ -1,0 +1,30 @@
+"""Quality gates: fail the flow run when a gate failed, once every output is published.
+
+The verdicts are computed with the metrics (scorekeeper/gates.py) and published in metrics.json and
+the report; this step only turns a failed verdict into a failed flow run (and CLI exit 4), so
+Prefect automations and notifications fire on it.
+"""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from scorekeeper.errors import GateFailed
+from scorekeeper.gates import failure_message
+
+
+def enforce_gates(metrics: dict, run_uri: str) -> None:
+    """Raise GateFailed naming each failed gate and its numbers; nothing when all passed (or none)."""
+    message = failure_message(metrics.get("gates") or [])
+    if message:
+        raise GateFailed(f"{message}; the outputs are published in {run_uri}")
+
+
+@task(name="check quality gates", cache_policy=NO_CACHE)
+def check_gates_task(context, metrics: dict) -> None:
+    """Fail the run when a quality gate failed (the report is already published)."""
+    enforce_gates(metrics, context.run_uri)
+    gates = metrics.get("gates")
+    if gates:
+        get_run_logger().info("%d quality gate(s) passed", len(gates))
