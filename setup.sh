@@ -15,7 +15,7 @@ PY
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 
 # torch first: without a GPU take the CPU build (torch==2.13.0 lies on these machines' disk), so
-# the project's open torch range accepts it instead of pulling a multi-GB CUDA build (NOTES.md).
+# the project's open torch range accepts it instead of pulling a multi-GB CUDA build (docs/facts.md).
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
         "${PIP[@]}" install "${TORCH_SPEC:-torch}"

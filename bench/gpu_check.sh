@@ -37,7 +37,7 @@ timeout 240 $PY bench/run.py --device cuda --model bert-base,qwen2-0.5b-like --m
     --baseline-rows 2000 --timeout 90 --work "$WORK" --json "$OUT/results.json" 2>&1 | tee "$OUT/table.txt"
 rc=$?
 
-# bert-base's step with the budget the perfect-loader run found best (NOTES.md: 256k tokens).
+# bert-base's step with the budget the perfect-loader run found best (docs/facts.md: 256k tokens).
 timeout 60 $PY bench/run.py --device cuda --model bert-base --methods c --tokens-per-batch 262144 \
     --timeout 50 --work "$WORK" --json "$OUT/results-256k.json" 2>&1 | tee "$OUT/table-256k.txt"
 

@@ -1,4 +1,4 @@
-"""`scorekeeper run ...`: the flow on the command line (SPEC section 4).
+"""`scorekeeper run ...`: the flow on the command line (docs/contracts.md, section 4).
 
 Every ScoreRequest field is an option (--snake-case with dashes), generated from the model so the
 CLI, the Prefect form and the worker can never disagree. A problem the user can fix prints one

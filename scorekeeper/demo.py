@@ -19,7 +19,8 @@ Command line::
     python -m scorekeeper.demo tiny OUT_DIR --family llama
     python -m scorekeeper.demo adapter BASE_DIR OUT_DIR
 
-This module imports no Prefect and no DuckDB; heavy imports happen inside the functions.
+This module imports no Prefect and no DuckDB; it imports torch (through the family registry,
+which holds the tiny configs), and transformers, tokenizers and peft inside the functions.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from scorekeeper.errors import ModelError
+from scorekeeper.worker.families import TinyTokens, family_for, tiny_models
+
 __all__ = [
     "DEFAULT_LABELS",
     "ENCODER_FAMILIES",
@@ -53,8 +57,10 @@ __all__ = [
 ]
 
 DEFAULT_LABELS: tuple[str, ...] = ("negative", "neutral", "positive")
-ENCODER_FAMILIES: tuple[str, ...] = ("bert", "roberta", "distilbert", "minilm")
-DECODER_FAMILIES: tuple[str, ...] = ("llama", "qwen2", "mistral")
+# The tiny models the family registry declares (scorekeeper/worker/families/).
+_TINY = tiny_models()
+ENCODER_FAMILIES: tuple[str, ...] = tuple(name for name, (family, _) in _TINY.items() if family.kind == "encoder")
+DECODER_FAMILIES: tuple[str, ...] = tuple(name for name, (family, _) in _TINY.items() if family.kind == "decoder")
 FAMILIES: tuple[str, ...] = ENCODER_FAMILIES + DECODER_FAMILIES
 
 # Special tokens of the two tokenizer kinds.
@@ -454,89 +460,28 @@ def _config_for(
     initializer_range: float,
     dropout: float,
 ):
-    from transformers import BertConfig, DistilBertConfig, LlamaConfig, MistralConfig, Qwen2Config, RobertaConfig
+    """The config of the tiny model `family`: its sizes from the family registry, its labels and
+    special tokens from here and the tokenizer."""
+    from transformers import AutoConfig
 
+    if family not in _TINY:
+        raise ValueError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
+    _, tiny = _TINY[family]
+    if tiny.tokenizer == "wordpiece":
+        tokens = TinyTokens(len(tokenizer), pad=tokenizer.pad_token_id, bos=tokenizer.cls_token_id, eos=tokenizer.sep_token_id)
+    else:
+        tokens = TinyTokens(len(tokenizer), pad=None, bos=tokenizer.bos_token_id, eos=tokenizer.eos_token_id)
+    values = tiny.config(
+        tokens, num_layers=num_layers, hidden_size=hidden_size, max_position_embeddings=max_position_embeddings, dropout=dropout
+    )
     id2label = {i: str(name) for i, name in enumerate(labels)}
-    label2id = {name: i for i, name in id2label.items()}
-    common = dict(
-        vocab_size=len(tokenizer),
+    values.update(
         id2label=id2label,
-        label2id=label2id,
+        label2id={name: i for i, name in id2label.items()},
         initializer_range=initializer_range,
         problem_type="single_label_classification",
     )
-
-    if family in ("bert", "minilm", "roberta"):
-        if family == "minilm":
-            # all-MiniLM-L6-v2 is a 6-layer BERT with hidden 384, 12 heads, intermediate 1536;
-            # this is the same shape at 1/12 the width.
-            defaults = dict(hidden=32, layers=6, heads=4, inter=128)
-        elif family == "roberta":
-            defaults = dict(hidden=32, layers=2, heads=4, inter=64)
-        else:
-            defaults = dict(hidden=32, layers=2, heads=2, inter=64)
-        hidden = hidden_size or defaults["hidden"]
-        kw = dict(
-            common,
-            hidden_size=hidden,
-            num_hidden_layers=num_layers or defaults["layers"],
-            num_attention_heads=defaults["heads"],
-            intermediate_size=max(defaults["inter"], 2 * hidden),
-            hidden_dropout_prob=dropout,
-            attention_probs_dropout_prob=dropout,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-        if family == "roberta":
-            # RoBERTa numbers positions from pad_token_id + 1: it needs two extra position
-            # embeddings (real checkpoints: 514 for 512 tokens) and has a single token type.
-            return RobertaConfig(
-                **kw,
-                max_position_embeddings=max_position_embeddings + tokenizer.pad_token_id + 1,
-                type_vocab_size=1,
-                bos_token_id=tokenizer.cls_token_id,
-                eos_token_id=tokenizer.sep_token_id,
-            )
-        return BertConfig(**kw, max_position_embeddings=max_position_embeddings, type_vocab_size=2)
-
-    if family == "distilbert":
-        hidden = hidden_size or 32
-        return DistilBertConfig(
-            **common,
-            dim=hidden,
-            n_layers=num_layers or 3,
-            n_heads=4,
-            hidden_dim=max(64, 2 * hidden),
-            max_position_embeddings=max_position_embeddings,
-            dropout=dropout,
-            attention_dropout=dropout,
-            seq_classif_dropout=dropout,
-            pad_token_id=tokenizer.pad_token_id,
-        )
-
-    if family in DECODER_FAMILIES:
-        hidden = hidden_size or 32
-        kw = dict(
-            common,
-            hidden_size=hidden,
-            intermediate_size=2 * hidden,
-            num_hidden_layers=num_layers or 2,
-            num_attention_heads=4,
-            num_key_value_heads=2,  # grouped-query attention, as in the real families
-            max_position_embeddings=max_position_embeddings,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            # pad_token_id deliberately left unset: real Llama checkpoints lack it.
-            pad_token_id=None,
-            tie_word_embeddings=False,
-            use_cache=False,
-        )
-        if family == "llama":
-            return LlamaConfig(**kw)
-        if family == "qwen2":
-            return Qwen2Config(**kw, use_sliding_window=False)
-        return MistralConfig(**kw, sliding_window=None)
-
-    raise ValueError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
+    return AutoConfig.for_model(values.pop("model_type"), **values)
 
 
 def build_tiny_classifier(
@@ -573,16 +518,15 @@ def build_tiny_classifier(
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = list(texts) if texts is not None else default_corpus()
 
-    if family in ENCODER_FAMILIES:
-        # DistilBERT and RoBERTa take no token type ids (RoBERTa has a single token type).
-        names = (
-            ["input_ids", "attention_mask"] if family in ("distilbert", "roberta") else ["input_ids", "token_type_ids", "attention_mask"]
-        )
-        tokenizer = build_tokenizer(
-            out_dir, texts, "wordpiece", vocab_size=vocab_size, model_max_length=max_position_embeddings, model_input_names=names
-        )
-    else:
-        tokenizer = build_tokenizer(out_dir, texts, "bpe", vocab_size=vocab_size, model_max_length=max_position_embeddings)
+    _, tiny = _TINY[family]
+    tokenizer = build_tokenizer(
+        out_dir,
+        texts,
+        tiny.tokenizer,
+        vocab_size=vocab_size,
+        model_max_length=max_position_embeddings,
+        model_input_names=list(tiny.input_names),
+    )
 
     config = _config_for(
         family,
@@ -605,15 +549,6 @@ def build_tiny_classifier(
 # LoRA adapters
 # --------------------------------------------------------------------------------------------
 
-_LORA_TARGETS = {
-    "bert": ["query", "value"],
-    "roberta": ["query", "value"],
-    "distilbert": ["q_lin", "v_lin"],
-    "llama": ["q_proj", "v_proj"],
-    "qwen2": ["q_proj", "v_proj"],
-    "mistral": ["q_proj", "v_proj"],
-}
-
 
 def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_std: float = 0.2, head_noise_std: float = 0.1) -> Path:
     """Build and save a seeded LoRA adapter (task type SEQ_CLS) for the model in ``base_dir``.
@@ -629,9 +564,10 @@ def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_st
 
     base_dir, out_dir = Path(base_dir), Path(out_dir)
     model = AutoModelForSequenceClassification.from_pretrained(str(base_dir))
-    targets = _LORA_TARGETS.get(model.config.model_type)
-    if targets is None:
-        raise ValueError(f"no LoRA targets known for model type {model.config.model_type!r}")
+    try:
+        targets = list(family_for(model.config.model_type).lora_targets)
+    except ModelError as exc:
+        raise ValueError(f"no LoRA targets known for model type {model.config.model_type!r}") from exc
     lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=r, lora_alpha=2 * r, lora_dropout=0.0, target_modules=targets)
     torch.manual_seed(seed)
     with warnings.catch_warnings():

@@ -1,6 +1,6 @@
 """The one description of a run: the flow's parameter schema, the CLI's options, the worker's input.
 
-Defaults live here and nowhere else. SPEC.md section 1 is the contract for the first block of
+Defaults live here and nowhere else. docs/contracts.md, section 1, is the contract for the first block of
 fields; the tuning fields below it are ours to name and each has a working default.
 
 Every field says what its value changes (`json_schema_extra=affects(...)`); the parameters a resume
@@ -42,7 +42,7 @@ class ScoreRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    # -- contract (SPEC section 1) -----------------------------------------------------------
+    # -- contract (docs/contracts.md, section 1) ----------------------------------------------
     # `affects` on each field: see Affects. A new field must say what it changes.
     input_uri: str = Field(
         description="Input rows: a file, a folder/prefix or a glob (s3://bucket/eval/*.parquet, "

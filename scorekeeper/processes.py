@@ -57,7 +57,7 @@ def launch_command(
 ) -> list[str]:  # fmt: skip
     """The worker's command line. Several processes go through `accelerate launch`; without GPUs,
     --multi_gpu still starts one process per rank, and the worker's PartialState(cpu=True) makes
-    them a gloo group (NOTES.md). One process runs the worker directly: the same code path
+    them a gloo group (docs/facts.md). One process runs the worker directly: the same code path
     (PartialState without a launcher), without the launcher's few seconds of start-up.
 
     With `job_from` instead of `job_uri` the worker starts ahead of its job and waits for the job's

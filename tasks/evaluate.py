@@ -46,7 +46,7 @@ def _uri(run: Location, rel: str) -> str:
 def evaluate(
     run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
 ) -> dict:
-    """metrics.json's content (SPEC sections 3 and 8); `baseline` is a completed run to compare with."""
+    """metrics.json's content (docs/contracts.md, sections 3 and 8); `baseline` is a completed run to compare with."""
     con = _connect(run)
     try:
         con.execute(sql("wilson.sql"))
@@ -121,7 +121,7 @@ def evaluate(
 
 
 def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
-    """The SPEC section 8 fields and the report's extra fields, over the `evaluated` table."""
+    """The docs/contracts.md section 8 fields and the report's extra fields, over the `evaluated` table."""
     right = con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated").fetchone()[0]
     accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]
     con.execute(sql("ovr.sql"))

@@ -8,7 +8,8 @@ import torch
 
 from scorekeeper.demo import build_tiny_classifier
 from scorekeeper.worker.batching import collate, cut_batches, encode
-from scorekeeper.worker.first_token import FirstTokenDistilBertLayer, FirstTokenLayer, first_token_last_layer
+from scorekeeper.worker.families.encoders import FirstTokenDistilBertLayer, FirstTokenLayer
+from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.model import load_model
 from tests.helpers import make_rows
 

@@ -1,4 +1,4 @@
-"""SPEC section 8 metrics and the report's extra fields, computed in DuckDB, against scikit-learn
+"""The contract's section 8 metrics (docs/contracts.md) and the report's extra fields, computed in DuckDB, against scikit-learn
 and references written here (Wilson by its formula), on random data with ties (rounded scores),
 labels absent from the truth, labels the model does not know, and slices with a null group."""
 

@@ -1,6 +1,6 @@
 """Entry point: `accelerate launch ... -m scorekeeper.worker JOB_URI`.
 
-Parse, build, run, clean up (STYLE.md 2). A problem the user can fix becomes one `error` event
+Parse, build, run, clean up (docs/style.md, 2). A problem the user can fix becomes one `error` event
 and exit code 2; anything else keeps its traceback for the flow to show.
 
 A worker can also be started ahead of its job (`--job-from FILE --owner-pid PID`): it does its

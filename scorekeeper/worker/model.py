@@ -103,12 +103,12 @@ def model_max_length(tokenizer, config, requested: int | None) -> int:
         limits.append(int(tok_max))
     positions = getattr(config, "max_position_embeddings", None)
     if positions:
-        # RoBERTa-style models offset positions by padding_idx + 1.
-        offset = (
-            (config.pad_token_id + 1)
-            if getattr(config, "model_type", "") in ("roberta", "xlm-roberta", "camembert") and config.pad_token_id is not None
-            else 0
-        )
+        # Imported here: the families import torch, and the flow reads configs through this module.
+        from scorekeeper.worker.families import find_family
+
+        # Some families (RoBERTa) spend position embeddings before a row's first token.
+        family = find_family(getattr(config, "model_type", None))
+        offset = family.position_offset(config) if family is not None else 0
         limits.append(int(positions) - offset)
     model_limit = min(limits) if limits else 512
     if requested is None:

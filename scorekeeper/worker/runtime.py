@@ -1,6 +1,6 @@
 """Process facts computed once, range claiming, and the worker's progress events.
 
-Only these named facts decide who writes or logs (STYLE.md 3). Ranges are claimed dynamically
+Only these named facts decide who writes or logs (docs/style.md, 3). Ranges are claimed dynamically
 through an atomic counter in the job's rendezvous store, so a fast process takes more ranges and
 a resume may run with any process count.
 """
@@ -35,7 +35,7 @@ class Ranks:
 
 
 def init_distributed(timeout_s: float) -> Ranks:
-    """Join the job's process group. Without a GPU, gloo over CPU (NOTES.md: cpu=True is required)."""
+    """Join the job's process group. Without a GPU, gloo over CPU (docs/facts.md: cpu=True is required)."""
     from accelerate import PartialState
 
     state = PartialState(cpu=not torch.cuda.is_available(), timeout=timedelta(seconds=timeout_s))

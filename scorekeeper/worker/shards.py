@@ -40,7 +40,7 @@ class StagedInput:
 
 
 def prediction_table(rows: pa.Table, probabilities: np.ndarray, labels: list[str]) -> pa.Table:
-    """The SPEC's prediction columns for one range, in row order."""
+    """The prediction columns (docs/contracts.md, section 3) for one range, in row order."""
     predicted = probabilities.argmax(axis=1)
     n, k = probabilities.shape
     flat = pa.array(probabilities.reshape(-1), type=pa.float64())

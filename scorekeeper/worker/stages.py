@@ -1,6 +1,7 @@
 """Pipeline stages built explicitly per architecture family: no tracing, no export.
 
-A sequence classifier is seen as a chain: embeddings -> transformer layers -> head. The layers
+A sequence classifier is seen as a chain: embeddings -> transformer layers -> head, taken apart
+by its family (`families/`: which submodules are the embeddings, the layers and the head). The layers
 are cut into contiguous stages balanced by their parameter count, and each stage is a small
 `nn.Module` that holds only its own submodules and re-does, for its layers, exactly what the
 transformers model does around them (the 4D attention mask, rotary position embeddings).
@@ -17,37 +18,13 @@ The first stage takes ``(input_ids, attention_mask[, token_type_ids])``; the las
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from scorekeeper.errors import ModelError
-
-ENCODER_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "distilbert")
-DECODER_TYPES = ("llama", "qwen2", "mistral")
-SUPPORTED = (
-    "encoders: BERT and MiniLM-like (model_type bert), RoBERTa (roberta, xlm-roberta, camembert), "
-    "DistilBERT (distilbert); decoders: Llama (llama), Qwen2 (qwen2), Mistral (mistral)"
-)
-
-
-@dataclass
-class Chain:
-    """A classifier taken apart: what runs before, inside and after the transformer layers."""
-
-    model_type: str
-    config: object
-    embed: Callable  # (input_ids, token_type_ids | None) -> hidden, through `embeddings`
-    embeddings: nn.Module
-    layers: list[nn.Module]
-    head: nn.Module  # hidden -> logits (decoders: the final norm, last-token pick and score)
-    rotary: nn.Module | None = None  # decoders: rotary position embeddings, needed by every stage
-
-    @property
-    def is_decoder(self) -> bool:
-        return self.model_type in DECODER_TYPES
+from scorekeeper.worker.families import Chain, find_family, supported
 
 
 def unwrap_adapter(model: nn.Module) -> nn.Module:
@@ -63,111 +40,16 @@ def unwrap_adapter(model: nn.Module) -> nn.Module:
 
 
 def take_apart(model: nn.Module) -> Chain:
-    """The model's chain of parts, or a ModelError that names the supported families."""
+    """The model's chain of parts, by its family, or a ModelError that names the supported families."""
     model = unwrap_adapter(model)
-    config = model.config
-    model_type = getattr(config, "model_type", None)
-    if model_type in ("bert",):
-        return Chain(
-            model_type,
-            config,
-            _bert_embed(model.bert.embeddings),
-            model.bert.embeddings,
-            list(model.bert.encoder.layer),
-            BertHead(model.bert.pooler, model.dropout, model.classifier),
+    model_type = getattr(model.config, "model_type", None)
+    family = find_family(model_type)
+    if family is None:
+        raise ModelError(
+            f"pipeline mode cannot split a {type(model).__name__} (model_type {model_type!r}); it supports "
+            f"{supported()}. Use mode=replica for other architectures."
         )
-    if model_type in ("roberta", "xlm-roberta", "camembert"):
-        return Chain(
-            model_type,
-            config,
-            _bert_embed(model.roberta.embeddings),
-            model.roberta.embeddings,
-            list(model.roberta.encoder.layer),
-            RobertaHead(model.classifier),
-        )
-    if model_type == "distilbert":
-        embeddings = model.distilbert.embeddings
-        return Chain(
-            model_type,
-            config,
-            lambda ids, _types: embeddings(ids),
-            embeddings,
-            list(model.distilbert.transformer.layer),
-            DistilBertHead(model.pre_classifier, model.dropout, model.classifier),
-        )
-    if model_type in DECODER_TYPES:
-        inner = model.model
-        embed_tokens = inner.embed_tokens
-        layers = list(inner.layers[: config.num_hidden_layers])
-        return Chain(
-            model_type,
-            config,
-            lambda ids, _types: embed_tokens(ids),
-            embed_tokens,
-            layers,
-            DecoderHead(inner.norm, model.score),
-            rotary=inner.rotary_emb,
-        )
-    raise ModelError(
-        f"pipeline mode cannot split a {type(model).__name__} (model_type {model_type!r}); it supports "
-        f"{SUPPORTED}. Use mode=replica for other architectures."
-    )
-
-
-def _bert_embed(embeddings: nn.Module) -> Callable:
-    return lambda ids, types: embeddings(input_ids=ids, token_type_ids=types)
-
-
-# -- heads: what the *ForSequenceClassification model does after the last layer ----------------
-
-
-class BertHead(nn.Module):
-    """BertForSequenceClassification: pooler (dense + tanh on [CLS]) -> dropout -> classifier."""
-
-    def __init__(self, pooler: nn.Module, dropout: nn.Module, classifier: nn.Module):
-        super().__init__()
-        if pooler is None:
-            raise ModelError("this BERT classifier has no pooler; pipeline mode needs the pooled [CLS] output")
-        self.pooler, self.dropout, self.classifier = pooler, dropout, classifier
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.dropout(self.pooler(hidden)))
-
-
-class RobertaHead(nn.Module):
-    """RobertaForSequenceClassification: the classification head reads <s> itself."""
-
-    def __init__(self, classifier: nn.Module):
-        super().__init__()
-        self.classifier = classifier
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.classifier(hidden)
-
-
-class DistilBertHead(nn.Module):
-    """DistilBertForSequenceClassification: [CLS] -> pre_classifier -> ReLU -> dropout -> classifier."""
-
-    def __init__(self, pre_classifier: nn.Module, dropout: nn.Module, classifier: nn.Module):
-        super().__init__()
-        self.pre_classifier, self.dropout, self.classifier = pre_classifier, dropout, classifier
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.dropout(torch.relu(self.pre_classifier(hidden[:, 0]))))
-
-
-class DecoderHead(nn.Module):
-    """GenericForSequenceClassification: final norm, then the score of each row's last non-pad token."""
-
-    def __init__(self, norm: nn.Module, score: nn.Module):
-        super().__init__()
-        self.norm, self.score = norm, score
-
-    def forward(self, hidden: torch.Tensor, last_token: torch.Tensor) -> torch.Tensor:
-        hidden = self.norm(hidden)
-        rows = torch.arange(hidden.shape[0], device=hidden.device)
-        # score is a linear map per position: scoring the picked position equals picking the scored one.
-        return self.score(hidden[rows, last_token])
+    return family.take_apart(model)
 
 
 def last_non_pad_token(input_ids: torch.Tensor, pad_token_id: int | None) -> torch.Tensor:
@@ -191,16 +73,12 @@ def encoder_mask(config, hidden: torch.Tensor, attention_mask: torch.Tensor):
     return create_bidirectional_mask(config=config, inputs_embeds=hidden, attention_mask=attention_mask)
 
 
-def decoder_masks(config, model_type: str, layer_ids: Sequence[int], hidden, attention_mask, position_ids) -> list:
-    """The attention mask of each of this stage's layers (full or sliding-window causal)."""
+def decoder_masks(config, layer_types: Sequence[str], layer_ids: Sequence[int], hidden, attention_mask, position_ids) -> list:
+    """The attention mask of each of this stage's layers (full or sliding-window causal, as the
+    family says each layer attends)."""
     from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
 
     kwargs = dict(config=config, inputs_embeds=hidden, attention_mask=attention_mask, cache=None, position_ids=position_ids)
-    if model_type == "mistral":
-        make = create_causal_mask if getattr(config, "sliding_window", None) is None else create_sliding_window_causal_mask
-        mask = make(**kwargs)
-        return [mask] * len(layer_ids)
-    layer_types = getattr(config, "layer_types", None) or ["full_attention"] * config.num_hidden_layers
     wanted = {layer_types[i] for i in layer_ids}
     made = {}
     if "full_attention" in wanted:
@@ -209,7 +87,7 @@ def decoder_masks(config, model_type: str, layer_ids: Sequence[int], hidden, att
         made["sliding_attention"] = create_sliding_window_causal_mask(**kwargs)
     unknown = wanted - made.keys()
     if unknown:
-        raise ModelError(f"pipeline mode does not know the attention layer types {sorted(unknown)} of this {model_type} model")
+        raise ModelError(f"pipeline mode does not know the attention layer types {sorted(unknown)} of this {config.model_type} model")
     return [made[layer_types[i]] for i in layer_ids]
 
 
@@ -252,7 +130,7 @@ class DecoderStage(nn.Module):
     def __init__(self, chain: Chain, start: int, end: int, first: bool, last: bool):
         super().__init__()
         self.config = chain.config
-        self.model_type = chain.model_type
+        self.layer_types = chain.layer_types
         self.layer_ids = list(range(start, end))
         self.embeddings = chain.embeddings if first else None
         self.layers = nn.ModuleList(chain.layers[start:end])
@@ -273,7 +151,7 @@ class DecoderStage(nn.Module):
         else:
             hidden, attention_mask, last_token = inputs
         position_ids = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
-        masks = decoder_masks(self.config, self.model_type, self.layer_ids, hidden, attention_mask, position_ids)
+        masks = decoder_masks(self.config, self.layer_types, self.layer_ids, hidden, attention_mask, position_ids)
         position_embeddings = self.rotary(hidden, position_ids)
         for layer, mask in zip(self.layers, masks):
             hidden = layer(hidden, attention_mask=mask, position_ids=position_ids, position_embeddings=position_embeddings)
@@ -341,7 +219,7 @@ def build_stage(model: nn.Module, stage: int, stages: int) -> tuple[nn.Module, l
     chain = take_apart(model)
     bounds = stage_boundaries(chain, stages)
     start, end = bounds[stage]
-    cls = DecoderStage if chain.is_decoder else EncoderStage
+    cls = DecoderStage if chain.decoder else EncoderStage
     module = cls(chain, start, end, first=stage == 0, last=stage == stages - 1)
     module.eval()
     return module, bounds
