@@ -13,16 +13,18 @@ from prefect import flow
 from prefect.runtime import flow_run
 from pydantic import Field
 
+from scorekeeper.errors import Interrupted
 from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate_task
 from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task
-from scorekeeper.tasks.plan import plan_ranges_task
-from scorekeeper.tasks.prepare import open_run_task, resolve_run_id, run_location
+from scorekeeper.tasks.plan import commit_progress, plan_ranges_task
+from scorekeeper.tasks.prepare import check_output_uri, open_run_task, resolve_run_id, run_location
 from scorekeeper.tasks.read import read_inputs_task
 from scorekeeper.tasks.report import report_task
 from scorekeeper.tasks.score import score_ranges_task, workers_started_ahead
@@ -31,29 +33,57 @@ from scorekeeper.tasks.score import score_ranges_task, workers_started_ahead
 def score_dataset(**parameters: Any) -> dict:
     request = ScoreRequest(**parameters)
     run_id = resolve_run_id(request, flow_run.get_id())
-    with (
-        storage_credentials(request.storage_block),
-        run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
-        workers_started_ahead(request),
-    ):
-        context = open_run_task(request)
-        baseline = resolve_baseline_task(request, context)
-        manifest = read_inputs_task(request, context)
-        job = plan_ranges_task(request, context, manifest)
-        throughput = score_ranges_task(request, context, job)
-        gathered = gather_task(context, job)
-        metrics = evaluate_task(request, context, manifest, baseline)
-        files = report_task(request, context, metrics, throughput)
-        check_gates_task(context, metrics)
+    check_output_uri(request.output_uri)
+    try:
+        with (
+            storage_credentials(request.storage_block),
+            run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
+            workers_started_ahead(request),
+        ):
+            context = open_run_task(request)
+            baseline = resolve_baseline_task(request, context)
+            manifest = read_inputs_task(request, context)
+            job = plan_ranges_task(request, context, manifest)
+            throughput = score_ranges_task(request, context, job)
+            gathered = gather_task(context, job)
+            metrics = evaluate_task(request, context, manifest, baseline)
+            files = report_task(request, context, metrics, throughput)
+            check_gates_task(context, metrics)
+    except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
+        raise interrupted(request, run_id) from None
     return {
         "run_id": context.run_id,
-        "run_uri": context.run_uri,
-        "predictions": context.run.uri_of(RunFolder.PREDICTIONS),
+        "run_uri": redact_uri(context.run_uri),
+        "predictions": redact_uri(context.run.uri_of(RunFolder.PREDICTIONS)),
         "rows": gathered["rows"],
-        "metrics": {k: metrics.get(k) for k in ("evaluated", "accuracy", "macro_f1", "log_loss", "ece")},
+        "metrics": {
+            k: metrics.get(k)
+            for k in (
+                "evaluated",
+                "accuracy",
+                "macro_f1",
+                "log_loss",
+                "ece",
+                "scoring_only",
+                "ground_truth_source",
+                "missing_predictions",
+                "ground_truth_rows",
+            )
+        },
         "throughput": throughput,
-        "report": files.get("report.html"),
+        "report": redact_uri(files.get("report.html")),
     }
+
+
+def interrupted(request: ScoreRequest, run_id: str) -> Interrupted:
+    """The one line a Ctrl-C ends with: how far the run got and how to resume it."""
+    try:
+        progress = commit_progress(run_location(request, run_id))
+    except OSError:
+        progress = None
+    done = f"{progress[0]} of {progress[1]} ranges committed" if progress else "no range committed"
+    how = "rerun with the same run name to resume" if request.run_name else f"rerun with --run-name {run_id} to resume"
+    return Interrupted(f"interrupted; {done}; {how}")
 
 
 def _flow_signature() -> inspect.Signature:

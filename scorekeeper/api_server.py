@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -57,6 +58,10 @@ class TemporaryServer:
             ],
             env={**os.environ, **SERVER_ENV},
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._log,
+            # A session of its own: the terminal's Ctrl-C goes to the CLI, which still needs the
+            # server to record how the run ended, and stops it last.
+            start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()),
         )  # fmt: skip
 
     def wait_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> str:
@@ -102,6 +107,26 @@ class TemporaryServer:
         self._log.seek(0)
         lines = [line for line in self._log.read().decode(errors="replace").splitlines() if line.strip()]
         return "\n".join(lines[-6:])[-2000:] or "(nothing)"
+
+
+def _die_with_parent(parent: int):
+    """For the child, between fork and exec: on Linux, be killed when the CLI dies, even by
+    SIGKILL (the kernel's parent-death signal), so no server outlives its command."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def arm() -> None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the CLI died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def _port_free(port: int) -> bool:

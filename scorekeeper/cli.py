@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import typing
 from collections.abc import Iterator
@@ -109,47 +110,105 @@ def request_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run(options: dict[str, Any]) -> int:
+    from scorekeeper.errors import Interrupted, ScorekeeperError
+
     try:
         options = request_options(options)
         request = ScoreRequest(**options)
+        from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
+
+        processes = request.resolved_num_processes(visible_gpus())
     except ValidationError as exc:
         return _fail(_explain(exc), 2)
+    except ScorekeeperError as exc:
+        return _fail(str(exc), exc.exit_code)
     except ValueError as exc:
         return _fail(str(exc), 2)
 
-    from scorekeeper.errors import ScorekeeperError
-    from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
-
-    # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
-    # temporary server (unless an API URL is set) and the scoring processes' imports run while this
-    # process imports Prefect and the flow. A storage block's credentials are known only inside the
-    # flow, so with a block the flow starts the scoring processes itself.
-    server = None if os.environ.get("PREFECT_API_URL") else _start_server()
-    ahead = None
-    if request.storage_block is None:
-        ahead = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s)
+    # Ctrl-C (SIGINT to the whole foreground process group), SIGTERM and SIGHUP stop the run the
+    # same way: the first one raises KeyboardInterrupt here, the flow stops its scoring processes
+    # and says how far it got; later ones are ignored so that the clean-up runs to its end.
+    # Prefect's temporary server runs in a session of its own, so the terminal's SIGINT does not
+    # stop it before this process is done with it (it goes last, below).
+    _interrupt_on_signals()
+    server = ahead = None
     try:
+        # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
+        # temporary server (unless an API URL is set) and the scoring processes' imports run while
+        # this process imports Prefect and the flow. A storage block's credentials are known only
+        # inside the flow, so with a block the flow starts the scoring processes itself.
+        server = None if os.environ.get("PREFECT_API_URL") else _start_server()
+        if request.storage_block is None:
+            ahead = start_ahead(processes, request.collective_timeout_s)
         from scorekeeper.flows.score import score_dataset
         from scorekeeper.progress_bar import progress_display
 
         _hide_known_tracebacks()
         with _api(server), progress_display():
             result = score_dataset(**options)
+    except Interrupted as exc:
+        return _interrupted(str(exc))
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:  # before the flow's body ran, or after it
+        return _interrupted(_interrupted_outside_the_flow(request))
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         if ahead is not None:
             stop_ahead(ahead)
         if server is not None:
             server.stop()
-    metrics = result["metrics"]
-    numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-    print(
-        f"scorekeeper: run {result['run_id']} scored {result['rows']} rows"
-        + (f"; {numbers}" if numbers else "; scoring only")
-        + f"; outputs in {result['run_uri']}"
-    )
+    print(summary_line(result))
     return 0
+
+
+def summary_line(result: dict) -> str:
+    """The run's last line: rows, how many were evaluated (and matched), the headline metrics."""
+    metrics = result["metrics"]
+    line = f"scorekeeper: run {result['run_id']} scored {result['rows']} rows"
+    if metrics.get("scoring_only"):
+        line += "; scoring only"
+    else:
+        line += f"; evaluated {metrics.get('evaluated', 0)} of {result['rows']}"
+        truth = metrics.get("ground_truth_rows")
+        if metrics.get("ground_truth_source") == "ground_truth_uri" and truth is not None:
+            line += f" (ground truth: {truth - metrics['missing_predictions']} of {truth} rows matched an input row)"
+        numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
+        if numbers:
+            line += f"; {numbers}"
+    return line + f"; outputs in {result['run_uri']}"
+
+
+def _raise_interrupt(signum, frame) -> None:
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _interrupt_on_signals() -> None:
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, _raise_interrupt)
+
+
+def _interrupted(message: str) -> int:
+    from scorekeeper.errors import Interrupted
+
+    print(f"scorekeeper: {message}", file=sys.stderr)
+    return Interrupted.exit_code
+
+
+def _interrupted_outside_the_flow(request: ScoreRequest) -> str:
+    if request.run_name is None:
+        return "interrupted; no range committed"
+    try:
+        from scorekeeper.flows.score import interrupted
+
+        return str(interrupted(request, request.run_name))
+    except Exception as exc:  # the message must not fail: the run's folder may be unreadable
+        return f"interrupted; rerun with the same run name to resume ({type(exc).__name__})"
 
 
 def _start_server():
@@ -204,13 +263,23 @@ class _DropKnownErrors(logging.Filter):
         from scorekeeper.errors import ScorekeeperError
 
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, ScorekeeperError):
+        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)):
             return False
         message = record.getMessage()
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
 
 
-_KNOWN_ERROR_NAMES = ("InputError", "ModelError", "RunConflict", "ScoringFailed", "GatherError", "GateFailed", "ScorekeeperError")
+_KNOWN_ERROR_NAMES = (
+    "InputError",
+    "ModelError",
+    "RunConflict",
+    "ScoringFailed",
+    "GatherError",
+    "GateFailed",
+    "Interrupted",
+    "ScorekeeperError",
+    "KeyboardInterrupt",
+)
 
 
 def _hide_known_tracebacks() -> None:

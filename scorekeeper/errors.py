@@ -7,9 +7,17 @@ traceback.
 
 
 class ScorekeeperError(Exception):
-    """A problem with the run's input, parameters or environment, explained in the message."""
+    """A problem with the run's input, parameters or environment, explained in the message.
+
+    A password in a URI the message names is replaced by *** (the message reaches the terminal,
+    Prefect's logs and the flow run's state)."""
 
     exit_code = 2
+
+    def __init__(self, *args: object) -> None:
+        from scorekeeper.redact import redact_text
+
+        super().__init__(*(redact_text(a) if isinstance(a, str) else a for a in args))
 
 
 class InputError(ScorekeeperError):
@@ -28,6 +36,12 @@ class ScoringFailed(ScorekeeperError):
     """The scoring subprocess failed; the message holds its exit code and the tail of its stderr."""
 
     exit_code = 3
+
+
+class Interrupted(ScorekeeperError):
+    """The run was interrupted (Ctrl-C, SIGINT/SIGTERM); committed ranges are kept for a resume."""
+
+    exit_code = 130
 
 
 class GatherError(ScorekeeperError):

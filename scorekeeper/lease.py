@@ -3,7 +3,9 @@
 The lease is a small file created exclusively (a hard link locally, a conditional PUT on object
 storage) and renewed while the run lives. A second run under the same name is refused while the
 lease is fresh; a lease left by a crashed job expires after LEASE_TTL_S, and a retry of the same
-Prefect flow run (same owner) takes it over at once.
+Prefect flow run (same owner) takes it over at once, as does any run on the lease's host once the
+process that holds it is gone (killed with SIGKILL, say): the record names host, pid and the
+process's start time, so a reused pid is not mistaken for the owner.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from scorekeeper.errors import RunConflict
+import psutil
+
+from scorekeeper.errors import InputError, RunConflict
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import is_local
 
@@ -28,24 +32,51 @@ RENEW_EVERY_S = 10.0
 
 
 def _record(owner: str) -> bytes:
-    return json.dumps({"owner": owner, "host": socket.gethostname(), "pid": os.getpid(), "renewed_at": time.time()}).encode()
+    return json.dumps(
+        {"owner": owner, "host": socket.gethostname(), "pid": os.getpid(), "started": _started(os.getpid()), "renewed_at": time.time()}
+    ).encode()
+
+
+def _started(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _owner_gone(held: dict) -> bool:
+    """Whether the lease's holder is a process of this host that no longer runs."""
+    if held.get("host") != socket.gethostname() or not isinstance(held.get("pid"), int):
+        return False
+    started = _started(held["pid"])
+    if started is None:
+        return True
+    return held.get("started") is not None and abs(started - float(held["started"])) > 1.0
 
 
 @contextmanager
 def run_lease(run: RunFolder, run_id: str, owner: str, ttl_s: float = LEASE_TTL_S) -> Iterator[None]:
     """Hold the run folder's lease for the duration of the block, or raise RunConflict."""
-    if not run.create_exclusive(_record(owner), RunFolder.LEASE):
+    try:
+        created = run.create_exclusive(_record(owner), RunFolder.LEASE)
+    except (PermissionError, NotADirectoryError, FileExistsError, IsADirectoryError) as exc:
+        raise InputError(f"cannot write into the run folder {run.uri}: {exc.strerror or exc}") from None
+    if not created:
         try:
             held = json.loads(run.read_bytes(RunFolder.LEASE))
         except (FileNotFoundError, ValueError):
             held = {"owner": None, "renewed_at": 0.0}
         age = time.time() - float(held.get("renewed_at", 0.0))
-        if held.get("owner") != owner and age < ttl_s:
+        gone = _owner_gone(held)
+        if held.get("owner") != owner and age < ttl_s and not gone:
             raise RunConflict(
                 f"run '{run_id}' is being written by another job (host {held.get('host')}, pid {held.get('pid')}, "
                 f"renewed {age:.0f} s ago); wait for it to finish, or choose another run_name"
             )
-        log.info("taking over the lease of run %s (%s)", run_id, "same owner" if held.get("owner") == owner else f"expired {age:.0f} s ago")
+        why = (
+            "same owner" if held.get("owner") == owner else f"its process {held.get('pid')} is gone" if gone else f"expired {age:.0f} s ago"
+        )
+        log.info("taking over the lease of run %s (%s)", run_id, why)
         run.publish_bytes(_record(owner), RunFolder.LEASE)
     stop = threading.Event()
 

@@ -10,11 +10,14 @@ field is classified once, here, and cannot be forgotten in one of them.
 
 from __future__ import annotations
 
+import os
 import re
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from scorekeeper.redact import redact_uri
 
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -189,6 +192,12 @@ class ScoreRequest(BaseModel):
         description="Allow model code shipped with the model folder. Off unless asked for.",
         json_schema_extra=affects(PREDICTIONS),
     )
+    oversubscribe: bool = Field(
+        False,
+        description="Allow more scoring processes than CPU cores on a machine without a GPU (each one loads "
+        "the whole model: memory runs out long before the cores are busy).",
+        json_schema_extra=affects(NOTHING),
+    )
     storage_block: str | None = Field(
         None,
         description="Prefect block with the object-storage credentials: NAME, aws-credentials/NAME or "
@@ -283,15 +292,51 @@ class ScoreRequest(BaseModel):
             raise ValueError("id_column must differ from the text columns")
         return self
 
-    def resolved_num_processes(self, visible_gpus: int) -> int:
-        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU)."""
+    def resolved_num_processes(self, visible_gpus: int, cores: int | None = None) -> int:
+        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU).
+
+        Refuses (InputError) more processes than GPUs (two ranks cannot share a device), and more
+        than `cores` without a GPU unless `oversubscribe`: every process loads the whole model."""
         if self.num_processes == "auto":
             return max(1, visible_gpus)
-        return int(self.num_processes)
+        wanted = int(self.num_processes)
+        if visible_gpus and wanted > visible_gpus:
+            from scorekeeper.errors import InputError
+
+            raise InputError(
+                f"num_processes {wanted} is more than the {visible_gpus} visible GPU(s): every scoring process "
+                "needs a GPU of its own (set CUDA_VISIBLE_DEVICES, or lower --num-processes)"
+            )
+        cores = available_cores() if cores is None else cores
+        if not visible_gpus and wanted > cores and not self.oversubscribe:
+            from scorekeeper.errors import InputError
+
+            raise InputError(
+                f"num_processes {wanted} is more than this machine's {cores} CPU core(s) and there is no GPU: "
+                "every scoring process loads the whole model, so memory runs out long before the cores are busy. "
+                f"Use --num-processes {cores} or fewer, or --oversubscribe to start them anyway"
+            )
+        return wanted
 
     def public_dict(self) -> dict:
-        """The parameters as written to request.json (they hold no secrets: only a block's name)."""
-        return self.model_dump(mode="json")
+        """The parameters as written to request.json, job.json and the report: no secrets (a
+        block's name at most; a password in a URI is replaced by ***)."""
+        data = self.model_dump(mode="json")
+        for name in URI_FIELDS:
+            data[name] = redact_uri(data[name])
+        return data
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask, e.g. a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# Parameters that name a place: shown redacted, compared normalised.
+URI_FIELDS = ("input_uri", "ground_truth_uri", "model_uri", "adapter_uri", "output_uri")
 
 
 def parameter_effects(model: type[BaseModel] = ScoreRequest) -> dict[str, frozenset[Affects]]:

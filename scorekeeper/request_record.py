@@ -11,7 +11,8 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from scorekeeper.errors import RunConflict
-from scorekeeper.params import SCORING_PARAMETERS, ScoreRequest
+from scorekeeper.params import SCORING_PARAMETERS, URI_FIELDS, ScoreRequest
+from scorekeeper.redact import normalise_uri
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import digest_of
 
@@ -29,14 +30,13 @@ class RequestRecord(ScoreRequest):
 
     def scoring_fingerprint(self, input_fingerprint: str) -> str:
         """What a committed shard's predictions depend on; shards under another fingerprint are stale."""
-        params = {k: v for k, v in self.public_dict().items() if k in SCORING_PARAMETERS}
+        params = {k: _comparable(k, v) for k, v in self.public_dict().items() if k in SCORING_PARAMETERS}
         return digest_of([params, self.model_fingerprint, self.adapter_fingerprint, input_fingerprint])
 
 
 def publish_request_record(run: RunFolder, record: RequestRecord) -> None:
-    """Write request.json for a new run; a resumed run keeps the one its first attempt wrote."""
-    if not run.exists(RunFolder.REQUEST):
-        run.publish_json(record.public_dict(), RunFolder.REQUEST)
+    """Write request.json (the plan step does, for a new run or one whose earlier attempt committed nothing)."""
+    run.publish_json(record.public_dict(), RunFolder.REQUEST)
 
 
 def read_request_record(run: RunFolder) -> RequestRecord:
@@ -53,17 +53,24 @@ def read_request_record(run: RunFolder) -> RequestRecord:
 
 
 def check_resumable(earlier: RequestRecord, now: RequestRecord) -> None:
-    """Refuse a resume whose predictions-affecting parameters, model or adapter differ from the earlier attempt's."""
+    """Refuse a resume whose predictions-affecting parameters, model or adapter differ from the earlier attempt's.
+    Values are compared as request.json holds them (passwords redacted), URIs normalised."""
+    then, current = earlier.public_dict(), now.public_dict()
     differences = [
-        f"{name}: {getattr(earlier, name)!r} then, {getattr(now, name)!r} now"
+        f"{name}: {then[name]!r} then, {current[name]!r} now"
         for name in ScoreRequest.model_fields
-        if name in SCORING_PARAMETERS and getattr(earlier, name) != getattr(now, name)
+        if name in SCORING_PARAMETERS and _comparable(name, then[name]) != _comparable(name, current[name])
     ]
     for name in ("model_fingerprint", "adapter_fingerprint"):
-        if getattr(earlier, name) != getattr(now, name):
+        if then[name] != current[name]:
             differences.append(f"the {name.split('_')[0]} folder's content changed")
     if differences:
         raise RunConflict(
             f"run '{now.run_id}' already exists with different settings ({'; '.join(differences)}); "
             "choose another run_name, or rerun with the earlier settings to resume it"
         )
+
+
+def _comparable(name: str, value):
+    # ./data, its absolute path, file:// and a trailing / are one place
+    return normalise_uri(value) if name in URI_FIELDS else value

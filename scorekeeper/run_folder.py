@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from scorekeeper.redact import redact_uri
 from scorekeeper.storage import Location, digest_of
 
 
@@ -28,6 +29,10 @@ class InputFile(BaseModel):
     size: int
     format: str
     fingerprint: str
+
+    def redacted(self) -> InputFile:
+        """As the run's files (plan.json, the staged manifest) record it: no password in its URI."""
+        return self.model_copy(update={"uri": redact_uri(self.uri)})
 
 
 class StagedGroundTruth(BaseModel):

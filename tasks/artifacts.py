@@ -14,6 +14,7 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
+from scorekeeper.redact import redact_uri
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.report import fmt, headline, metric_value, plot_files, signed
 
@@ -37,6 +38,7 @@ IMAGE_PLOTS = ("confusion.svg", "reliability.svg", "roc.svg", "pr.svg", "scores.
 
 
 def _link(uri: str) -> str:
+    uri = redact_uri(uri)  # artifacts are stored by the Prefect server: never a password
     return uri if "://" in uri else "file://" + uri
 
 
@@ -101,7 +103,7 @@ def comparison_rows(metrics: dict) -> list[dict]:
 def publish_report_artifacts(context, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
     svgs = plot_files(metrics)
     create_markdown_artifact(
-        summary_markdown(metrics, context.run_id, context.run_uri, throughput, svgs),
+        summary_markdown(metrics, context.run_id, redact_uri(context.run_uri), throughput, svgs),
         key="scorekeeper-summary",
         description="Evaluation summary",
     )

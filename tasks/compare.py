@@ -141,7 +141,7 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
     output = Location.from_uri(request.output_uri)
     if request.compare_to == run_id:
         raise InputError(f"compare_to names this run ({run_id!r}); name another run under {output.uri}, or 'previous'")
-    files = [f.fingerprint for f in list_input_files(request.input_uri)]
+    files = [f.fingerprint for f in list_input_files(request.input_uri, exclude=output.child(run_id))]
     if request.compare_to == "previous":
         runs = [r for r in completed_runs(output) if r["run_id"] != run_id]
         same = [r for r in runs if r["input_files"] == files]

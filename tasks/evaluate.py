@@ -14,10 +14,11 @@ from importlib import resources
 import numpy as np
 from prefect import task
 
-from scorekeeper.run_folder import RunFolder, StagedManifest
+from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks import duck
 from scorekeeper.tasks.retries import IO_RETRIES
+from scorekeeper.tasks.runlog import run_logger
 
 ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
@@ -68,6 +69,9 @@ def evaluate(
             source = None
         con.execute(sql("evaluated.sql"))
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
+        truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
+        if ground_truth:
+            _say_how_ids_matched(manifest, ground_truth, truth_rows, truth_rows - missing)
         evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
         ).fetchone()
@@ -103,6 +107,7 @@ def evaluate(
             "per_class": per_class,
             "confusion": confusion,
             "labels": labels,
+            "ground_truth_rows": int(truth_rows),
             "missing_predictions": int(missing),
             "unmatched_predictions": int(unmatched),
             "unknown_labels": unknown,
@@ -200,6 +205,16 @@ def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
 def _mean(values) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
+
+
+def _say_how_ids_matched(manifest: StagedManifest, ground_truth: StagedGroundTruth, truth_rows: int, matched: int) -> None:
+    """A join on ids can silently match nothing (7 is not "007"): say how many matched, and how."""
+    how = ""
+    if ground_truth.id_type != manifest.id_type:
+        how = f"the input's ids are {manifest.id_type} and the ground truth's {ground_truth.id_type}, compared as text; "
+    message = f"ground truth: {how}{matched} of {truth_rows} ground-truth rows matched an input id"
+    logger = run_logger(__name__)
+    (logger.warning if how or matched < truth_rows else logger.info)(message)
 
 
 def _number(value) -> float | None:

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 
 from scorekeeper.errors import ModelError
+from scorekeeper.redact import redact_uri
 from scorekeeper.storage import digest_of, fs_and_path
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
     key = digest_of(entries)
     target = os.path.join(cache_root(), what, key)
     if os.path.isdir(target):
-        _logger().info("%s %s: using the cached copy %s", what, uri, target)
+        _logger().info("%s %s: using the cached copy %s", what, redact_uri(uri), target)
         return target
     fs, root = fs_and_path(uri)
     root = root.rstrip("/")
@@ -79,7 +80,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
             # Another process renamed its complete copy into place first: use that one.
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    _logger().info("%s %s: fetched %d files (%d bytes) into %s", what, uri, len(entries), sum(s for _, _, s in entries), target)
+    _logger().info("%s %s: fetched %d files (%d bytes) into %s", what, redact_uri(uri), len(entries), sum(s for _, _, s in entries), target)
     return target
 
 

@@ -32,11 +32,20 @@ def committed_ranges(run: RunFolder, fingerprint: str) -> dict[int, CommitRecord
     return records
 
 
+def commit_progress(run: RunFolder) -> tuple[int, int] | None:
+    """(ranges committed, ranges planned) for the run's current plan; None before there is one."""
+    if not run.exists(RunFolder.PLAN):
+        return None
+    plan = run.read_plan()
+    return len(committed_ranges(run, plan.scoring_fingerprint)), len(plan.ranges)
+
+
 def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifest) -> Job:
     """Write plan.json and the worker's job.json; the job lists only uncommitted ranges."""
     run = context.run
     record = request_record(request, context)
-    publish_request_record(run, record)
+    if not context.resumed:  # a new run, or an earlier attempt that committed nothing
+        publish_request_record(run, record)
     input_fingerprint = manifest.input_fingerprint
     fingerprint = record.scoring_fingerprint(input_fingerprint)
     ranges = plan_ranges(manifest.total_rows, request.rows_per_range)

@@ -7,6 +7,7 @@ Anything else is refused before a byte of the earlier attempt is touched.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from dataclasses import dataclass
@@ -14,12 +15,15 @@ from dataclasses import dataclass
 from prefect import task
 from prefect.runtime import flow_run
 
+from scorekeeper.errors import InputError, RunConflict
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import redact_uri
 from scorekeeper.request_record import RequestRecord, check_resumable, read_request_record
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import digest_of, file_fingerprint, fs_and_path, is_local
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.model import check_safetensors_folder, label_names
+from scorekeeper.tasks.runlog import run_logger
+from scorekeeper.worker.model import check_safetensors_folder, check_tokenizer_folder, declared_max_length, label_names
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +80,52 @@ def run_location(request: ScoreRequest, run_id: str) -> RunFolder:
     return RunFolder.under(request.output_uri, run_id)
 
 
+def check_output_uri(uri: str) -> None:
+    """Refuse an output_uri that cannot hold a run folder (a file on the way, no write permission),
+    before anything is written. Object storage answers only when written to: see run_lease."""
+    fs, path = fs_and_path(uri)
+    if not is_local(fs):
+        return
+    probe = path
+    while not os.path.lexists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if os.path.lexists(probe) and not os.path.isdir(probe):
+        what = "is a file" if probe == path else f"cannot be a folder: {probe} is a file"
+        raise InputError(f"output_uri {uri} {what}; give a folder to write runs into")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise InputError(f"output_uri {uri} is not writable: no permission to create files in {probe}")
+
+
+def has_commits(run: RunFolder) -> bool:
+    """Whether any range of this run was ever committed (under any settings)."""
+    return any(n.endswith(".json") and not n.startswith(".") for n in run.list_names(RunFolder.COMMIT_DIR))
+
+
+def check_model_folder(request: ScoreRequest, model_path: str) -> list[str]:
+    """What the scoring processes would refuse about the model, found before anything is written:
+    pickled weights, no usable tokenizer, a label map that is not one name per output, a
+    max_length beyond the model's. Returns the labels."""
+    check_safetensors_folder(model_path, "model")
+    labels = label_names(model_path)
+    check_tokenizer_folder(model_path)
+    declared_max_length(model_path, request.max_length)
+    return labels
+
+
 def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
     """Resolve the run id, the model and adapter; when the run exists, check that its request.json
-    allows resuming with these parameters (the plan step writes request.json for a new run)."""
+    allows resuming with these parameters (the plan step writes request.json for a new run).
+
+    An earlier attempt that committed no range (refused by the scoring processes, interrupted
+    early) holds nothing to protect: its run name is reused with the new settings."""
     run_id = resolve_run_id(request, flow_run_id)
     run = run_location(request, run_id)
+    check_output_uri(request.output_uri)
     model_path = localize_folder(request.model_uri, "model")
-    check_safetensors_folder(model_path, "model")
+    labels = check_model_folder(request, model_path)
     adapter_path = localize_folder(request.adapter_uri, "adapter") if request.adapter_uri else None
     if adapter_path:
         check_safetensors_folder(adapter_path, "adapter")
@@ -93,12 +136,20 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
         model_fingerprint=folder_fingerprint(model_path),
         adapter_path=adapter_path,
         adapter_fingerprint=folder_fingerprint(adapter_path) if adapter_path else None,
-        labels=label_names(model_path),
+        labels=labels,
         resumed=run.exists(RunFolder.REQUEST),
     )
     if context.resumed:
-        check_resumable(read_request_record(run), request_record(request, context))
-        log.info("resuming run %s at %s", run_id, run.uri)
+        try:
+            check_resumable(read_request_record(run), request_record(request, context))
+        except RunConflict as conflict:
+            if has_commits(run):
+                raise
+            run_logger(__name__).warning(
+                "run %s: its earlier attempt committed nothing, so it starts again with these settings (%s)", run_id, conflict
+            )
+            return dataclasses.replace(context, resumed=False)
+        log.info("resuming run %s at %s", run_id, redact_uri(run.uri))
     return context
 
 

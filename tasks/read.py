@@ -20,28 +20,35 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
-from fsspec.utils import infer_compression
 from prefect import task
 
 from scorekeeper.errors import InputError, RunConflict
 from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
+from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import InputFile, RunFolder, StagedGroundTruth, StagedManifest
-from scorekeeper.storage import digest_of, file_fingerprint, fs_and_path, to_uri
+from scorekeeper.storage import Location, digest_of, file_fingerprint, fs_and_path, to_uri
 from scorekeeper.tasks.retries import IO_RETRIES
+from scorekeeper.tasks.runlog import run_logger
 
 log = logging.getLogger(__name__)
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
-COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".zstd")
+# Compressed text files, by suffix: fsspec's codec name (gzip, bz2, lzma: the standard library), or
+# pyarrow's own zstd codec (fsspec has one only when the optional zstandard package is installed).
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zstd": "zstd"}
 _BATCH_ROWS = 65536
 _SHOWN = 5  # offending rows named in a message
 
 
+def compression(path: str) -> str | None:
+    """The codec a file name asks for (.csv.gz -> gzip), or None."""
+    return COMPRESSIONS.get(posixpath.splitext(path.lower())[1])
+
+
 def file_format(path: str) -> str | None:
     name = path.lower()
-    for suffix in COMPRESSIONS:
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
+    if compression(name):
+        name = posixpath.splitext(name)[0]
     return FORMATS.get(posixpath.splitext(name)[1])
 
 
@@ -50,8 +57,11 @@ def _hidden(path: str) -> bool:
     return any(part.startswith((".", "_")) for part in path.split("/")[-1:])
 
 
-def list_input_files(uri: str, what: str = "input") -> list[InputFile]:
-    """The files a URI names: a file, a folder/prefix (recursively) or a glob; sorted by full path."""
+def list_input_files(uri: str, what: str = "input", exclude: Location | None = None) -> list[InputFile]:
+    """The files a URI names: a file, a folder/prefix (recursively) or a glob; sorted by full path.
+
+    Files under `exclude` (the run's own folder, when output_uri lies inside the input folder) are
+    not input: the run would otherwise read its own lease, staged input and predictions."""
     fs, path = fs_and_path(uri)
     if any(ch in path for ch in "*?["):
         paths = [p for p in fs.glob(path) if fs.isfile(p)]
@@ -65,11 +75,27 @@ def list_input_files(uri: str, what: str = "input") -> list[InputFile]:
         paths = [path]
     else:
         raise InputError(f"{what} not found: {uri}")
+    if exclude is not None and type(exclude.fs) is type(fs):
+        own = exclude.path.rstrip("/")
+        inside = [p for p in paths if p == own or p.startswith(own + "/")]
+        if inside:
+            run_logger(__name__).warning(
+                "%s %s: skipping %d file(s) in this run's own folder %s", what, redact_uri(uri), len(inside), redact_uri(exclude.uri)
+            )
+            paths = [p for p in paths if p not in set(inside)]
+            if not paths:
+                raise InputError(f"{what} not found: {uri} holds no files outside this run's own folder {exclude.uri}")
     unsupported = [p for p in paths if file_format(p) is None]
     if unsupported:
         raise InputError(
             f"{what} {uri}: unsupported file type for {', '.join(to_uri(fs, p) for p in unsupported[:_SHOWN])}"
-            " (expected .parquet, .csv, .jsonl/.ndjson/.json, optionally compressed)"
+            " (expected .parquet, .csv, .jsonl/.ndjson/.json; .csv and .jsonl optionally .gz, .bz2, .xz or .zst)"
+        )
+    packed = [p for p in paths if file_format(p) == "parquet" and compression(p)]
+    if packed:
+        raise InputError(
+            f"{what} {uri}: compressed Parquet file {to_uri(fs, packed[0])}; Parquet compresses its own pages: "
+            "give the .parquet file itself"
         )
     files = []
     for p in sorted(paths, key=lambda p: to_uri(fs, p)):
@@ -89,7 +115,11 @@ def _open_batches(f: InputFile, string_columns: list[str], columns: list[str] | 
         schema = parquet.schema_arrow
         wanted = [c for c in columns if c in schema.names] if columns is not None else None
         return schema, parquet.iter_batches(batch_size=_BATCH_ROWS, columns=wanted)
-    handle = fs.open(path, "rb", compression=infer_compression(path))
+    codec = compression(path)
+    if codec == "zstd":
+        handle = pa.CompressedInputStream(pa.PythonFile(fs.open(path, "rb"), mode="r"), "zstd")
+    else:
+        handle = fs.open(path, "rb", compression=codec)
     if f.format == "csv":
         reader = pacsv.open_csv(
             handle,
@@ -122,14 +152,21 @@ class _Columns:
         return cls(mapping, list(mapping.values()))
 
 
-def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, user_name: str) -> pa.Array:
-    """Cast a column to the canonical type family, or explain why it cannot be."""
+def _is_text(t: pa.DataType) -> bool:
+    """Arrow's text types: string, large_string and string_view (Polars and DuckDB write the last)."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, user_name: str, first_row: int | None = None) -> pa.Array:
+    """Cast a column to the canonical type family, or explain why it cannot be.
+
+    `first_row` is the row_index of the column's first value, to name offending rows by."""
     t = column.type
     if pa.types.is_dictionary(t):
         column = column.cast(t.value_type)
         t = column.type
     if canonical in ("text", "text_pair") or canonical.startswith("slice_"):
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if _is_text(t):
             return column.cast(pa.string())
         if canonical.startswith("slice_"):
             if pa.types.is_nested(t) or pa.types.is_union(t):
@@ -143,8 +180,8 @@ def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, u
         raise InputError(f"column '{user_name}' in {where} is {t}, not text")
     # ids and labels keep their own type family: integers, or strings
     if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return column.cast(pa.int64())
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return _to_int64(column, canonical, where, user_name, first_row)
+    if _is_text(t):
         return column.cast(pa.string())
     if pa.types.is_floating(t) and canonical == "label":
         # Integer labels written through pandas with missing values arrive as floats.
@@ -153,12 +190,30 @@ def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, u
         valid = pc.drop_null(column)
         if len(valid) and not pc.all(pc.equal(pc.floor(valid), valid)).as_py():
             raise InputError(f"label column '{user_name}' in {where} holds non-integer numbers")
-        return column.cast(pa.int64())
+        return _to_int64(column, canonical, where, user_name, first_row)
     if pa.types.is_null(t):
         return column.cast(pa.string())
     if canonical == "id":
         raise InputError(f"id column '{user_name}' in {where} is {t}; ids must be integers or strings")
     raise InputError(f"label column '{user_name}' in {where} is {t}; labels must be names or integer ids")
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _to_int64(column, canonical: str, where: str, user_name: str, first_row: int | None) -> pa.Array:
+    """Integers are stored as int64; a uint64 (or float) value beyond its range is refused, not wrapped."""
+    try:
+        return column.cast(pa.int64())
+    except (pa.ArrowInvalid, OverflowError):
+        pass
+    values = column.to_pylist()
+    position = next(i for i, v in enumerate(values) if v is not None and not -_INT64_MAX - 1 <= v <= _INT64_MAX)
+    at = f" (first at row_index {first_row + position})" if first_row is not None else ""
+    raise InputError(
+        f"{canonical} column '{user_name}' in {where} holds {int(values[position])}{at}, beyond the 64-bit signed integers "
+        f"{canonical}s are stored as; write the {canonical}s as text"
+    )
 
 
 class _RowGroupWriter:
@@ -211,7 +266,7 @@ class StagedInput:
 
     def manifest(self, staging_key: str, ground_truth: StagedGroundTruth | None) -> StagedManifest:
         return StagedManifest(
-            files=self.files,
+            files=[f.redacted() for f in self.files],
             total_rows=self.total_rows,
             has_label=self.has_label,
             label_type=self.label_type,
@@ -233,7 +288,9 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
         and (request.label_column in first_schema.names or request.label_column != "label")
     )
     columns = _Columns.for_input(request, has_label)
-    text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair") or k.startswith("slice_")]
+    # Columns a CSV file gives as text, whatever they look like: ids keep their spelling (`007` is
+    # not 7). JSON Lines and Parquet carry their own types and keep them.
+    text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair", "id") or k.startswith("slice_")]
     target = os.path.join(workdir, "input.parquet")
     out = _RowGroupWriter(target, request.rows_per_range)
     offset = 0
@@ -253,7 +310,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
                 continue
             out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
             for canonical, user in columns.mapping.items():
-                out_columns[canonical] = _normalise(canonical, batch.column(user), f.uri, user)
+                out_columns[canonical] = _normalise(canonical, batch.column(user), f.uri, user, offset)
             if "id" not in out_columns:
                 out_columns["id"] = out_columns["row_index"]
             for canonical in ("id", "label"):
@@ -297,16 +354,15 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
     )
 
 
-def stage_ground_truth(request: ScoreRequest, workdir: str) -> tuple[list[InputFile], str, str]:
-    """Stage ground-truth files (id, label) for the join; returns files, local path, id type."""
-    files = list_input_files(request.ground_truth_uri, "ground truth")
+def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: str) -> tuple[str, str]:
+    """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
     target = os.path.join(workdir, "ground_truth.parquet")
     writer = None
     types: dict[str, tuple[pa.DataType, str]] = {}
     rows = 0
     try:
         for f in files:
-            schema, batches = _read_or_explain(f, [], [request.id_column, request.label_column])
+            schema, batches = _read_or_explain(f, [request.id_column], [request.id_column, request.label_column])
             missing = [c for c in (request.id_column, request.label_column) if c not in schema.names]
             if missing:
                 raise InputError(
@@ -330,7 +386,7 @@ def stage_ground_truth(request: ScoreRequest, workdir: str) -> tuple[list[InputF
             writer.close()
     if rows == 0:
         raise InputError(f"no rows in the ground truth {request.ground_truth_uri}")
-    return files, target, str(types["id"][0])
+    return target, str(types["id"][0])
 
 
 def _check_type(types: dict, canonical: str, t: pa.DataType, where: str, user: str) -> None:
@@ -381,39 +437,53 @@ def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
         ).fetchall()
 
 
-def staging_key(request: ScoreRequest, files: list[InputFile]) -> str:
-    """What the staged input depends on: the input files' fingerprints and every parameter that
-    declares it affects staging (params.STAGING_PARAMETERS)."""
+def staging_key(request: ScoreRequest, files: list[InputFile], truth_files: list[InputFile] = ()) -> str:
+    """What the staged input depends on: the input (and ground-truth) files' fingerprints and every
+    parameter that declares it affects staging (params.STAGING_PARAMETERS)."""
     return digest_of(
         [
-            [f.model_dump() for f in files],
+            [f.redacted().model_dump() for f in files],
             {k: v for k, v in request.public_dict().items() if k in STAGING_PARAMETERS},
+            [f.redacted().model_dump() for f in truth_files],
         ]
     )
 
 
 def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
     """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
-    of the same files with the same staging parameters. Returns the staged manifest."""
+    of the same files with the same staging parameters. Returns the staged manifest.
+
+    The ground truth is fingerprinted like the input: when it changed since an earlier attempt it
+    is staged again and the run is evaluated against it (the predictions do not depend on it)."""
     import shutil
 
-    files = list_input_files(request.input_uri)
-    key = staging_key(request, files)
+    from scorekeeper.tasks.prepare import has_commits
+
+    files = list_input_files(request.input_uri, exclude=run)
+    truth_files = list_input_files(request.ground_truth_uri, "ground truth", exclude=run) if request.ground_truth_uri else []
+    key = staging_key(request, files, truth_files)
     earlier = run.read_manifest()
     if earlier is not None:
         if earlier.staging_key == key and run.exists(RunFolder.STAGED_INPUT):
             log.info("input already staged for this run (%d rows); reusing it", earlier.total_rows)
             return earlier
-        old = {f.uri: f.fingerprint for f in earlier.files}
-        new = {f.uri: f.fingerprint for f in files}
-        changed = sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
-        if changed:
+        changed = _changed(earlier.files, files)
+        if changed and has_commits(run):
             raise RunConflict(
                 f"the input changed since run '{posixpath.basename(run.path)}' started "
                 f"({', '.join(changed[:_SHOWN])}); choose another run_name to score it"
             )
+        truth_changed = _changed(earlier.ground_truth.files if earlier.ground_truth else [], truth_files)
+        if truth_changed and not changed and earlier.ground_truth and truth_files:
+            run_logger(__name__).warning(
+                "the ground truth changed since the last attempt of run '%s' (%s): evaluating against it as it is now; "
+                "the committed predictions are reused (they do not depend on it)",
+                posixpath.basename(run.path),
+                ", ".join(truth_changed[:_SHOWN]),
+            )
         # Same files, other evaluation settings (labels, ground truth, slices): stage them again;
-        # the rows and their order are the same, so committed shards stay valid.
+        # the rows and their order are the same, so committed shards stay valid. (Changed files
+        # with nothing committed yet: the earlier attempt left nothing to protect.)
     workdir = new_workdir()
     try:
         staged = stage_input(request, files, workdir)
@@ -424,12 +494,12 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
         ground_truth = None
         if request.ground_truth_uri:
-            gt_files, gt_path, gt_id_type = stage_ground_truth(request, workdir)
+            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir)
             dupes = first_duplicate_ids(gt_path)
             if dupes:
                 shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
                 raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
-            ground_truth = StagedGroundTruth(files=gt_files, id_type=gt_id_type)
+            ground_truth = StagedGroundTruth(files=[f.redacted() for f in truth_files], id_type=gt_id_type)
             run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
         manifest = staged.manifest(key, ground_truth)
         run.publish_local_file(staged.local_path, RunFolder.STAGED_INPUT)
@@ -437,6 +507,13 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
         return manifest
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _changed(earlier: list[InputFile], now: list[InputFile]) -> list[str]:
+    """URIs of files added, removed or changed in content since an earlier listing (as recorded: redacted)."""
+    old = {f.uri: f.fingerprint for f in earlier}
+    new = {r.uri: r.fingerprint for r in (f.redacted() for f in now)}
+    return sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
 
 
 @task(name="read inputs", **IO_RETRIES)

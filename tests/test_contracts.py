@@ -231,12 +231,21 @@ def test_an_old_request_json_resumes_and_a_changed_setting_is_refused(tmp_path):
         check_resumable(earlier, RequestRecord.of(request.model_copy(update={"dtype": "float32"}), "r", "m", None))
     with pytest.raises(RunConflict, match="the model folder's content changed"):
         check_resumable(earlier, RequestRecord.of(request, "r", "other", None))
-    publish_request_record(run, now)  # a resumed run keeps its first request.json
-    assert json.loads(run.read_bytes(RunFolder.REQUEST)) == old
     fresh = RunFolder.under(str(tmp_path), "fresh")
     publish_request_record(fresh, RequestRecord.of(request, "fresh", "m", None))
     assert fresh.read_bytes(RunFolder.REQUEST) == _published(tmp_path, request.public_dict() | {
         "run_id": "fresh", "model_fingerprint": "m", "adapter_fingerprint": None})  # fmt: skip
+
+
+def test_the_request_record_holds_no_password_and_resumes_against_its_redacted_form(tmp_path):
+    request = ScoreRequest(**BASE | {"input_uri": "s3://key:pa55@bucket/eval/"})
+    run = RunFolder.under(str(tmp_path), "r")
+    publish_request_record(run, RequestRecord.of(request, "r", "m", None))
+    assert b"pa55" not in run.read_bytes(RunFolder.REQUEST)
+    earlier = read_request_record(run)
+    now = RequestRecord.of(request.model_copy(update={"input_uri": "s3://key:pa55@bucket/eval"}), "r", "m", None)
+    check_resumable(earlier, now)
+    assert earlier.scoring_fingerprint("i") == now.scoring_fingerprint("i")
 
 
 def test_an_unreadable_request_json_is_one_clear_refusal(tmp_path):

@@ -35,6 +35,14 @@ def plan_ranges(total_rows: int, rows_per_range: int) -> list[IndexRange]:
     return [IndexRange(i, start, min(start + rows_per_range, total_rows)) for i, start in enumerate(range(0, total_rows, rows_per_range))]
 
 
+def run_uri_of(job_uri: str) -> str | None:
+    """The run folder a job file lies in ({run_uri}/work/job.json), as the flow spelled it."""
+    from scorekeeper.run_folder import RunFolder
+
+    suffix = "/" + RunFolder.JOB
+    return job_uri[: -len(suffix)] if job_uri.endswith(suffix) else None
+
+
 @dataclass
 class Job:
     """What the worker needs: the request, where things are, and which ranges are still to do."""
@@ -49,10 +57,14 @@ class Job:
     attempt: str = ""
 
     def to_json(self) -> str:
+        """job.json: no secrets. A password in the run's URI is redacted here; the worker takes the
+        real URI from the job file's own URI (see run_uri_of), which it is handed directly."""
+        from scorekeeper.redact import redact_uri
+
         return json.dumps(
             {
                 "request": self.request.public_dict(),
-                "run_uri": self.run_uri,
+                "run_uri": redact_uri(self.run_uri),
                 "model_path": self.model_path,
                 "adapter_path": self.adapter_path,
                 "total_rows": self.total_rows,

@@ -72,7 +72,57 @@ def load_tokenizer(model_path: str, trust_remote_code: bool):
         tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=trust_remote_code)
     except Exception as exc:
         raise ModelError(f"cannot load the tokenizer from {model_path}: {exc}") from exc
+    special = {i for i in tokenizer.all_special_ids if i is not None}
+    if tokenizer.unk_token_id is not None:
+        special.add(tokenizer.unk_token_id)
+    check_encodes_text(tokenizer(ORDINARY_TEXT, add_special_tokens=False)["input_ids"], special, len(tokenizer), model_path)
     return tokenizer
+
+
+# Words in a few scripts: any real vocabulary has a piece of them that is neither unknown nor special.
+ORDINARY_TEXT = "The quick brown fox jumps over the lazy dog, 0123456789. Der Fuchs. Быстрая лиса. 敏捷的狐狸."
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
+
+
+def check_encodes_text(ids: list[int], special_ids: set[int], vocab_size: int, folder: str) -> None:
+    """Refuse a tokenizer that turns ordinary text into nothing but unknown or special tokens.
+
+    transformers 5 builds a tokenizer even from a folder without tokenizer files (or from a
+    vocabulary file it ignores): it holds only the special tokens and maps every word to the
+    unknown token, and the model then scores every row from the same few ids, without a warning."""
+    if vocab_size <= len(special_ids) or not [i for i in ids if i not in special_ids]:
+        raise ModelError(
+            f"the tokenizer in {folder} cannot encode ordinary text: its vocabulary has {vocab_size} token(s), "
+            f"{len(special_ids)} of them special, and every word becomes an unknown or special token. "
+            f"The folder needs the tokenizer's files ({', '.join(TOKENIZER_FILES[:3])}, ...): save them with "
+            "tokenizer.save_pretrained(folder)"
+        )
+
+
+def check_tokenizer_folder(folder: str) -> None:
+    """The flow's check, before anything is written: the folder has tokenizer files, and a
+    tokenizer.json encodes ordinary text (read with the `tokenizers` library: no transformers import)."""
+    names = set(os.listdir(folder))
+    if not names & set(TOKENIZER_FILES) and not any(n.endswith(".model") for n in names):
+        raise ModelError(
+            f"model folder {folder} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}): without them the "
+            "tokenizer maps every word to the unknown token. Save the tokenizer into it with tokenizer.save_pretrained(folder)"
+        )
+    if "tokenizer.json" not in names:
+        return  # other formats are checked by the scoring processes, which load them with transformers
+    try:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    except Exception as exc:  # a version of the format this library cannot read: transformers may
+        log.info("not checking %s/tokenizer.json here (%s); the scoring processes check it", folder, exc)
+        return
+    special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
+    unk = getattr(tokenizer.model, "unk_token", None)
+    if isinstance(unk, str) and tokenizer.token_to_id(unk) is not None:
+        special.add(tokenizer.token_to_id(unk))
+    ids = tokenizer.encode(ORDINARY_TEXT, add_special_tokens=False).ids
+    check_encodes_text(ids, special, tokenizer.get_vocab_size(with_added_tokens=True), folder)
 
 
 def ensure_pad_token(tokenizer, config) -> int:
@@ -93,6 +143,20 @@ def ensure_pad_token(tokenizer, config) -> int:
     if getattr(config, "pad_token_id", None) is None:
         config.pad_token_id = tokenizer.pad_token_id
     return int(tokenizer.pad_token_id)
+
+
+def declared_max_length(folder: str, requested: int | None) -> int:
+    """model_max_length from the folder's config.json and tokenizer_config.json alone (the flow
+    checks --max-length with it before anything is written; the worker again with the loaded objects)."""
+    from types import SimpleNamespace
+
+    config = _read_json(os.path.join(folder, "config.json"))
+    tokenizer_config = _read_json(os.path.join(folder, "tokenizer_config.json"), missing_ok=True)
+    return model_max_length(
+        SimpleNamespace(model_max_length=tokenizer_config.get("model_max_length")),
+        SimpleNamespace(**{k: config.get(k) for k in ("max_position_embeddings", "model_type", "pad_token_id")}),
+        requested,
+    )
 
 
 def model_max_length(tokenizer, config, requested: int | None) -> int:
@@ -137,7 +201,11 @@ def load_model(
         config = AutoConfig.from_pretrained(model_path, trust_remote_code=trust_remote_code)
     except Exception as exc:
         raise ModelError(f"cannot read the model config in {model_path}: {exc}") from exc
+    labels = labels_from_config(
+        {"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}, model_path
+    )
     pad_id = ensure_pad_token(tokenizer, config)
+    max_length = model_max_length(tokenizer, config, max_length)
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
             model_path,
@@ -152,11 +220,10 @@ def load_model(
         model = attach_adapter(model, adapter_path, merge=merge_adapter)
     model.to(device)
     model.eval()
-    labels = [str(config.id2label.get(i, config.id2label.get(str(i), f"LABEL_{i}"))) for i in range(config.num_labels)]
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
-        max_length=model_max_length(tokenizer, config, max_length),
+        max_length=max_length,
         pad_token_id=pad_id,
         labels=labels,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),
@@ -178,14 +245,59 @@ def attach_adapter(model, adapter_path: str, *, merge: bool):
 
 def label_names(model_path: str) -> list[str]:
     """The model's labels in id order, read from its config alone (no weights loaded)."""
+    return labels_from_config(_read_json(os.path.join(model_path, "config.json")), model_path)
+
+
+def labels_from_config(config: dict, folder: str) -> list[str]:
+    """Label names in id order; refuses heads whose outputs are not one softmax over distinct labels.
+
+    A repeated name would join each of its rows to the ground truth twice; ids that are not
+    0..num_labels-1 leave outputs without a name; one output (a regression head) or independent
+    sigmoids (multi-label) would be turned into probabilities that mean nothing."""
+    problem = config.get("problem_type")
+    if problem in ("regression", "multi_label_classification"):
+        raise ModelError(
+            f"model in {folder} is a {problem} model (config problem_type); scorekeeper scores single-label "
+            "classifiers, whose outputs are one softmax over the labels"
+        )
+    id2label = config.get("id2label") or {}
+    if id2label:
+        try:
+            by_id = {int(k): str(v) for k, v in id2label.items()}
+        except (TypeError, ValueError):
+            raise ModelError(f"model in {folder}: id2label keys must be integer ids, found {sorted(map(str, id2label))[:5]}") from None
+        if sorted(by_id) != list(range(len(by_id))):
+            raise ModelError(f"model in {folder}: id2label ids must be 0..{len(by_id) - 1} (one per output), found {sorted(by_id)[:10]}")
+        labels = [by_id[i] for i in range(len(by_id))]
+        declared = config.get("num_labels")
+        if declared is not None and int(declared) != len(labels):
+            raise ModelError(f"model in {folder}: num_labels is {declared} but id2label names {len(labels)} labels")
+    else:
+        labels = [f"LABEL_{i}" for i in range(int(config.get("num_labels", 2)))]
+    repeated = {name: [i for i, n in enumerate(labels) if n == name] for name in labels if labels.count(name) > 1}
+    if repeated:
+        shown = "; ".join(f"{name!r} for ids {', '.join(map(str, ids))}" for name, ids in list(repeated.items())[:5])
+        raise ModelError(f"model in {folder}: id2label repeats label names ({shown}); each output needs a name of its own")
+    if len(labels) < 2:
+        raise ModelError(
+            f"model in {folder} has a single output (num_labels=1: a regression head); scorekeeper scores "
+            "classifiers with at least two labels, and a softmax over one output is always 1.0"
+        )
+    return labels
+
+
+def _read_json(path: str, missing_ok: bool = False) -> dict:
     import json
 
-    config_file = os.path.join(model_path, "config.json")
     try:
-        with open(config_file) as f:
-            config = json.load(f)
+        with open(path) as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        if missing_ok:
+            return {}
+        raise ModelError(f"cannot read {path}: the file does not exist") from None
     except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {config_file}: {exc}") from exc
-    id2label = config.get("id2label") or {}
-    num_labels = len(id2label) or int(config.get("num_labels", 2))
-    return [str(id2label.get(str(i), f"LABEL_{i}")) for i in range(num_labels)]
+        raise ModelError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ModelError(f"cannot read {path}: not a JSON object")
+    return data
