@@ -21,6 +21,7 @@ from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate_task
+from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task
 from scorekeeper.tasks.plan import commit_progress, plan_ranges_task
@@ -40,11 +41,16 @@ def score_dataset(**parameters: Any) -> dict:
             run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
             workers_started_ahead(request),
         ):
+            if request.fan_out > 1:
+                check_fan_out_task(request)
             context = open_run_task(request)
             baseline = resolve_baseline_task(request, context)
             manifest = read_inputs_task(request, context)
             job = plan_ranges_task(request, context, manifest)
-            throughput = score_ranges_task(request, context, job)
+            if request.fan_out > 1:
+                throughput = score_groups_task(request, context, job)
+            else:
+                throughput = score_ranges_task(request, context, job)
             gathered = gather_task(context, job)
             metrics = evaluate_task(request, context, manifest, baseline)
             files = report_task(request, context, metrics, throughput)

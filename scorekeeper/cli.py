@@ -117,13 +117,19 @@ def _run(options: dict[str, Any]) -> int:
         request = ScoreRequest(**options)
         from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
 
-        processes = request.resolved_num_processes(visible_gpus())
+        # Fanned out, each group's machine resolves its own process count (its GPUs), not this one.
+        processes = request.resolved_num_processes(visible_gpus()) if request.fan_out <= 1 else 0
     except ValidationError as exc:
         return _fail(_explain(exc), 2)
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
     except ValueError as exc:
         return _fail(str(exc), 2)
+
+    if request.fan_out > 1 and not _api_url_configured():
+        from scorekeeper.tasks.fan_out import needs_orchestration
+
+        return _fail(needs_orchestration(request), 2)
 
     # Ctrl-C (SIGINT to the whole foreground process group), SIGTERM and SIGHUP stop the run the
     # same way: the first one raises KeyboardInterrupt here, the flow stops its scoring processes
@@ -138,7 +144,7 @@ def _run(options: dict[str, Any]) -> int:
         # this process imports Prefect and the flow. A storage block's credentials are known only
         # inside the flow, so with a block the flow starts the scoring processes itself.
         server = None if os.environ.get("PREFECT_API_URL") else _start_server()
-        if request.storage_block is None:
+        if request.storage_block is None and request.fan_out <= 1:  # fanned out, the groups' machines score
             ahead = start_ahead(processes, request.collective_timeout_s)
         from scorekeeper.flows.score import score_dataset
         from scorekeeper.progress_bar import progress_display
@@ -160,6 +166,15 @@ def _run(options: dict[str, Any]) -> int:
             server.stop()
     print(summary_line(result))
     return 0
+
+
+def _api_url_configured() -> bool:
+    """A Prefect server to use (environment, profile or prefect.toml), not a temporary one."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
 
 
 def summary_line(result: dict) -> str:

@@ -206,6 +206,34 @@ class ScoreRequest(BaseModel):
         json_schema_extra=affects(NOTHING),
     )
 
+    # -- fan-out over several machines (docs/contracts.md, section 5) ---------------------------
+    fan_out: int = Field(
+        0,
+        ge=0,
+        description="Score on several machines: split the uncommitted ranges into this many groups, each "
+        "run as a flow run of the fan_out_deployment by whichever worker of its pool is free. 0 or 1: "
+        "score inside this flow run. Needs a Prefect server, the deployment and workers.",
+        json_schema_extra=affects(NOTHING),  # where the ranges are scored, never what
+    )
+    fan_out_deployment: str = Field(
+        "scorekeeper-group/group",
+        description="With fan_out > 1: the scoring-group deployment ('flow name/deployment name') that runs each group.",
+        json_schema_extra=affects(NOTHING),
+    )
+    group_retries: int = Field(
+        2,
+        ge=0,
+        description="With fan_out > 1: times a failed or lost group is dispatched again before the run fails.",
+        json_schema_extra=affects(NOTHING),
+    )
+    group_stall_timeout_s: float = Field(
+        180.0,
+        gt=0,
+        description="With fan_out > 1: seconds without a heartbeat from a started group (its machine or "
+        "worker died) before it counts as lost and is dispatched again.",
+        json_schema_extra=affects(NOTHING),
+    )
+
     @field_validator("text_column", "text_pair_column", "id_column", "label_column")
     @classmethod
     def _column_name(cls, value: str | None) -> str | None:
@@ -245,6 +273,14 @@ class ScoreRequest(BaseModel):
                 f"run_name {value!r} must be 1-128 letters, digits, '.', '_' or '-', start with a "
                 "letter or digit and contain no '..' (it names a folder under output_uri)"
             )
+        return value
+
+    @field_validator("fan_out_deployment")
+    @classmethod
+    def _deployment_name(cls, value: str) -> str:
+        flow_name, _, deployment = value.partition("/")
+        if not flow_name.strip() or not deployment.strip():
+            raise ValueError(f"{value!r} must name a deployment as 'flow name/deployment name'")
         return value
 
     @field_validator("num_processes")

@@ -119,6 +119,7 @@ class RunFolder(Location):
     LEASE: ClassVar[str] = "work/lease.json"
     SHARD_DIR: ClassVar[str] = "work/shards"
     COMMIT_DIR: ClassVar[str] = "work/commits"
+    GROUP_DIR: ClassVar[str] = "work/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json
 
     @classmethod
     def under(cls, output_uri: str, run_id: str) -> RunFolder:

@@ -103,6 +103,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
             f"vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
             "",
         ]
+    lines += groups_markdown(throughput)
     lines += _markdown_comparison(metrics.get("comparison"))
     if metrics["unknown_labels"]:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
@@ -124,6 +125,30 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"| {_md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {_ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
     return "\n".join(lines)
+
+
+GROUP_HEADER = ("group", "worker (machine)", "ranges", "rows", "rows/s", "attempts")
+
+
+def group_rows(throughput: dict | None) -> list[tuple[str, ...]]:
+    """One row per group of a fanned-out run (fan_out > 1): which machine scored which ranges, how
+    fast; none for a run scored on one machine."""
+    from scorekeeper.tasks.fan_out import spans
+
+    rows = []
+    for g in (throughput or {}).get("groups") or []:
+        where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
+        rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))
+    return rows
+
+
+def groups_markdown(throughput: dict | None) -> list[str]:
+    """The fan-out table of report.md (report.html shows the same rows in its `groups` section)."""
+    rows = group_rows(throughput)
+    if not rows:
+        return []
+    lines = ["## Scoring groups", "", "| " + " | ".join(GROUP_HEADER) + " |", "|---" * len(GROUP_HEADER) + "|"]
+    return lines + ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows] + [""]
 
 
 def _markdown_comparison(comparison: dict | None) -> list[str]:
@@ -208,6 +233,8 @@ def render_html(metrics: dict, run_info: dict) -> str:
             confusion_shown=len(names) - (1 if grouped else 0),
             compared=[(k, metric_value(metrics, k), v) for k, v in ((metrics.get("comparison") or {}).get("deltas") or {}).items()],
             lower_is_better=LOWER_IS_BETTER,
+            group_header=GROUP_HEADER,
+            groups=group_rows(run_info.get("throughput") or metrics.get("scoring")),
             max_curves=plots.MAX_CURVES,
         )
     )

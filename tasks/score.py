@@ -22,6 +22,11 @@ from scorekeeper.worker.job import Job
 @task(name="score ranges", cache_policy=NO_CACHE)
 def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> dict:
     """Score every uncommitted range of the plan; each range commits once, whoever scores it."""
+    return score_job(request, job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}")
+
+
+def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str) -> dict:
+    """Launch (or take) the scoring processes for the job file at `job_uri` and follow them to the end."""
     logger = get_run_logger()
     processes = request.resolved_num_processes(visible_gpus())
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
@@ -29,7 +34,7 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
         logger.info("every range is committed already; nothing to score")
         return progress.summary() | {"processes": 0}
     logger.info("scoring %d rows in %d ranges with %d process(es), %s mode", progress.total_rows, len(job.ranges), processes, request.mode)
-    tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of run {context.run_id}")
+    tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of {what}")
     last_log = [0.0]
 
     def on_progress(p: Progress) -> None:
@@ -42,7 +47,6 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
     # A storage block's credentials reach the scoring processes as their environment; they are
     # looked up here rather than passed in, so they never become a task parameter.
     env = child_environment()
-    job_uri = context.run.uri_of(RunFolder.JOB)
     worker = take_ahead(processes, request.collective_timeout_s, env)
     if worker is not None:
         worker.submit(job_uri)  # started while the input was read: its imports are done
@@ -56,6 +60,9 @@ def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> d
 def workers_started_ahead(request: ScoreRequest) -> Iterator[None]:
     """Start the scoring processes now, so their imports overlap reading and planning; the score
     task takes them. Those no task took (a refused input, nothing left to score) are killed."""
+    if request.fan_out > 1:
+        yield  # the groups score on their own machines: nothing to start here
+        return
     worker = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment())
     try:
         yield

@@ -90,7 +90,7 @@ def _other_value(name: str, value):
     if isinstance(value, bool):
         return not value
     if isinstance(value, int | float):
-        return value * 2
+        return value * 2 or 2
     if isinstance(value, list):
         return value + ["other"]
     if isinstance(value, dict):
