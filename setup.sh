@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One command from a fresh clone: a .venv in the repo root with everything installed, then the job
-# run once on the embedded demo (demo data and model built locally, output in ./runs, Prefect's
-# embedded API). `./setup.sh --no-demo` stops after the install (CI uses it).
+# One command from a fresh clone: a .venv in the repo root with everything installed, then the demo:
+# generated reviews, the real all-MiniLM-L6-v2 encoder fine-tuned with a LoRA adapter (once, cached
+# in demo/), scored twice into ./runs through Prefect's embedded API: first with the adapter after its
+# first epoch, then with the final adapter compared to that first run. `./setup.sh --no-demo` stops
+# after the install.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -23,18 +25,22 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
         "${PIP[@]}" install "${TORCH_SPEC:-torch==2.13.0}"
     fi
 fi
-"${PIP[@]}" install -e ".[test]"
+"${PIP[@]}" install -e ".[test,demo]"
 
 if [ "${1:-}" = "--no-demo" ]; then
     exit 0
 fi
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 .venv/bin/python -m scorekeeper.demo build demo
-.venv/bin/scorekeeper run \
-    --input-uri demo/data/reviews.csv \
-    --model-uri demo/model \
-    --output-uri runs \
-    --id-column review_id \
-    --slice-columns category \
-    --run-name demo
-echo "setup: done. The demo run's report: runs/demo/report/report.html"
+# The demo's runs are scored afresh each time: a run name that already exists would resume, and a
+# rebuilt demo (another recipe) is another model, which a resume refuses.
+rm -rf runs/demo-1 runs/demo-2
+DEMO_RUN=(.venv/bin/scorekeeper run
+    --input-uri demo/data/reviews.csv
+    --model-uri demo/model
+    --output-uri runs
+    --id-column review_id
+    --slice-columns category,sentiment,length)
+"${DEMO_RUN[@]}" --adapter-uri demo/adapter-epoch1 --run-name demo-1
+"${DEMO_RUN[@]}" --adapter-uri demo/adapter --run-name demo-2 --compare-to previous
+echo "setup: done. Reports: runs/demo-2/report/report.html (final adapter, compared with demo-1), runs/demo-1/report/report.html (after one epoch)"

@@ -74,6 +74,7 @@ def score_dataset(**parameters: Any) -> dict:
                 "ground_truth_source",
                 "missing_predictions",
                 "ground_truth_rows",
+                "unknown_label_rows",
             )
         },
         "throughput": throughput,

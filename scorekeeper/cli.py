@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
             run.add_argument(
                 flag, type=_option_type(field.annotation), default=argparse.SUPPRESS, required=field.is_required(), help=help_text
             )
-    demo = commands.add_parser("demo", help="build the demo dataset and model into a folder")
+    demo = commands.add_parser("demo", help="build the demo (generated reviews, all-MiniLM-L6-v2 + a LoRA adapter) into a folder")
     demo.add_argument("folder", nargs="?", default="demo")
     return parser
 
@@ -191,6 +191,12 @@ def summary_line(result: dict) -> str:
         numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
         if numbers:
             line += f"; {numbers}"
+        evaluated, unknown = metrics.get("evaluated") or 0, metrics.get("unknown_label_rows") or 0
+        if evaluated and unknown == evaluated:
+            line += (
+                f"; WARNING: no ground-truth value of the {evaluated} evaluated rows is a label of the model "
+                "(they are all unknown_labels in metrics.json): is label_column the right column?"
+            )
     return line + f"; outputs in {result['run_uri']}"
 
 
@@ -311,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
     args = vars(build_parser().parse_args(argv))
     command = args.pop("command")
     if command == "demo":
-        from scorekeeper.demo import build_demo
+        from scorekeeper.demo_model import build_demo
 
         print(build_demo(args["folder"]))
         return 0

@@ -1,4 +1,4 @@
-"""Offline builders for tiny models, adapters and a demo dataset.
+"""Offline builders for tiny models and adapters (what tests use), and the demo's command line.
 
 No model hub is reachable where scorekeeper is developed and tested, so everything here is built
 locally from configs:
@@ -10,8 +10,11 @@ locally from configs:
   tokenizer, as safetensors.
 * :func:`build_lora_adapter` saves a seeded LoRA adapter (PEFT, task type SEQ_CLS) whose weights
   are all perturbed so that it measurably changes predictions.
-* :func:`build_demo` writes ``data/reviews.csv`` (synthetic labelled product reviews) and
-  ``model/`` (a tiny BERT actually trained on a separate synthetic split).
+* :func:`generate_reviews` returns synthetic sentiment-labelled reviews; :func:`default_corpus`
+  is the text the tiny tokenizers are trained on.
+
+The demo that ``./setup.sh`` builds and scores (a real pretrained encoder fine-tuned with LoRA)
+lives in :mod:`scorekeeper.demo_model`; ``build`` below runs it.
 
 Command line::
 
@@ -26,14 +29,10 @@ which holds the tiny configs), and transformers, tokenizers and peft inside the 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
 import random
-import shutil
 import string
 import sys
-import time
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -49,8 +48,6 @@ __all__ = [
     "build_tokenizer",
     "build_tiny_classifier",
     "build_lora_adapter",
-    "build_demo",
-    "demo_is_complete",
     "generate_reviews",
     "default_corpus",
     "main",
@@ -79,12 +76,7 @@ _BPE_SPLIT_REGEX = (
     r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
 
-# Demo layout.
-DEMO_MANIFEST = "demo.json"
-DEMO_VERSION = 1
-DEMO_ROWS = 1200
-DEMO_TRAIN_ROWS = 2400
-DEMO_LABEL_NOISE = 0.07
+DEMO_LABEL_NOISE = 0.07  # generate_reviews' default share of flipped labels
 
 
 # --------------------------------------------------------------------------------------------
@@ -586,178 +578,6 @@ def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_st
 
 
 # --------------------------------------------------------------------------------------------
-# Demo
-# --------------------------------------------------------------------------------------------
-
-
-def demo_is_complete(out_dir, **expected) -> bool:
-    """True when ``out_dir`` holds a complete demo built by this version.
-
-    Keyword arguments (seed, rows, train_rows, epochs) must also match the recorded build.
-    """
-    out_dir = Path(out_dir)
-    try:
-        manifest = json.loads((out_dir / DEMO_MANIFEST).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(manifest, dict) or manifest.get("version") != DEMO_VERSION:
-        return False
-    if any(manifest.get(key) != value for key, value in expected.items()):
-        return False
-    needed = [
-        out_dir / "data" / "reviews.csv",
-        out_dir / "model" / "config.json",
-        out_dir / "model" / "model.safetensors",
-        out_dir / "model" / "tokenizer.json",
-        out_dir / "model" / "tokenizer_config.json",
-    ]
-    return all(p.is_file() for p in needed)
-
-
-def _write_csv(path: Path, rows: list[dict[str, str]]) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["review_id", "text", "label", "category"])
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(tmp, path)
-
-
-def _train_demo_model(model_dir: Path, train_rows, eval_rows, *, seed: int, epochs: int, batch_size: int, lr: float, log) -> dict:
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    build_tiny_classifier(
-        model_dir,
-        "bert",
-        labels=DEFAULT_LABELS,
-        seed=seed,
-        texts=[r["text"] for r in train_rows],
-        num_layers=2,
-        hidden_size=64,
-        max_position_embeddings=128,
-        initializer_range=0.02,
-        dropout=0.1,
-        vocab_size=1000,
-    )
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
-    label2id = model.config.label2id
-
-    def encode(rows):
-        enc = tokenizer([r["text"] for r in rows], padding=True, truncation=True, max_length=64, return_tensors="pt")
-        return enc, torch.tensor([label2id[r["label"]] for r in rows])
-
-    train_enc, train_y = encode(train_rows)
-    n = len(train_rows)
-    steps = epochs * ((n + batch_size - 1) // batch_size)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    warmup = max(1, steps // 10)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
-    gen = torch.Generator().manual_seed(seed)
-    model.train()
-    step = 0
-    for epoch in range(epochs):
-        perm = torch.randperm(n, generator=gen)
-        total = 0.0
-        for start in range(0, n, batch_size):
-            idx = perm[start : start + batch_size]
-            batch = {k: v[idx] for k, v in train_enc.items()}
-            # trim the batch to its longest row: much faster on CPU
-            width = int(batch["attention_mask"].sum(1).max())
-            batch = {k: v[:, :width] for k, v in batch.items()}
-            out = model(**batch, labels=train_y[idx])
-            out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            total += float(out.loss.detach()) * len(idx)
-            step += 1
-        log(f"epoch {epoch + 1}/{epochs}: train loss {total / n:.4f}")
-
-    model.eval()
-    with torch.no_grad():
-        enc, y = encode(eval_rows)
-        preds = []
-        for start in range(0, len(eval_rows), 256):
-            preds.append(model(**{k: v[start : start + 256] for k, v in enc.items()}).logits.argmax(-1))
-        accuracy = float((torch.cat(preds) == y).float().mean())
-    model.save_pretrained(str(model_dir))
-    return {"steps": step, "demo_accuracy": accuracy}
-
-
-def build_demo(
-    out_dir,
-    *,
-    seed: int = 0,
-    rows: int = DEMO_ROWS,
-    train_rows: int = DEMO_TRAIN_ROWS,
-    epochs: int = 3,
-    threads: int | None = 1,
-    force: bool = False,
-    verbose: bool = False,
-) -> Path:
-    """Build the demo under ``out_dir``: ``data/reviews.csv`` and ``model/`` (a trained tiny BERT).
-
-    ``reviews.csv`` has columns review_id (``r00001``...), text, label (negative, neutral,
-    positive) and category (books, electronics, kitchen); labels carry ~7% noise. The model is
-    trained on a separate synthetic split (different seed, different ids), never on these rows.
-    Idempotent: returns at once when ``out_dir`` already holds a complete demo (``force`` rebuilds).
-    ``threads`` is torch's intra-op thread count while training (``None``: leave it as it is).
-    One thread is the default on purpose: the model is tiny, extra threads gain little, and
-    when other processes share the cores an oversubscribed torch slows down 5-10x.
-    The build is deterministic for a given seed and thread count. Returns ``out_dir``.
-    """
-    import torch
-
-    out_dir = Path(out_dir)
-    if not force and demo_is_complete(out_dir, seed=seed, rows=rows, train_rows=train_rows, epochs=epochs):
-        return out_dir
-
-    def log(msg):
-        if verbose:
-            print(msg, file=sys.stderr, flush=True)
-
-    t0 = time.time()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / DEMO_MANIFEST).unlink(missing_ok=True)
-    (out_dir / "data").mkdir(exist_ok=True)
-
-    demo = generate_reviews(rows, seed=seed, id_prefix="r")
-    train = generate_reviews(train_rows, seed=seed + 10_000, id_prefix="t")
-    _write_csv(out_dir / "data" / "reviews.csv", demo)
-
-    model_dir = out_dir / "model"
-    tmp_dir = out_dir / "model.tmp"
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-    old_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(max(1, int(threads)))
-    try:
-        stats = _train_demo_model(tmp_dir, train, demo, seed=seed, epochs=epochs, batch_size=32, lr=2e-3, log=log)
-    finally:
-        torch.set_num_threads(old_threads)
-    shutil.rmtree(model_dir, ignore_errors=True)
-    os.replace(tmp_dir, model_dir)
-
-    manifest = {
-        "version": DEMO_VERSION,
-        "seed": seed,
-        "rows": rows,
-        "train_rows": train_rows,
-        "label_noise": DEMO_LABEL_NOISE,
-        "labels": list(DEFAULT_LABELS),
-        "epochs": epochs,
-        "build_seconds": round(time.time() - t0, 2),
-        **stats,
-    }
-    (out_dir / DEMO_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    log(f"demo built in {manifest['build_seconds']}s, accuracy on demo rows {stats['demo_accuracy']:.3f}")
-    return out_dir
-
-
-# --------------------------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------------------------
 
@@ -766,11 +586,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scorekeeper.demo", description="Build offline demo data, tiny models and adapters.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("build", help="build the demo (data/reviews.csv and a trained tiny BERT in model/)")
+    p = sub.add_parser("build", help="build the demo: generated reviews, all-MiniLM-L6-v2 fine-tuned with LoRA (cached)")
     p.add_argument("out_dir")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--force", action="store_true", help="rebuild even if a complete demo exists")
-    p.add_argument("--threads", type=int, default=1, help="torch threads while training (default 1)")
+    p.add_argument("--force", action="store_true", help="rebuild even if a complete demo of the same recipe exists")
+    p.add_argument("--threads", type=int, default=None, help="torch threads while training (default: one per idle core, at least one)")
 
     p = sub.add_parser("tiny", help="build a tiny random classifier of one family")
     p.add_argument("out_dir")
@@ -789,6 +609,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "build":
+        from scorekeeper.demo_model import build_demo
+
         path = build_demo(args.out_dir, seed=args.seed, force=args.force, threads=args.threads, verbose=True)
     elif args.command == "tiny":
         labels = [x.strip() for x in args.labels.split(",") if x.strip()]

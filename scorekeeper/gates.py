@@ -47,6 +47,13 @@ COMPARISON_METRICS: dict[str, tuple] = {
 }
 OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
+
+def _rounded(value: float) -> float:
+    """A metric as compared with its limit: to 12 significant digits, so that a difference of two
+    metrics that equals the limit on paper (0.90 - 0.89 against 0.01) is not a hair above it."""
+    return float(f"{value:.12g}")
+
+
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _SPEC = re.compile(rf"^\s*(>=|<=|>|<)\s*({_NUMBER})\s*(?:(?:if|when)\s+significant)?\s*$", re.IGNORECASE)
 _SIGNIFICANT = re.compile(r"(?:if|when)\s+significant\s*$", re.IGNORECASE)
@@ -141,7 +148,7 @@ def evaluate_gates(gates: dict[str, str], metrics: dict) -> list[dict]:
         if value is not None and gate.metric.endswith("_drop"):
             value = -value  # deltas are this - other; a drop is other - this
         result = {"gate": str(gate), "metric": gate.metric, "value": value, "limit": gate.limit}
-        passed = value is not None and OPERATORS[gate.op](value, gate.limit)
+        passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
         if gate.if_significant:
             p = _lookup(metrics, ("comparison", "mcnemar_p"))
             result["mcnemar_p"] = p

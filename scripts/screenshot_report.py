@@ -1,7 +1,7 @@
 """Take the README's screenshot of a report (docs/report.png) with headless Chromium.
 
     .venv/bin/python scripts/screenshot_report.py                 # a report with every section (tests' metrics fixture)
-    .venv/bin/python scripts/screenshot_report.py runs/demo/RUN   # the report of a run folder
+    .venv/bin/python scripts/screenshot_report.py runs/demo-2      # the report of a run folder
 
 Run from the repository root. Chromium is Debian's `chromium` package.
 """

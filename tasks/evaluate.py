@@ -111,6 +111,7 @@ def evaluate(
             "missing_predictions": int(missing),
             "unmatched_predictions": int(unmatched),
             "unknown_labels": unknown,
+            "unknown_label_rows": sum(unknown.values()),
             "null_text_rows": manifest.null_text_rows,
             "slices": slices,
             "slices_truncated": slices_truncated,

@@ -45,6 +45,17 @@ def compression(path: str) -> str | None:
     return COMPRESSIONS.get(posixpath.splitext(path.lower())[1])
 
 
+def _sibling_runs(fs, output_root: str, paths: list[str]) -> list[str]:
+    """Folders directly under output_root that hold a run (its request.json or work/ folder)."""
+    root = output_root.rstrip("/")
+    firsts = {p[len(root) + 1 :].split("/", 1)[0] for p in paths if p.startswith(root + "/") and "/" in p[len(root) + 1 :]}
+    return [
+        f"{root}/{c}"
+        for c in sorted(firsts)
+        if fs.exists(f"{root}/{c}/{RunFolder.REQUEST}") or fs.isdir(f"{root}/{c}/{RunFolder.WORK_DIR}")
+    ]
+
+
 def file_format(path: str) -> str | None:
     name = path.lower()
     if compression(name):
@@ -61,7 +72,9 @@ def list_input_files(uri: str, what: str = "input", exclude: Location | None = N
     """The files a URI names: a file, a folder/prefix (recursively) or a glob; sorted by full path.
 
     Files under `exclude` (the run's own folder, when output_uri lies inside the input folder) are
-    not input: the run would otherwise read its own lease, staged input and predictions."""
+    not input: the run would otherwise read its own lease, staged input and predictions. Nor are
+    the files of other runs beside it (folders under the same output_uri holding a run's
+    request.json or work/): an earlier run's predictions are not rows of this one."""
     fs, path = fs_and_path(uri)
     if any(ch in path for ch in "*?["):
         paths = [p for p in fs.glob(path) if fs.isfile(p)]
@@ -77,14 +90,19 @@ def list_input_files(uri: str, what: str = "input", exclude: Location | None = N
         raise InputError(f"{what} not found: {uri}")
     if exclude is not None and type(exclude.fs) is type(fs):
         own = exclude.path.rstrip("/")
-        inside = [p for p in paths if p == own or p.startswith(own + "/")]
+        runs = (own, *_sibling_runs(fs, posixpath.dirname(own), paths))
+        inside = [p for p in paths if any(p == r or p.startswith(r + "/") for r in runs)]
         if inside:
             run_logger(__name__).warning(
-                "%s %s: skipping %d file(s) in this run's own folder %s", what, redact_uri(uri), len(inside), redact_uri(exclude.uri)
+                "%s %s: skipping %d file(s) of scorekeeper runs under %s",
+                what,
+                redact_uri(uri),
+                len(inside),
+                redact_uri(posixpath.dirname(exclude.uri.rstrip("/"))),
             )
             paths = [p for p in paths if p not in set(inside)]
             if not paths:
-                raise InputError(f"{what} not found: {uri} holds no files outside this run's own folder {exclude.uri}")
+                raise InputError(f"{what} not found: {redact_uri(uri)} holds no files outside the run folders of output_uri")
     unsupported = [p for p in paths if file_format(p) is None]
     if unsupported:
         raise InputError(
@@ -124,6 +142,9 @@ def _open_batches(f: InputFile, string_columns: list[str], columns: list[str] | 
         reader = pacsv.open_csv(
             handle,
             read_options=pacsv.ReadOptions(block_size=1 << 22),
+            # A quoted cell may hold line breaks (reviews often do). Without this, pyarrow cuts its
+            # 4 MiB blocks at any line break and refuses the file once a cut lands inside a cell.
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in string_columns}),
         )
     else:
@@ -157,6 +178,20 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
+def _empty_cells_null(column: pa.Array) -> pa.Array:
+    """A CSV's empty cell is a missing value, in a text column as in a number column.
+
+    pyarrow reads an empty cell of an integer column as null but of a text column as "": without
+    this, an empty label cell in a column of label names became an unknown label "" counted as an
+    error (and an empty id the id ""), while the same cell among integer labels was left out.
+    Applied to ids, labels and slice columns; the text columns keep "" (an empty text is scored)."""
+    if not _is_text(column.type):
+        return column
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+
+
 def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, user_name: str, first_row: int | None = None) -> pa.Array:
     """Cast a column to the canonical type family, or explain why it cannot be.
 
@@ -184,9 +219,11 @@ def _normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, u
     if _is_text(t):
         return column.cast(pa.string())
     if pa.types.is_floating(t) and canonical == "label":
-        # Integer labels written through pandas with missing values arrive as floats.
+        # Integer labels written through pandas with missing values arrive as floats, and the
+        # missing values as NaN where the writer kept NumPy's spelling (Polars, pa.array(ndarray)).
         import pyarrow.compute as pc
 
+        column = pc.if_else(pc.is_nan(column), pa.scalar(None, t), column)
         valid = pc.drop_null(column)
         if len(valid) and not pc.all(pc.equal(pc.floor(valid), valid)).as_py():
             raise InputError(f"label column '{user_name}' in {where} holds non-integer numbers")
@@ -310,7 +347,10 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
                 continue
             out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
             for canonical, user in columns.mapping.items():
-                out_columns[canonical] = _normalise(canonical, batch.column(user), f.uri, user, offset)
+                column = batch.column(user)
+                if f.format == "csv" and canonical not in ("text", "text_pair"):
+                    column = _empty_cells_null(column)
+                out_columns[canonical] = _normalise(canonical, column, f.uri, user, offset)
             if "id" not in out_columns:
                 out_columns["id"] = out_columns["row_index"]
             for canonical in ("id", "label"):
@@ -370,8 +410,11 @@ def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: s
                     f"its columns are: {', '.join(schema.names)}"
                 )
             for batch in _batches_or_explain(f, batches):
-                ids = _normalise("id", batch.column(request.id_column), f.uri, request.id_column)
-                labels = _normalise("label", batch.column(request.label_column), f.uri, request.label_column)
+                ids, labels = batch.column(request.id_column), batch.column(request.label_column)
+                if f.format == "csv":
+                    ids, labels = _empty_cells_null(ids), _empty_cells_null(labels)
+                ids = _normalise("id", ids, f.uri, request.id_column)
+                labels = _normalise("label", labels, f.uri, request.label_column)
                 _check_type(types, "id", ids.type, f.uri, request.id_column)
                 _check_type(types, "label", labels.type, f.uri, request.label_column)
                 if ids.null_count:

@@ -1,4 +1,4 @@
-"""Tests for scorekeeper.demo: tiny offline models, tokenizers, LoRA adapters and the demo build."""
+"""Tests for scorekeeper.demo (tiny offline models, tokenizers, LoRA adapters) and the demo build (demo_data, demo_model)."""
 
 from __future__ import annotations
 
@@ -210,63 +210,164 @@ def test_lora_adapter_changes_logits(tmp_path, tiny_models, family):
 
 
 # ------------------------------------------------------------------------------------------
-# demo
+# demo: generated reviews, all-MiniLM-L6-v2 + LoRA (a small build of the same recipe)
 # ------------------------------------------------------------------------------------------
+
+SMALL = dict(train_rows=240, test_rows=200, epochs=2, threads=1)
+
+
+def test_demo_data_is_deterministic_labelled_and_ambiguous():
+    from scorekeeper import demo_data
+
+    rows = demo_data.generate(2000, seed=0, split="test")
+    assert rows == demo_data.generate(2000, seed=0, split="test")
+    assert rows != demo_data.generate(2000, seed=1, split="test")
+    assert all(list(r) == list(demo_data.COLUMNS) for r in rows)
+    assert rows[0]["review_id"] == "r00001" and len({r["review_id"] for r in rows}) == len(rows)
+    assert {r["label"] for r in rows} == set(demo_data.TOPICS)
+    assert {r["category"] for r in rows} == set(demo_data.CATEGORIES)
+    assert {r["sentiment"] for r in rows} == {"positive", "negative"}
+    assert {r["length"] for r in rows} == {"short", "medium", "long"}
+    assert all(r["length"] == demo_data.length_bucket(r["text"]) and r["text"].strip() for r in rows)
+    # Ambiguous on purpose: the same vague text carries different labels.
+    labels_of = {}
+    for r in rows:
+        labels_of.setdefault(r["text"], set()).add(r["label"])
+    assert any(len(labels) > 1 for labels in labels_of.values())
+    # The held-out split has phrasings the training split never uses.
+    train_text = " ".join(r["text"] for r in demo_data.generate(2000, seed=1, split="train")).lower()
+    unseen = [c for t in demo_data._CLAUSES.values() for v in t.values() for c in v[demo_data.TRAIN_PHRASINGS :] if "{" not in c]
+    assert unseen and not any(c in train_text for c in unseen)
+    assert any(c in r["text"].lower() for c in unseen for r in rows)
+    with pytest.raises(ValueError):
+        demo_data.generate(1, split="validation")
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory):
+def small_demo(tmp_path_factory):
+    from scorekeeper.demo_model import build_demo
+
     out = tmp_path_factory.mktemp("demo")
     start = time.time()
-    demo.build_demo(out)
+    build_demo(out, **SMALL)
     return out, time.time() - start
 
 
-def test_demo_data(demo_dir):
-    out, _ = demo_dir
-    with open(out / "data" / "reviews.csv", newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == ["review_id", "text", "label", "category"]
-    assert 1000 <= len(rows) <= 1500
-    ids = [r["review_id"] for r in rows]
-    assert ids[0] == "r00001" and len(set(ids)) == len(ids)
-    assert {r["label"] for r in rows} == {"negative", "neutral", "positive"}
-    assert {r["category"] for r in rows} == {"books", "electronics", "kitchen"}
-    assert all(r["text"].strip() for r in rows)
-    assert os.listdir(out / "data") == ["reviews.csv"]
-    # deterministic
-    assert demo.generate_reviews(50) == demo.generate_reviews(50)
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
 
 
-def test_demo_model_beats_80_percent(demo_dir):
-    out, seconds = demo_dir
-    assert seconds < 90, f"demo build took {seconds:.1f}s"
-    with open(out / "data" / "reviews.csv", newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    tok, model = _load(out / "model")
-    assert not [f for f in os.listdir(out / "model") if f.endswith(".bin")]
-    preds = []
-    with torch.no_grad():
-        for start in range(0, len(rows), 256):
-            chunk = [r["text"] for r in rows[start : start + 256]]
-            enc = tok(chunk, padding=True, truncation=True, return_tensors="pt")
-            preds.extend(model(**enc).logits.argmax(-1).tolist())
-    accuracy = sum(model.config.id2label[p] == r["label"] for p, r in zip(preds, rows)) / len(rows)
-    assert accuracy > 0.80, accuracy
-    assert accuracy < 0.99  # the labels are noisy on purpose
+def test_small_demo_folders(small_demo):
+    from scorekeeper import demo_data
+
+    out, seconds = small_demo
+    assert seconds < 240, f"small demo build took {seconds:.0f}s"
+    test, train = _rows(out / "data" / "reviews.csv"), _rows(out / "train" / "reviews.csv")
+    assert (len(test), len(train)) == (SMALL["test_rows"], SMALL["train_rows"])
+    assert list(test[0]) == list(demo_data.COLUMNS)
+    assert not {r["review_id"] for r in test} & {r["review_id"] for r in train}
+    for folder in ("model", "adapter", "adapter-epoch1"):
+        assert not [f for f in os.listdir(out / folder) if f.endswith((".bin", ".pt", ".pth"))], folder
+    config = json.loads((out / "model" / "config.json").read_text())
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert (config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]) == (384, 6, 30522)
+    assert config["id2label"] == {str(i): name for i, name in enumerate(demo_data.TOPICS)}
+    adapter = json.loads((out / "adapter" / "adapter_config.json").read_text())
+    assert adapter["task_type"] == "SEQ_CLS" and "classifier" in adapter["modules_to_save"]
+    assert adapter["base_model_name_or_path"] == "sentence-transformers/all-MiniLM-L6-v2"
+    tok = AutoTokenizer.from_pretrained(str(out / "model"))
+    assert tok.unk_token_id not in tok("The courier left the box out in the rain")["input_ids"]
+
+    # The encoder is the real pretrained one: its weights equal the package's, bit for bit.
+    from safetensors.torch import load_file
+
+    from scorekeeper.demo_model import base_model_dir
+
+    ours, theirs = load_file(str(out / "model" / "model.safetensors")), load_file(str(base_model_dir() / "model.safetensors"))
+    layer = "encoder.layer.5.attention.self.query.weight"
+    assert torch.equal(ours["bert." + layer], theirs[layer])
+
+    manifest = json.loads((out / "demo.json").read_text())
+    first, last = manifest["epochs"]
+    assert first["saved"] == ["adapter-epoch1"] and last["saved"] == ["adapter"]
+    assert last["train_loss"] < first["train_loss"]
 
 
-def test_demo_is_idempotent(demo_dir):
-    out, _ = demo_dir
-    weights = out / "model" / "model.safetensors"
+def test_adapter_loading_reproduces_training_logits(small_demo):
+    """scorekeeper's loader (base folder + adapter, merged or not) gives the logits training saw."""
+    from scorekeeper.worker.model import load_model
+
+    out, _ = small_demo
+    manifest = json.loads((out / "demo.json").read_text())
+    by_id = {r["review_id"]: r["text"] for r in _rows(out / "data" / "reviews.csv")}
+    texts = [by_id[i] for i in manifest["check_ids"]]
+    logits = {}
+    for record in manifest["epochs"]:
+        folder = record["saved"][0]
+        want = torch.tensor(record["check_logits"], dtype=torch.float64)
+        for merge in (False, True):
+            loaded = load_model(
+                str(out / "model"),
+                str(out / folder),
+                merge_adapter=merge,
+                dtype=torch.float32,
+                device=torch.device("cpu"),
+                trust_remote_code=False,
+                max_length=None,
+            )
+            with torch.no_grad():
+                got = loaded.model(**loaded.tokenizer(texts, padding=True, return_tensors="pt")).logits.double()
+            torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+        logits[folder] = want
+    assert float((logits["adapter"] - logits["adapter-epoch1"]).abs().max()) > 1e-3, "the two checkpoints must differ"
+
+
+def test_demo_build_is_cached(small_demo):
+    from scorekeeper.demo_model import build_demo, demo_is_complete, recipe
+
+    out, _ = small_demo
+    weights = out / "adapter" / "adapter_model.safetensors"
     before = weights.stat().st_mtime_ns
-    start = time.time()
-    assert demo.build_demo(out) == out
-    assert time.time() - start < 2
+    assert build_demo(out, **SMALL) == out
     assert weights.stat().st_mtime_ns == before
-    assert demo.demo_is_complete(out)
-    assert not demo.demo_is_complete(out / "nowhere")
-    assert not demo.demo_is_complete(out, seed=1)  # a different request would rebuild
+    spec = {k: v for k, v in SMALL.items() if k != "threads"}
+    assert demo_is_complete(out, recipe(**spec))
+    assert not demo_is_complete(out, recipe(**{**spec, "seed": 1}))  # another recipe would rebuild
+    assert not demo_is_complete(out / "nowhere", recipe(**spec))
+
+
+@pytest.mark.integration
+def test_demo_scored_through_the_cli(small_demo, tmp_path):
+    """The command setup.sh runs, on the small demo: the adapter's predictions, sliced three ways."""
+    out, _ = small_demo
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")}
+    env.pop("PREFECT_API_URL", None)
+    scorekeeper = str(Path(sys.executable).with_name("scorekeeper"))
+    command = [scorekeeper, "run", "--input-uri", str(out / "data" / "reviews.csv"), "--model-uri", str(out / "model")]
+    command += ["--adapter-uri", str(out / "adapter"), "--output-uri", str(tmp_path / "runs"), "--run-name", "small"]
+    command += ["--id-column", "review_id", "--slice-columns", "category,sentiment,length"]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    import pyarrow.parquet as pq
+
+    run = tmp_path / "runs" / "small"
+    table = pq.read_table(run / "predictions.parquet").to_pylist()
+    manifest = json.loads((out / "demo.json").read_text())
+    probs = {r["id"]: r["probabilities"] for r in table}
+    want = torch.tensor(manifest["epochs"][-1]["check_logits"], dtype=torch.float64).softmax(-1)
+    got = torch.tensor([probs[i] for i in manifest["check_ids"]], dtype=torch.float64)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
+
+    rows = _rows(out / "data" / "reviews.csv")
+    truth = {r["review_id"]: r["label"] for r in rows}
+    accuracy = sum(r["predicted_label"] == truth[r["id"]] for r in table) / len(rows)
+    metrics = json.loads((run / "report" / "metrics.json").read_text())
+    assert metrics["accuracy"] == pytest.approx(accuracy)
+    majority = max(sum(r["label"] == label for r in rows) for label in set(truth.values())) / len(rows)
+    assert accuracy > majority + 0.05, (accuracy, majority)  # 240 rows x 2 epochs already learn something
+    assert set(metrics["slices"]) == {"category", "sentiment", "length"}
 
 
 # ------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ PREFECT = str(Path(sys.executable).with_name("prefect"))
 FLOW = "scorekeeper"
 POOL = "scorekeeper"
 ENTRYPOINT = "flows/score.py:score_dataset"
+K8S_TEMPLATE = REPO / "infra" / "kubernetes" / "base-job-template.json"
 BLOCK = "moto-s3"
 
 
@@ -248,7 +249,11 @@ def stack(tmp_path_factory, models):
         s3.upload_folder(models["bert"], f"s3://{bucket}/models/bert")
         s3.upload_folder(models["bert_adapter"], f"s3://{bucket}/models/lora")
         server.cli("work-pool", "create", POOL, "--type", "process")
-        server.cli("work-pool", "create", "scorekeeper-groups", "--type", "process")  # `deploy --all` needs every pool
+        # `deploy --all` needs every pool: the groups' process pool, and its Docker and Kubernetes
+        # variants (the Kubernetes one with the shipped base job template, which the server validates).
+        server.cli("work-pool", "create", "scorekeeper-groups", "--type", "process")
+        server.cli("work-pool", "create", "scorekeeper-groups-docker", "--type", "docker")
+        server.cli("work-pool", "create", "scorekeeper-groups-k8s", "--type", "kubernetes", "--base-job-template", str(K8S_TEMPLATE))
         server.cli("--no-prompt", "deploy", "--all", timeout=240)
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             AwsCredentialsShape.save(BLOCK, s3.key, s3.secret, s3.endpoint)
@@ -290,6 +295,46 @@ def test_deploy_registers_the_cron_schedule_parameters_and_working_directory(sta
     for d in (nightly, adhoc):
         assert d.pull_steps == [{"prefect.deployments.steps.set_working_directory": {"directory": str(REPO)}}]
     assert set(adhoc.parameter_openapi_schema["required"]) == {"input_uri", "model_uri", "output_uri"}
+
+
+@pytest.mark.integration
+def test_the_group_deploys_on_process_docker_and_kubernetes_pools(stack):
+    """The container variants register with their pools' job variables, and what the Docker and
+    Kubernetes workers would build from them is valid: the Docker host config accepts the GPU and
+    shared-memory requests, and the Kubernetes Job renders with the GPUs asked for."""
+    import docker.types
+    from prefect_docker.worker import DockerWorkerJobConfiguration
+
+    from tests.test_infra import _render
+
+    with _client() as client:
+        found = {
+            name: client.read_deployment_by_name(f"scorekeeper-group/{name}") for name in ("group", "group-docker", "group-kubernetes")
+        }
+        pools = {d.work_pool_name: client.read_work_pool(d.work_pool_name) for d in found.values()}
+    assert {d.work_pool_name for d in found.values()} == {"scorekeeper-groups", "scorekeeper-groups-docker", "scorekeeper-groups-k8s"}
+    for d in found.values():
+        assert d.entrypoint == "scorekeeper.flows.score_group.score_group" and not d.pull_steps
+
+    docker_vars = found["group-docker"].job_variables
+    template = pools["scorekeeper-groups-docker"].base_job_template
+    config = DockerWorkerJobConfiguration(
+        **{k: v for k, v in (_defaults(template) | docker_vars).items() if k in DockerWorkerJobConfiguration.model_fields}
+    )
+    kwargs = config.container_create_kwargs
+    host = docker.types.HostConfig(version="1.44", device_requests=kwargs["device_requests"], shm_size=kwargs["shm_size"])
+    assert host["DeviceRequests"][0]["Count"] == -1 and host["DeviceRequests"][0]["Capabilities"] == [["gpu"]]
+    assert config.image == docker_vars["image"]
+
+    k8s_vars = found["group-kubernetes"].job_variables
+    manifest = _render(pools["scorekeeper-groups-k8s"].base_job_template, k8s_vars | {"command": "prefect flow-run execute"})
+    container = manifest["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == k8s_vars["gpus"]
+    assert container["image"] == k8s_vars["image"]
+
+
+def _defaults(template: dict) -> dict:
+    return {k: v["default"] for k, v in template["variables"]["properties"].items() if "default" in v}
 
 
 @pytest.mark.integration

@@ -129,3 +129,12 @@ def test_a_resume_may_change_compare_to_and_gates():
     now = ScoreRequest(input_uri="x", model_uri="m", output_uri="o", run_name="r", compare_to="previous", gates={"accuracy_drop": "<=0.01"})
     check_resumable(RequestRecord.of(base, "r", "a", None), RequestRecord.of(now, "r", "a", None))
     assert json.loads(json.dumps(now.public_dict()))["gates"] == {"accuracy_drop": "<=0.01"}
+
+
+def test_a_drop_equal_to_its_limit_passes_despite_float_rounding():
+    """0.90 - 0.89 is 0.010000000000000009 in floats: a gate `<= 0.01` on it must pass."""
+    metrics = {"accuracy": 0.89, "comparison": {"deltas": {"accuracy": 0.89 - 0.90}, "mcnemar_p": 0.5}}
+    (result,) = evaluate_gates({"accuracy_drop": "<=0.01"}, metrics)
+    assert result["value"] > 0.01 and result["passed"]
+    (strict,) = evaluate_gates({"accuracy_drop": "<0.01"}, metrics)
+    assert not strict["passed"]

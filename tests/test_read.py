@@ -155,3 +155,60 @@ def _text_file(d):
     p = d / "notes.txt"
     p.write_text("text\nhello\n")
     return p
+
+
+def test_an_empty_csv_cell_is_a_missing_label_id_or_slice_value_whatever_the_column_type(tmp_path):
+    # pyarrow reads an empty cell as null in an integer column but as "" in a text column: an empty
+    # label among label names became the unknown label "" (an error in accuracy) while the same
+    # cell among integer labels was left out. Both are missing labels; the text keeps "".
+    (tmp_path / "names.csv").write_text("id,text,label,s\n007,good,positive,x\n008,,,\n009,bad,None,None\n")
+    manifest, staged = stage(tmp_path, tmp_path / "names.csv", id_column="id", slice_columns=["s"])
+    assert staged.column("label").to_pylist() == ["positive", None, "None"]
+    assert staged.column("slice_0").to_pylist() == ["x", None, "None"]
+    assert staged.column("text").to_pylist() == ["good", "", "bad"]
+    assert staged.column("id").to_pylist() == ["007", "008", "009"]
+    (tmp_path / "ids.csv").write_text("id,text,label\n1,good,2\n2,bad,\n")
+    _, staged = stage(tmp_path / "b", tmp_path / "ids.csv", id_column="id")
+    assert staged.column("label").to_pylist() == [2, None]
+    (tmp_path / "noid.csv").write_text("id,text\n007,good\n,bad\n")
+    with pytest.raises(InputError, match=r"id column 'id' is null at row_index 1"):
+        stage(tmp_path / "c", tmp_path / "noid.csv", id_column="id")
+
+
+def test_an_empty_csv_cell_in_a_ground_truth_file_is_a_missing_label(tmp_path):
+    (tmp_path / "in.csv").write_text("id,text\n007,good\n008,bad\n")
+    (tmp_path / "gt.csv").write_text("id,gold\n007,positive\n008,\n")
+    _, _ = stage(tmp_path, tmp_path / "in.csv", id_column="id", ground_truth_uri=str(tmp_path / "gt.csv"), label_column="gold")
+    truth = pq.read_table(tmp_path / "out" / "r" / "work" / "ground_truth.parquet")
+    assert truth.column("label").to_pylist() == ["positive", None]
+
+
+def test_nan_in_a_float_label_column_is_a_missing_label(tmp_path):
+    # NumPy's missing value in a float label column (written by Polars, or pa.array(ndarray)) was
+    # refused as "non-integer numbers"; it is a missing label like null, and 1.5 is still refused.
+    import pyarrow as pa
+
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", "c"], "label": pa.array([1.0, float("nan"), None])}), path)
+    _, staged = stage(tmp_path, path)
+    assert staged.column("label").to_pylist() == [1, None, None]
+    pq.write_table(pa.table({"text": ["a", "b"], "label": pa.array([1.5, float("nan")])}), path)
+    with pytest.raises(InputError, match="non-integer numbers"):
+        stage(tmp_path / "b", path)
+
+
+def test_a_csv_with_line_breaks_in_quoted_cells_is_read_past_the_first_block(tmp_path):
+    # pyarrow reads CSV in 4 MiB blocks cut at line breaks; a break inside a quoted cell near a cut
+    # made a valid file unreadable ("CSV parser got out of sync with chunker").
+    import csv
+
+    texts = [f"first line, with a comma\nsecond line {'x' * (i % 200)}\n,2,neutral" for i in range(60_000)]
+    with open(tmp_path / "multi.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text", "label"])
+        writer.writerows([i, text, "positive"] for i, text in enumerate(texts))
+    assert (tmp_path / "multi.csv").stat().st_size > 2 * (1 << 22)
+    manifest, staged = stage(tmp_path, tmp_path / "multi.csv", id_column="id")
+    assert manifest.total_rows == len(texts)
+    assert staged.column("text").to_pylist() == texts
+    assert set(staged.column("label").to_pylist()) == {"positive"}

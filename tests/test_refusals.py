@@ -174,6 +174,23 @@ def test_case03_integer_ids_against_text_ids_say_how_many_matched(tmp_path, capl
     assert "scoring only" not in line and "evaluated 0 of 4 (ground truth: 0 of 4 rows matched an input row)" in line
 
 
+def test_a_label_column_with_no_label_of_the_model_is_said_in_the_summary(tmp_path):
+    """Every ground-truth value unknown (say, --label-column pointing at the wrong column): the
+    numbers are right (every row an error), and the last line says why they are what they are."""
+    from scorekeeper.cli import summary_line
+
+    rows = [{"rid": f"r{i}", "text": "good movie", "label": f"stars-{i}"} for i in range(3)]
+    write_rows(tmp_path / "in.csv", rows)
+    _, run, manifest = _stage(tmp_path, tmp_path / "in.csv", id_column="rid")
+    _predict(run, LABELS, [0, 1, 2])
+    metrics = evaluate(run, LABELS, manifest, [])
+    assert metrics["unknown_label_rows"] == metrics["evaluated"] == 3 and metrics["accuracy"] == 0.0
+    line = summary_line({"run_id": "r", "rows": 3, "run_uri": "out/r", "metrics": metrics})
+    assert "WARNING: no ground-truth value of the 3 evaluated rows is a label of the model" in line
+    metrics["unknown_label_rows"] = 2
+    assert "WARNING" not in summary_line({"run_id": "r", "rows": 3, "run_uri": "out/r", "metrics": metrics})
+
+
 # -- 4. / 5. label maps a softmax classifier cannot be evaluated with ----------------------------
 
 
@@ -269,6 +286,22 @@ def test_case09_the_runs_own_folder_is_not_input(tmp_path, as_glob):
     with run_lease(run, "r", owner="me"):  # the lease file sits in the run folder while it reads
         manifest = read_inputs(request, run)
     assert [Path(f.uri).name for f in manifest.files] == ["a.jsonl", "b.jsonl"] and manifest.total_rows == 6
+
+
+def test_case09_earlier_runs_beside_this_one_are_not_input(tmp_path):
+    """A second run under the same output_uri inside the input folder: the first run's request,
+    staged input and predictions are skipped too, not read as rows (or refused as odd files)."""
+    data = tmp_path / "data"
+    rows = make_rows(5)
+    write_rows(data / "a.jsonl", rows)
+    earlier = data / "runs" / "first"
+    (earlier / "request.json").parent.mkdir(parents=True)
+    (earlier / "request.json").write_text("{}")
+    write_rows(earlier / "work" / "predictions.jsonl", rows[:2])
+    write_rows(data / "runs" / "notes" / "extra.jsonl", rows[:1])  # not a run folder: still input
+    request = ScoreRequest(input_uri=str(data), model_uri="unused", output_uri=str(data / "runs"), run_name="second")
+    manifest = read_inputs(request, RunFolder.under(request.output_uri, "second"))
+    assert [Path(f.uri).name for f in manifest.files] == ["a.jsonl", "extra.jsonl"] and manifest.total_rows == 6
 
 
 # -- 10. unusable output_uri, ids beyond int64 ----------------------------------------------------
