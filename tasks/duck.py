@@ -4,7 +4,7 @@ The flow process must stay small however many rows it evaluates: every connectio
 limit and a folder to spill to, so a large join or aggregate pages out instead of growing the
 process (DuckDB's own default is 80% of the machine's memory). Both are settings:
 
-    SCOREKEEPER_DUCKDB_MEMORY_LIMIT   default 512MB (any DuckDB size: 2GB, 800MiB, ...)
+    SCOREKEEPER_DUCKDB_MEMORY_LIMIT   default 256MB (any DuckDB size: 2GB, 800MiB, ...)
     SCOREKEEPER_DUCKDB_TEMP_DIR       default: <temp dir>/scorekeeper-duckdb
     SCOREKEEPER_DUCKDB_THREADS        default: DuckDB's (the machine's cores)
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-DEFAULT_MEMORY_LIMIT = "512MB"
+DEFAULT_MEMORY_LIMIT = "256MB"
 
 
 def settings() -> dict[str, str | int]:
