@@ -31,7 +31,7 @@ if [ "${1:-}" = "--no-demo" ]; then
     exit 0
 fi
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
-.venv/bin/python -m scorekeeper.demo build demo
+.venv/bin/scorekeeper demo demo
 # The demo's runs are scored afresh each time: a run name that already exists would resume, and a
 # rebuilt demo (another recipe) is another model, which a resume refuses.
 rm -rf runs/demo-1 runs/demo-2

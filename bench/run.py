@@ -42,7 +42,7 @@ import models  # noqa: E402
 NAMES = {"a": "notebook loop", "b": "sorted loop", "c": "scorekeeper step", "d": "scorekeeper CLI", "e": "dense ceiling"}
 # --- plug points: scorekeeper's side ---------------------------------------------------------
 # (c): same arguments and JSON as baselines.py; the variable lets a stand-in be tried.
-STEP_MODULE = os.environ.get("BENCH_STEP_MODULE", "scorekeeper.worker.bench_step")
+STEP_SCRIPT = os.environ.get("BENCH_STEP_SCRIPT", str(BENCH / "step.py"))
 
 
 def child_env() -> dict:
@@ -63,13 +63,12 @@ def module_available(module: str) -> bool:
 
 
 def step_command(model_dir, input_path, json_out, probs_out, device, tokens_per_batch) -> list[str] | None:
-    """(c) The scoring step alone. None while the module does not exist yet."""
-    if not module_available(STEP_MODULE):
+    """(c) The scoring step alone. None while the script does not exist."""
+    if not Path(STEP_SCRIPT).is_file():
         return None
     cmd = [
         sys.executable,
-        "-m",
-        STEP_MODULE,
+        STEP_SCRIPT,
         "--model",
         str(model_dir),
         "--input",

@@ -28,7 +28,7 @@ from scorekeeper.tasks.plan import commit_progress, plan_ranges_task
 from scorekeeper.tasks.prepare import check_output_uri, open_run_task, resolve_run_id, run_location
 from scorekeeper.tasks.read import read_inputs_task
 from scorekeeper.tasks.report import report_task
-from scorekeeper.tasks.score import score_ranges_task, workers_started_ahead
+from scorekeeper.tasks.score import score_ranges_task, scoring_processes
 
 
 def score_dataset(**parameters: Any) -> dict:
@@ -39,7 +39,7 @@ def score_dataset(**parameters: Any) -> dict:
         with (
             storage_credentials(request.storage_block),
             run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
-            workers_started_ahead(request),
+            scoring_processes(request) as processes,
         ):
             if request.fan_out > 1:
                 check_fan_out_task(request)
@@ -50,7 +50,7 @@ def score_dataset(**parameters: Any) -> dict:
             if request.fan_out > 1:
                 throughput = score_groups_task(request, context, job)
             else:
-                throughput = score_ranges_task(request, context, job)
+                throughput = score_ranges_task(request, context, job, processes)
             gathered = gather_task(context, job)
             metrics = evaluate_task(request, context, manifest, baseline)
             files = report_task(request, context, metrics, throughput)

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 from scorekeeper.errors import ScorekeeperError
-from scorekeeper.processes import free_port
+from scorekeeper.launch.command import free_port
 
 # What Prefect's own temporary server runs with (prefect.server.api.server.SubprocessASGIServer):
 # no UI, and the app's ephemeral mode (no background services beyond what a local run needs).

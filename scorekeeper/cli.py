@@ -82,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
             )
     demo = commands.add_parser("demo", help="build the demo (generated reviews, all-MiniLM-L6-v2 + a LoRA adapter) into a folder")
     demo.add_argument("folder", nargs="?", default="demo")
+    demo.add_argument("--seed", type=int, default=0, help="the data's and the training's seed (default: 0)")
+    demo.add_argument("--force", action="store_true", help="rebuild even if a complete demo of the same recipe exists")
+    demo.add_argument("--threads", type=int, default=None, help="torch threads while training (default: one per idle core, at least one)")
     return parser
 
 
@@ -115,7 +118,7 @@ def _run(options: dict[str, Any]) -> int:
     try:
         options = request_options(options)
         request = ScoreRequest(**options)
-        from scorekeeper.processes import start_ahead, stop_ahead, visible_gpus
+        from scorekeeper.launch import ScoringProcesses, offering, visible_gpus
 
         # Fanned out, each group's machine resolves its own process count (its GPUs), not this one.
         processes = request.resolved_num_processes(visible_gpus()) if request.fan_out <= 1 else 0
@@ -142,15 +145,16 @@ def _run(options: dict[str, Any]) -> int:
         # Start-up work that does not need Prefect goes first, so that it overlaps: Prefect's
         # temporary server (unless an API URL is set) and the scoring processes' imports run while
         # this process imports Prefect and the flow. A storage block's credentials are known only
-        # inside the flow, so with a block the flow starts the scoring processes itself.
+        # inside the flow, so with a block the flow starts the scoring processes itself. The CLI
+        # owns the processes it starts: it offers them to the flow and stops what still runs of them.
         server = None if os.environ.get("PREFECT_API_URL") else _start_server()
         if request.storage_block is None and request.fan_out <= 1:  # fanned out, the groups' machines score
-            ahead = start_ahead(processes, request.collective_timeout_s)
+            ahead = ScoringProcesses(processes, request.collective_timeout_s).start()
         from scorekeeper.flows.score import score_dataset
         from scorekeeper.progress_bar import progress_display
 
         _hide_known_tracebacks()
-        with _api(server), progress_display():
+        with _api(server), progress_display(), offering(ahead):
             result = score_dataset(**options)
     except Interrupted as exc:
         return _interrupted(str(exc))
@@ -161,7 +165,7 @@ def _run(options: dict[str, Any]) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if ahead is not None:
-            stop_ahead(ahead)
+            ahead.stop()
         if server is not None:
             server.stop()
     print(summary_line(result))
@@ -319,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "demo":
         from scorekeeper.demo_model import build_demo
 
-        print(build_demo(args["folder"]))
+        print(build_demo(args["folder"], seed=args["seed"], force=args["force"], threads=args["threads"], verbose=True))
         return 0
     return _run(args)
 

@@ -22,12 +22,11 @@ import json
 import logging
 import os
 import posixpath
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import fsspec
 from fsspec.core import split_protocol, url_to_fs
@@ -191,18 +190,7 @@ class Location:
         """Write a whole file so that no reader ever sees it half-written."""
         target = self.join(*parts)
         if is_local(self.fs):
-            folder = posixpath.dirname(target)
-            os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix="-" + posixpath.basename(target))
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, target)
-            except BaseException:
-                _remove_quietly(tmp)
-                raise
+            _replace_atomically(target, lambda f: f.write(data))
         else:
             # One PUT (a multipart upload past s3fs's threshold): the object appears whole or not at all.
             self.fs.pipe_file(target, data)
@@ -219,40 +207,22 @@ class Location:
         """
         target = self.join(*parts)
         if is_local(self.fs):
-            folder = posixpath.dirname(target)
-            os.makedirs(folder, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+            tmp = _synced_temp_file(target, lambda f: f.write(data))
             try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                try:
-                    os.link(tmp, target)
-                except FileExistsError:
-                    return False
-                return True
+                os.link(tmp, target)
+            except FileExistsError:
+                return False
             finally:
                 _remove_quietly(tmp)
+            return True
         return _create_exclusive_remote(self.fs, target, data)
 
     def publish_local_file(self, local_path: str, *parts: str) -> None:
         """Move a finished local file into place (upload for object storage), atomically."""
         target = self.join(*parts)
         if is_local(self.fs):
-            os.makedirs(posixpath.dirname(target), exist_ok=True)
-            tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-            try:
-                # Copy-then-rename keeps the publish atomic even across devices.
-                with open(local_path, "rb") as src, open(tmp, "wb") as dst:
-                    while chunk := src.read(1 << 22):
-                        dst.write(chunk)
-                    dst.flush()
-                    os.fsync(dst.fileno())
-                os.replace(tmp, target)
-            except BaseException:
-                _remove_quietly(tmp)
-                raise
+            # Copy-then-rename keeps the publish atomic even across devices.
+            _replace_atomically(target, lambda dst: _copy_file(local_path, dst))
         else:
             # One PUT, or a multipart upload that S3 shows only once it is completed.
             self.fs.put_file(local_path, target)
@@ -329,6 +299,40 @@ def _holds(fs: fsspec.AbstractFileSystem, target: str, data: bytes) -> bool:
         return fs.cat_file(target) == data
     except FileNotFoundError:
         return False
+
+
+def _synced_temp_file(target: str, write: Callable[[BinaryIO], object]) -> str:
+    """A complete temporary file beside `target` (its folder created), written by `write` and
+    fsynced; its path. A dot-name that does not end like the target, so that listings of the
+    folder (and globs such as *.json) pass over one a killed writer left behind."""
+    folder = posixpath.dirname(target)
+    os.makedirs(folder, exist_ok=True)
+    tmp = posixpath.join(folder, f".{posixpath.basename(target)}.tmp-{uuid.uuid4().hex}")
+    try:
+        with open(tmp, "xb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    return tmp
+
+
+def _replace_atomically(target: str, write: Callable[[BinaryIO], object]) -> None:
+    """Write `target` through a synced temporary file and a rename: readers see all or nothing."""
+    tmp = _synced_temp_file(target, write)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+
+
+def _copy_file(source: str, dst: BinaryIO) -> None:
+    with open(source, "rb") as src:
+        while chunk := src.read(1 << 22):
+            dst.write(chunk)
 
 
 def _remove_quietly(path: str) -> None:

@@ -32,7 +32,7 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         if args.run:
-            page = Path(args.run) / "report" / "report.html"
+            page = Path(args.run).resolve() / "report" / "report.html"
         else:
             from scorekeeper.tasks.report import render_html
             from tests.report_fixture import full_metrics

@@ -22,6 +22,7 @@ from typing import Any
 
 from scorekeeper.errors import InputError
 from scorekeeper.storage import StorageAccess, use_storage_access
+from scorekeeper.tasks.runlog import run_logger
 
 log = logging.getLogger(__name__)
 
@@ -153,16 +154,6 @@ def storage_credentials(block_name: str | None) -> Iterator[StorageAccess | None
         yield None
         return
     access = load_storage_access(block_name)
-    _run_logger().info("object storage: credentials from block %s", access.source)
+    run_logger(__name__).info("object storage: credentials from block %s", access.source)
     with use_storage_access(access):
         yield access
-
-
-def _run_logger() -> logging.Logger | logging.LoggerAdapter:
-    from prefect.exceptions import MissingContextError
-    from prefect.logging import get_run_logger
-
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return log

@@ -68,6 +68,7 @@ def evaluate(
             con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
             source = None
         con.execute(sql("evaluated.sql"))
+        con.execute(sql("class_counts.sql"))
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
         truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
         if ground_truth:

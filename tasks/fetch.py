@@ -9,7 +9,6 @@ The cache is never pruned: delete folders under it (SCOREKEEPER_CACHE) to reclai
 
 from __future__ import annotations
 
-import logging
 import os
 import posixpath
 import shutil
@@ -18,8 +17,7 @@ import tempfile
 from scorekeeper.errors import ModelError
 from scorekeeper.redact import redact_uri
 from scorekeeper.storage import digest_of, fs_and_path
-
-log = logging.getLogger(__name__)
+from scorekeeper.tasks.runlog import run_logger
 
 
 def cache_root() -> str:
@@ -57,7 +55,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
     key = digest_of(entries)
     target = os.path.join(cache_root(), what, key)
     if os.path.isdir(target):
-        _logger().info("%s %s: using the cached copy %s", what, redact_uri(uri), target)
+        run_logger(__name__).info("%s %s: using the cached copy %s", what, redact_uri(uri), target)
         return target
     fs, root = fs_and_path(uri)
     root = root.rstrip("/")
@@ -80,16 +78,7 @@ def fetch_to_cache(uri: str, what: str) -> str:
             # Another process renamed its complete copy into place first: use that one.
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    _logger().info("%s %s: fetched %d files (%d bytes) into %s", what, redact_uri(uri), len(entries), sum(s for _, _, s in entries), target)
+    run_logger(__name__).info(
+        "%s %s: fetched %d files (%d bytes) into %s", what, redact_uri(uri), len(entries), sum(s for _, _, s in entries), target
+    )
     return target
-
-
-def _logger() -> logging.Logger | logging.LoggerAdapter:
-    """The task run's logger inside a flow run (so the Prefect UI shows it), else this module's."""
-    from prefect.exceptions import MissingContextError
-    from prefect.logging import get_run_logger
-
-    try:
-        return get_run_logger()
-    except MissingContextError:
-        return log

@@ -1,20 +1,64 @@
-"""Which task failures are worth a retry: I/O, never a problem the user must fix."""
+"""Which task failures are worth a retry: transient I/O (network, storage, timeouts), never a
+problem the user must fix and never a bug."""
 
 from __future__ import annotations
+
+import functools
 
 from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.errors import ScorekeeperError
 
 
+@functools.cache
+def transient_io_errors() -> tuple[type[BaseException], ...]:
+    """The exception types a retry may cure.
+
+    OSError covers ConnectionError and TimeoutError (asyncio's and fsspec's timeouts too), the
+    errors s3fs translates S3 replies into, and pyarrow's I/O errors. The others are the transport
+    errors of the clients underneath that are not OSErrors: those s3fs itself retries (botocore's
+    HTTP client errors, truncated bodies, aiohttp's cut payloads), botocore's connection errors
+    (once botocore's own retries are spent), aiohttp's lost connections, httpx's (the Prefect API)
+    and DuckDB's I/O errors (the evaluation reads the run's files through DuckDB).
+    """
+    import aiohttp
+    import botocore.exceptions
+    import duckdb
+    import httpx
+    from s3fs.core import S3_RETRYABLE_ERRORS
+
+    return (
+        OSError,
+        *S3_RETRYABLE_ERRORS,
+        botocore.exceptions.ConnectionError,
+        botocore.exceptions.HTTPClientError,
+        aiohttp.ClientConnectionError,
+        httpx.TransportError,
+        duckdb.IOException,
+        duckdb.HTTPException,
+    )
+
+
+def is_transient_io_error(exc: BaseException) -> bool:
+    """Whether `exc`, or an exception it was explicitly raised from, is transient I/O."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ScorekeeperError):
+            return False
+        if isinstance(exc, transient_io_errors()):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__
+    return False
+
+
 def retry_io_only(task, task_run, state) -> bool:
-    """Retry I/O failures; a problem the user must fix fails at once."""
+    """Prefect's retry condition: retry transient I/O failures; a problem the user must fix, and
+    a programming error (TypeError, KeyError, ...), fail at once."""
     try:
         state.result()
-    except ScorekeeperError:
-        return False
-    except Exception:
-        return True
+    except Exception as exc:
+        return is_transient_io_error(exc)
     return False
 
 

@@ -10,8 +10,8 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from scorekeeper import progress_bar
+from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
-from scorekeeper.processes import Progress, WorkerProcess, launch_command, start_ahead, stop_ahead, take_ahead, visible_gpus
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
@@ -20,20 +20,31 @@ from scorekeeper.worker.job import Job
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)
-def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job) -> dict:
-    """Score every uncommitted range of the plan; each range commits once, whoever scores it."""
-    return score_job(request, job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}")
+def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
+    """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
+    return score_job(request, job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}", processes)
 
 
-def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str) -> dict:
-    """Launch (or take) the scoring processes for the job file at `job_uri` and follow them to the end."""
+def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> dict:
+    """Hand the job file at `job_uri` to `processes` (started ahead by whoever owns them) and follow
+    them to the end; without any, launch this job's own and stop them on the way out."""
+    if processes is None:
+        # A storage block's credentials reach the scoring processes as their environment; they are
+        # looked up here rather than passed in, so they never become a task parameter.
+        with ScoringProcesses(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment()) as own:
+            return score_job(request, job, job_uri, what, own)
     logger = get_run_logger()
-    processes = request.resolved_num_processes(visible_gpus())
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if not job.ranges:
         logger.info("every range is committed already; nothing to score")
         return progress.summary() | {"processes": 0}
-    logger.info("scoring %d rows in %d ranges with %d process(es), %s mode", progress.total_rows, len(job.ranges), processes, request.mode)
+    logger.info(
+        "scoring %d rows in %d ranges with %d process(es), %s mode",
+        progress.total_rows,
+        len(job.ranges),
+        processes.num_processes,
+        request.mode,
+    )
     tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of {what}")
     last_log = [0.0]
 
@@ -44,27 +55,29 @@ def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str) -> dict:
             last_log[0] = time.time()
             logger.info(p.line(), extra={progress_bar.PROGRESS_RECORD: True})
 
-    # A storage block's credentials reach the scoring processes as their environment; they are
-    # looked up here rather than passed in, so they never become a task parameter.
-    env = child_environment()
-    worker = take_ahead(processes, request.collective_timeout_s, env)
-    if worker is not None:
-        worker.submit(job_uri)  # started while the input was read: its imports are done
-    else:
-        worker = WorkerProcess(launch_command(processes, job_uri, request.collective_timeout_s), env, num_processes=processes)
-    worker.follow(progress, on_progress, stall_timeout_s=request.collective_timeout_s)
-    return progress.summary() | {"processes": processes}
+    processes.hand_over(job_uri)  # started ahead: their imports are done (else launched with the job now)
+    processes.follow(progress, on_progress)
+    return progress.summary() | {"processes": processes.num_processes}
 
 
 @contextmanager
-def workers_started_ahead(request: ScoreRequest) -> Iterator[None]:
-    """Start the scoring processes now, so their imports overlap reading and planning; the score
-    task takes them. Those no task took (a refused input, nothing left to score) are killed."""
+def scoring_processes(request: ScoreRequest) -> Iterator[ScoringProcesses | None]:
+    """The processes this flow run scores with, started now so that their imports overlap reading
+    and planning: those the CLI offered when they fit, else the flow's own, which it stops on the
+    way out (those no job was handed to, after a refused input or with nothing left to score).
+    None when the run is fanned out: the groups score on their own machines.
+
+    A storage block's credentials reach the processes as their environment; they are looked up
+    here (inside the flow's credentials scope) rather than passed in, so they never become a
+    parameter."""
     if request.fan_out > 1:
-        yield  # the groups score on their own machines: nothing to start here
+        yield None
         return
-    worker = start_ahead(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment())
-    try:
-        yield
-    finally:
-        stop_ahead(worker)
+    num_processes = request.resolved_num_processes(visible_gpus())
+    env = child_environment()
+    ready = offered(num_processes, request.collective_timeout_s, env)
+    if ready is not None:
+        yield ready  # the CLI started them and stops them
+        return
+    with ScoringProcesses(num_processes, request.collective_timeout_s, env).start() as own:
+        yield own

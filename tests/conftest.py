@@ -15,7 +15,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture(scope="session")
 def models(tmp_path_factory):
     """Tiny classifiers (random weights, safetensors, local tokenizers) and a LoRA adapter."""
-    from scorekeeper.demo import build_lora_adapter, build_tiny_classifier
+    from tests.models import build_lora_adapter, build_tiny_classifier
 
     root = tmp_path_factory.mktemp("models")
     built = {

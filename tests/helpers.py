@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from scorekeeper.launch import Progress, ScoringProcesses
 from scorekeeper.params import ScoreRequest
-from scorekeeper.processes import Progress, launch_command, run_worker
 from scorekeeper.run_folder import StagedManifest
 from scorekeeper.storage import is_local
 from scorekeeper.tasks.evaluate import evaluate
@@ -75,8 +75,9 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
     request, context, manifest, job = open_run_and_plan(num_processes, **params)
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if job.ranges:
-        cmd = launch_command(num_processes, context.run.uri + "/work/job.json", stall_timeout_s)
-        run_worker(cmd, progress, on_progress, num_processes=num_processes, stall_timeout_s=stall_timeout_s)
+        # The stall timeout is the collective timeout, as in the flow.
+        with ScoringProcesses(num_processes, stall_timeout_s).start(context.run.uri + "/work/job.json") as processes:
+            processes.follow(progress, on_progress)
     gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
     metrics = evaluate(context.run, context.labels, manifest, request.slice_columns)
     publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})

@@ -10,16 +10,15 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
+
+from scorekeeper.launch.command import free_port
+from tests.waiting import wait_for_server
 
 # The environment variables through which the standard AWS chain could find other credentials or
 # endpoints; tests remove them so that only what a test hands over is used.
@@ -29,12 +28,6 @@ AWS_VARIABLES = (
     "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 )  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def isolated_aws_environment(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -64,19 +57,11 @@ class MotoServer:
         self._wait_ready()
 
     def _wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"moto_server exited with {self.process.returncode}: {self.log_path.read_text()[-2000:]}")
-            try:
-                urllib.request.urlopen(self.endpoint + "/", timeout=2).read()
-                return
-            except urllib.error.HTTPError:  # an answer all the same
-                return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"moto_server did not answer on {self.endpoint} within {timeout:.0f} s")
+        try:
+            wait_for_server(self.process, self.endpoint + "/", "moto_server", self.log_path, timeout)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scorekeeper.worker.bench_step import main, read_ranges
+from bench.step import main, read_ranges
 from tests.helpers import make_rows, reference_probabilities
 
 
@@ -45,10 +46,10 @@ def test_step_matches_the_single_row_reference_and_imports_no_flow(tmp_path, mod
     ]
     # In a fresh interpreter, so that what it imported is its own (the GPU machine has no Prefect).
     code = (
-        "import sys; from scorekeeper.worker.bench_step import main; rc = main(sys.argv[1:]); "
+        "import sys; from bench.step import main; rc = main(sys.argv[1:]); "
         "assert not {'prefect', 'duckdb'} & set(sys.modules), 'imported the flow side'; sys.exit(rc)"
     )
-    subprocess.run([sys.executable, "-c", code, *args], check=True)
+    subprocess.run([sys.executable, "-c", code, *args], check=True, cwd=Path(__file__).resolve().parents[1])
     result = json.loads(out.read_text())
     assert (result["rows"], result["ranges"]) == (30, 4)
     assert 0 < result["useful_tokens"] <= result["padded_tokens"]

@@ -1,4 +1,4 @@
-"""Tests for scorekeeper.demo (tiny offline models, tokenizers, LoRA adapters) and the demo build (demo_data, demo_model)."""
+"""Tests for the tests' model builders (tests/models.py: tiny offline models, tokenizers, LoRA adapters) and the demo build (demo_data, demo_model)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ transformers = pytest.importorskip("transformers")
 
 from transformers import AutoModelForSequenceClassification, AutoTokenizer  # noqa: E402
 
-from scorekeeper import demo  # noqa: E402
+from tests import models as demo  # noqa: E402
 
 # peft calls a transformers API that transformers 5 deprecates
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
@@ -383,13 +383,13 @@ def test_cli_tiny_in_process(tmp_path, capsys):
 
 
 def test_cli_module_entry_point_is_reproducible(tmp_path, tiny_models):
-    """`python -m scorekeeper.demo tiny` works, and a fresh process builds byte-identical files.
+    """`python -m tests.models tiny` works, and a fresh process builds byte-identical files.
 
-    (tokenizers' own WordPieceTrainer is not reproducible across processes; demo.py avoids it.)
+    (tokenizers' own WordPieceTrainer is not reproducible across processes; tests/models.py avoids it.)
     """
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
-        [sys.executable, "-m", "scorekeeper.demo", "tiny", str(tmp_path / "bert"), "--family", "bert"],
+        [sys.executable, "-m", "tests.models", "tiny", str(tmp_path / "bert"), "--family", "bert"],
         capture_output=True,
         text=True,
         env=env,

@@ -15,8 +15,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -25,9 +23,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from scorekeeper.launch.command import free_port
 from scorekeeper.params import ScoreRequest
 from tests.helpers import LABELS, make_rows, probabilities, reference_probabilities
-from tests.s3server import MotoServer, free_port, isolated_aws_environment
+from tests.s3server import MotoServer, isolated_aws_environment
+from tests.waiting import poll, wait_for_server
 
 REPO = Path(__file__).resolve().parents[1]
 PREFECT = str(Path(sys.executable).with_name("prefect"))
@@ -96,17 +96,7 @@ class PrefectServer:
         self._wait_healthy()
 
     def _wait_healthy(self, timeout: float = 180.0) -> None:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"prefect server exited: {(self.home / 'server.log').read_text()[-3000:]}")
-            try:
-                if urllib.request.urlopen(self.api_url + "/health", timeout=2).read().strip() == b"true":
-                    return
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"prefect server not healthy within {timeout:.0f} s")
+        wait_for_server(self.process, self.api_url + "/health", "prefect server", self.home / "server.log", timeout, expect=b"true")
 
     def cli(self, *args: str, timeout: float = 120, check: bool = True, cwd: Path = REPO) -> subprocess.CompletedProcess:
         out = subprocess.run([PREFECT, *args], cwd=cwd, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout)
@@ -274,14 +264,15 @@ def _client():
 
 
 def _wait_final(flow_run_id: str, timeout: float = 400):
-    deadline = time.time() + timeout
     with _client() as client:
-        while time.time() < deadline:
+
+        def final():
             flow_run = client.read_flow_run(uuid.UUID(flow_run_id))
-            if flow_run.state is not None and flow_run.state.is_final():
-                return flow_run
-            time.sleep(1)
-    raise AssertionError(f"flow run {flow_run_id} did not finish within {timeout:.0f} s")
+            return flow_run if flow_run.state is not None and flow_run.state.is_final() else None
+
+        flow_run = poll(final, timeout, interval=1)
+    assert flow_run is not None, f"flow run {flow_run_id} did not finish within {timeout:.0f} s"
+    return flow_run
 
 
 @pytest.mark.integration

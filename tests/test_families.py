@@ -10,12 +10,12 @@ torch = pytest.importorskip("torch")
 
 from transformers import AutoConfig, AutoModelForSequenceClassification  # noqa: E402
 
-from scorekeeper import demo  # noqa: E402
 from scorekeeper.errors import ModelError  # noqa: E402
 from scorekeeper.worker.families import FAMILIES, TinyTokens, family_for, find_family, supported, tiny_models  # noqa: E402
 from scorekeeper.worker.first_token import first_token_last_layer  # noqa: E402
 from scorekeeper.worker.model import model_max_length  # noqa: E402
 from scorekeeper.worker.stages import build_stage  # noqa: E402
+from tests import models as demo  # noqa: E402
 
 VOCAB = 64
 # Encoders: [PAD]=0, [CLS]=2, [SEP]=3 as the demo's WordPiece tokenizer; decoders: <s>=0, </s>=1, no pad.

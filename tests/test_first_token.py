@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from scorekeeper.demo import build_tiny_classifier
 from scorekeeper.worker.batching import collate, cut_batches, encode
 from scorekeeper.worker.families.encoders import FirstTokenDistilBertLayer, FirstTokenLayer
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.model import load_model
 from tests.helpers import make_rows
+from tests.models import build_tiny_classifier
 
 CPU = torch.device("cpu")
 TEXTS = [r["text"] for r in make_rows(25, seed=7, max_words=40)] + ["", "x"]

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
+from tests.waiting import poll
 
 pytestmark = pytest.mark.integration
 SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
@@ -30,17 +31,23 @@ def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_
     from prefect.client.orchestration import get_client
 
     from scorekeeper.flows.score import score_dataset
+    from scorekeeper.launch import ScoringProcesses, offering
+    from scorekeeper.params import ScoreRequest
 
     rows = make_rows(23)
     path = write_rows(tmp_path / "in.csv", rows)
-    result = score_dataset(
-        input_uri=str(path),
-        model_uri=models["bert"],
-        output_uri=str(tmp_path / "out"),
-        num_processes=2,
-        rows_per_range=6,
-        slice_columns=["review_id"],
-    )
+    # Processes started and offered as the CLI does: the flow scores with them.
+    timeout = ScoreRequest.model_fields["collective_timeout_s"].default
+    with ScoringProcesses(2, timeout).start() as ahead, offering(ahead):
+        result = score_dataset(
+            input_uri=str(path),
+            model_uri=models["bert"],
+            output_uri=str(tmp_path / "out"),
+            num_processes=2,
+            rows_per_range=6,
+            slice_columns=["review_id"],
+        )
+    assert ahead.job_uri == result["run_uri"] + "/work/job.json"
     run_dir = Path(result["run_uri"])
     table = pq.read_table(run_dir / "predictions.parquet")
     assert table.column("row_index").to_pylist() == list(range(23))
@@ -76,22 +83,20 @@ def _assert_nothing_left(cli_pid: int, stderr: str) -> None:
     """No scoring process started ahead by this CLI survives it, nor its temporary Prefect server."""
     import re
     import socket
-    import time
 
     import psutil
 
-    deadline = time.time() + 10
-    while True:
-        left = [
+    def scoring_processes_left() -> list[int]:
+        return [
             p.pid
             for p in psutil.process_iter(["cmdline", "status"])
             if p.info["status"] != psutil.STATUS_ZOMBIE
             and "--owner-pid" in (cmd := p.info["cmdline"] or [])
             and cmd[cmd.index("--owner-pid") + 1] == str(cli_pid)
         ]
-        if not left or time.time() > deadline:
-            break
-        time.sleep(0.2)
+
+    poll(lambda: not scoring_processes_left(), timeout=10)
+    left = scoring_processes_left()
     assert not left, f"scoring processes left behind: {left}"
     port = re.search(r"temporary Prefect server on http://127\.0\.0\.1:(\d+)/api", stderr)
     if port:

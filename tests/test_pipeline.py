@@ -16,7 +16,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from scorekeeper import demo  # noqa: E402
 from scorekeeper.errors import InputError, ModelError  # noqa: E402
 from scorekeeper.worker.batching import collate, cut_batches, encode  # noqa: E402
 from scorekeeper.worker.job import IndexRange, plan_ranges  # noqa: E402
@@ -24,6 +23,7 @@ from scorekeeper.worker.model import load_model  # noqa: E402
 from scorekeeper.worker.pipeline import RangeWork, bubble_theoretical, plan_layout  # noqa: E402
 from scorekeeper.worker.replica import score_batches  # noqa: E402
 from scorekeeper.worker.stages import balanced_boundaries, build_stage  # noqa: E402
+from tests import models as demo  # noqa: E402
 from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows  # noqa: E402
 
 TOLERANCE = 1e-4

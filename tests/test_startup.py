@@ -17,26 +17,24 @@ import pyarrow as pa
 import pytest
 import torch
 
-from scorekeeper import processes as score
-from scorekeeper.processes import Progress, WorkerProcess, start_ahead, stop_ahead, take_ahead
+from scorekeeper.launch import Progress, ScoringProcesses, launch_command, offered, offering
 from scorekeeper.worker.job import IndexRange
 from scorekeeper.worker.model import load_model
 from scorekeeper.worker.replica import prepare_range, score_batches, scored_ranges
 from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
+from tests.waiting import poll
 
 CPU = torch.device("cpu")
 
 
 def _gone(pid: int, within_s: float) -> bool:
-    deadline = time.time() + within_s
-    while time.time() < deadline:
+    def gone() -> bool:
         try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
-        time.sleep(0.1)
-    return False
+
+    return poll(gone, within_s, interval=0.1)
 
 
 def test_batch_threads_score_each_batch_as_if_alone(models):
@@ -67,7 +65,7 @@ def test_batch_threads_score_each_batch_as_if_alone(models):
 
 
 @pytest.mark.integration
-def test_worker_started_ahead_scores_the_job_it_is_handed(tmp_path, models):
+def test_processes_started_ahead_score_the_job_they_are_handed(tmp_path, models):
     from tests.helpers import open_run_and_plan
 
     rows = make_rows(9, seed=5)
@@ -78,13 +76,16 @@ def test_worker_started_ahead_scores_the_job_it_is_handed(tmp_path, models):
         run_name="ahead",
         rows_per_range=4,
     )
-    worker = WorkerProcess.ahead(1, 60.0)
-    time.sleep(1.0)  # it is importing meanwhile; the job may come at any moment
-    worker.launched -= 1000  # as if the flow had read a big input for a quarter of an hour
-    worker.submit(context.run.uri + "/work/job.json")
-    progress = worker.follow(Progress(total_rows=9), stall_timeout_s=60.0)
+    with ScoringProcesses(1, 60.0).start() as processes:
+        # They import meanwhile, and the job may come at any moment. Their start-up grace counts
+        # from the hand-over, not the launch (the flow may read a big input for a quarter of an hour).
+        time.sleep(1.0)
+        assert processes.waiting
+        processes.hand_over(context.run.uri + "/work/job.json")
+        assert not processes.waiting
+        progress = processes.follow(Progress(total_rows=9))
     assert progress.rows_done == 9 and progress.ranges_done == 3
-    assert not os.path.exists(os.path.dirname(worker.job_file))  # the hand-over file is cleaned up
+    assert not os.path.exists(os.path.dirname(processes.job_file))  # the hand-over file is cleaned up
     from scorekeeper.tasks.gather import gather_predictions
 
     gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
@@ -95,28 +96,35 @@ def test_worker_started_ahead_scores_the_job_it_is_handed(tmp_path, models):
 
 
 @pytest.mark.integration
-def test_unclaimed_workers_are_killed_and_claims_match_exactly():
-    waiting = start_ahead(1, 30.0)
-    assert start_ahead(1, 30.0) is waiting  # one is waiting already: no second one
-    other = start_ahead(1, 45.0)  # another flow's, with another timeout
-    assert len(score._ahead) == 2
-    assert take_ahead(2, 30.0) is None  # another process count
-    assert take_ahead(1, 60.0) is None  # another collective timeout
-    assert take_ahead(1, 30.0, {"AWS_ACCESS_KEY_ID": "x"}) is None  # another environment
-    stop_ahead(waiting)  # kills that one only
-    assert score._ahead == [other]
-    assert _gone(waiting.proc.pid, 10)
-    assert not os.path.exists(os.path.dirname(waiting.job_file))
-    assert take_ahead(1, 45.0) is other
-    stop_ahead(other)  # taken: not killed
-    assert other.alive()
-    other.kill()
+def test_the_flow_takes_only_fitting_offered_processes_and_each_owner_stops_its_own():
+    from scorekeeper.params import ScoreRequest
+    from scorekeeper.tasks.score import scoring_processes
+
+    request = ScoreRequest(input_uri="in.csv", model_uri="model", output_uri="out", num_processes=1, collective_timeout_s=30)
+    with ScoringProcesses(1, 30.0).start() as cli:  # the CLI's
+        assert offered(1, 30.0) is None  # not offered: nobody else sees them
+        with offering(cli):
+            assert offered(1, 30.0, {}) is cli
+            assert offered(2, 30.0) is None  # another process count
+            assert offered(1, 60.0) is None  # another collective timeout
+            assert offered(1, 30.0, {"AWS_ACCESS_KEY_ID": "x"}) is None  # another environment
+            with scoring_processes(request) as used:
+                assert used is cli
+            assert cli.waiting  # the flow does not stop what the CLI owns
+            with scoring_processes(request.model_copy(update={"collective_timeout_s": 45.0})) as own:
+                assert own is not cli and own.waiting  # a flow that needs others starts its own ...
+            assert _gone(own.pid, 10)  # ... and stops them
+            assert not os.path.exists(os.path.dirname(own.job_file))
+            assert cli.waiting
+    assert _gone(cli.pid, 10)  # the CLI stops its own on the way out
+    assert not os.path.exists(os.path.dirname(cli.job_file))
+    cli.stop()  # again: nothing to do
 
 
 @pytest.mark.integration
 def test_worker_waiting_for_a_job_leaves_when_its_owner_is_gone(tmp_path):
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
-    cmd = score.launch_command(1, None, 30.0, job_from=str(tmp_path / "never"), owner_pid=owner.pid)
+    cmd = launch_command(1, None, 30.0, job_from=str(tmp_path / "never"), owner_pid=owner.pid)
     worker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     owner.wait()
     assert worker.wait(timeout=60) == 1

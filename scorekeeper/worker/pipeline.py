@@ -25,11 +25,9 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -40,7 +38,7 @@ from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.replica import PreparedRange, prepare_ranges
 from scorekeeper.worker.runtime import Ranks, emit, prefetch
-from scorekeeper.worker.shards import StagedInput, commit_shard, prediction_table
+from scorekeeper.worker.shards import RangeCommits, StagedInput, prediction_table
 from scorekeeper.worker.stages import build_stage
 
 log = logging.getLogger(__name__)
@@ -336,10 +334,7 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
     group = pipeline_groups(layout)
     runner = StageRunner(module, layout, group, ranks.device, dtype, request.microbatches)
     staged = StagedInput(run) if layout.is_first or layout.is_last else None
-    attempt = f"{job.attempt}-p{layout.pipeline}"
-    started = time.time()
-    writes: list[Future] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorekeeper-commit") as writer:
+    with RangeCommits(run, job, ranks.rank, attempt=f"{job.attempt}-p{layout.pipeline}") as commits:
         for work in pipeline_ranges(job, ranks, layout, group, loaded, staged):
             batches = work.prepared.batches if work.prepared is not None else None
             probabilities = np.empty((work.range.rows, len(loaded.labels)), dtype=np.float64) if layout.is_last else None
@@ -350,24 +345,14 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
                     probabilities[work.positions[k]] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
             if layout.is_last:
                 rows_table = work.prepared.rows if work.prepared is not None else staged.read(work.range)
-                table = prediction_table(rows_table, probabilities, loaded.labels)
-                writes.append(writer.submit(_commit_and_report, run, work, table, job, attempt, ranks.rank, started))
-                for done in [w for w in writes if w.done()]:
-                    done.result()  # surface a failed commit early
-        for w in writes:
-            w.result()
+                commits.submit(
+                    work.range,
+                    prediction_table(rows_table, probabilities, loaded.labels),
+                    tokens=work.useful_tokens,
+                    padded_tokens=work.padded_tokens,
+                    truncated=work.truncated,
+                )
     report_pipeline(runner, layout, group, ranks.device, bounds, request.microbatches)
-
-
-def _commit_and_report(run: RunFolder, work: RangeWork, table: pa.Table, job: Job, attempt: str, rank: int, started: float) -> None:
-    committed = commit_shard(
-        run, work.range, table, scoring_fingerprint=job.scoring_fingerprint, attempt=attempt,
-        tokens=work.useful_tokens, truncated=work.truncated,
-    )  # fmt: skip
-    emit(
-        "range_done", rank=rank, range=work.range.index, rows=work.range.rows, tokens=work.useful_tokens,
-        padded_tokens=work.padded_tokens, truncated=work.truncated, committed=committed, elapsed=time.time() - started,
-    )  # fmt: skip
 
 
 def bubble_theoretical(stages: int, microbatches: int) -> float:

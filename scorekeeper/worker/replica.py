@@ -1,7 +1,7 @@
 """Replica mode: every process holds the whole model and scores whole ranges.
 
 The range loop is split into plain functions so that the benchmark's scoring step
-(`scorekeeper.worker.bench_step`) runs exactly this code without a run folder:
+(`bench/step.py`) runs exactly this code without a run folder:
 `prepare_range` (tokenise, sort, cut, collate), `score_batches` (the model), and
 `scored_ranges` (the two, with preparation ahead of the model where that pays).
 """
@@ -9,7 +9,6 @@ The range loop is split into plain functions so that the benchmark's scoring ste
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,8 +23,8 @@ from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
-from scorekeeper.worker.runtime import Ranks, accelerator_path, claim, default_tokens_per_batch, emit, pin_host_memory, prefetch
-from scorekeeper.worker.shards import StagedInput, commit_shard, prediction_table
+from scorekeeper.worker.runtime import Ranks, accelerator_path, claim, default_tokens_per_batch, pin_host_memory, prefetch
+from scorekeeper.worker.shards import RangeCommits, StagedInput, prediction_table
 
 log = logging.getLogger(__name__)
 
@@ -166,48 +165,12 @@ def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> 
     if first_token_last_layer(loaded.model) and ranks.is_main:
         log.info("the last layer runs for the classifier's first token only")
     staged = StagedInput(run)
-    attempt = f"{job.attempt}-r{ranks.rank}"
-    writes: list[Future] = []
-    started = time.time()
-    # Shards are written by one background thread: Parquet encoding and storage I/O stay off the
-    # model's critical path (they are a small fraction of a range's time, so they do not compete much).
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorekeeper-commit") as writer:
+    with RangeCommits(run, job, ranks.rank, attempt=f"{job.attempt}-r{ranks.rank}") as commits:
         for prepared, probabilities in scored_ranges(prepare_ranges(job, ranks, staged, loaded), loaded, ranks.device):
-            table = prediction_table(prepared.rows, probabilities, loaded.labels)
-            writes.append(
-                writer.submit(
-                    _commit_and_report,
-                    run,
-                    prepared.range,
-                    table,
-                    job,
-                    attempt,
-                    ranks.rank,
-                    prepared.useful_tokens,
-                    prepared.padded_tokens,
-                    prepared.truncated,
-                    started,
-                )
+            commits.submit(
+                prepared.range,
+                prediction_table(prepared.rows, probabilities, loaded.labels),
+                tokens=prepared.useful_tokens,
+                padded_tokens=prepared.padded_tokens,
+                truncated=prepared.truncated,
             )
-            # Surface a failed commit early instead of scoring on.
-            for done in [w for w in writes if w.done()]:
-                done.result()
-        for w in writes:
-            w.result()
-
-
-def _commit_and_report(run, r, table, job, attempt, rank, useful, padded, truncated, started) -> None:
-    committed = commit_shard(
-        run, r, table, scoring_fingerprint=job.scoring_fingerprint, attempt=attempt, tokens=useful, truncated=truncated
-    )
-    emit(
-        "range_done",
-        rank=rank,
-        range=r.index,
-        rows=r.rows,
-        tokens=useful,
-        padded_tokens=padded,
-        truncated=truncated,
-        committed=committed,
-        elapsed=time.time() - started,
-    )

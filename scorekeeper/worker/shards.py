@@ -9,18 +9,23 @@ leaves an orphan shard that nothing refers to, never a half-counted range.
 from __future__ import annotations
 
 import os
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
-from scorekeeper.worker.job import IndexRange
+from scorekeeper.worker.job import IndexRange, Job
+from scorekeeper.worker.runtime import emit
 
-# Fault injection for tests: SCOREKEEPER_FAULT_AFTER_RANGES=N makes a process die right after its
-# N-th commit, as a crashed or preempted machine would (tests/test_deployments.py retries such a run).
-_FAULT_AFTER_RANGES = int(os.environ.get("SCOREKEEPER_FAULT_AFTER_RANGES") or 0)
-_commits_here = 0
+FAULT_AFTER_RANGES_ENV = "SCOREKEEPER_FAULT_AFTER_RANGES"
+"""Debug option for failure testing: with N in this variable, each scoring process exits (code
+FAULT_EXIT_CODE) right after its N-th commit, before reporting it, as a machine that dies mid-job
+would. The flow fails; a rerun (or a Prefect retry) resumes from the committed ranges. The
+README's "Failure testing" section shows its use; tests/test_deployments.py relies on it."""
+FAULT_EXIT_CODE = 17
 
 
 class StagedInput:
@@ -85,14 +90,53 @@ def commit_shard(
         attempt=attempt,
     )
     if run.create_commit(record):
-        _after_commit()
         return True
     run.remove(shard)  # another attempt committed this range first; ours is not needed
     return False
 
 
-def _after_commit() -> None:
-    global _commits_here
-    _commits_here += 1
-    if _FAULT_AFTER_RANGES and _commits_here >= _FAULT_AFTER_RANGES:
-        os._exit(17)
+class RangeCommits:
+    """A process's scored ranges, each committed as one shard and then reported to the flow (a
+    `range_done` event), in the order they were scored.
+
+    One background thread writes them: Parquet encoding and storage I/O stay off the model's
+    critical path (they are a small fraction of a range's time, so they do not compete much). A
+    failed commit raises at the next `submit`, instead of scoring on, or on leaving the block.
+    """
+
+    def __init__(self, run: RunFolder, job: Job, rank: int, attempt: str):
+        self.run, self.job, self.rank, self.attempt = run, job, rank, attempt
+        self.started = time.time()
+        self.committed = 0
+        self.fault_after = int(os.environ.get(FAULT_AFTER_RANGES_ENV) or 0)
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorekeeper-commit")
+        self._writes: list[Future] = []
+
+    def __enter__(self) -> RangeCommits:
+        return self
+
+    def __exit__(self, exc_type, *_) -> None:
+        self._writer.shutdown(wait=True)
+        if exc_type is None:
+            for w in self._writes:
+                w.result()
+
+    def submit(self, r: IndexRange, table: pa.Table, *, tokens: int, padded_tokens: int, truncated: int) -> None:
+        """Commit and report a scored range in the background."""
+        self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated))
+        for done in [w for w in self._writes if w.done()]:
+            done.result()
+            self._writes.remove(done)
+
+    def _commit(self, r: IndexRange, table: pa.Table, tokens: int, padded_tokens: int, truncated: int) -> None:
+        committed = commit_shard(
+            self.run, r, table, scoring_fingerprint=self.job.scoring_fingerprint, attempt=self.attempt, tokens=tokens, truncated=truncated
+        )
+        if committed:
+            self.committed += 1
+            if self.fault_after and self.committed >= self.fault_after:
+                os._exit(FAULT_EXIT_CODE)
+        emit(
+            "range_done", rank=self.rank, range=r.index, rows=r.rows, tokens=tokens, padded_tokens=padded_tokens,
+            truncated=truncated, committed=committed, elapsed=time.time() - self.started,
+        )  # fmt: skip

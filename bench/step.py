@@ -1,6 +1,6 @@
 """scorekeeper's scoring step alone, for the throughput benchmark (bench/README.md, method c).
 
-    python -m scorekeeper.worker.bench_step --model DIR --input PARQUET --json OUT [--device cpu|cuda]
+    python bench/step.py --model DIR --input PARQUET --json OUT [--device cpu|cuda]
         [--probs OUT.npz] [--tokens-per-batch N] [--rows-per-range N] [--max-batch-rows N] [--dtype D]
         [--max-rows N]
 
@@ -74,7 +74,7 @@ def request_default(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m scorekeeper.worker.bench_step", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python bench/step.py", description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--input", required=True, help="Parquet file with a 'text' column (and optionally 'text_pair')")
     ap.add_argument("--json", required=True)

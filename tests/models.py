@@ -1,4 +1,4 @@
-"""Offline builders for tiny models and adapters (what tests use), and the demo's command line.
+"""Offline builders for tiny models and adapters: what the tests use (not part of the package).
 
 No model hub is reachable where scorekeeper is developed and tested, so everything here is built
 locally from configs:
@@ -14,13 +14,12 @@ locally from configs:
   is the text the tiny tokenizers are trained on.
 
 The demo that ``./setup.sh`` builds and scores (a real pretrained encoder fine-tuned with LoRA)
-lives in :mod:`scorekeeper.demo_model`; ``build`` below runs it.
+lives in :mod:`scorekeeper.demo_model` (``scorekeeper demo``).
 
 Command line::
 
-    python -m scorekeeper.demo build OUT_DIR
-    python -m scorekeeper.demo tiny OUT_DIR --family llama
-    python -m scorekeeper.demo adapter BASE_DIR OUT_DIR
+    python -m tests.models tiny OUT_DIR --family llama        (from the repository root)
+    python -m tests.models adapter BASE_DIR OUT_DIR
 
 This module imports no Prefect and no DuckDB; it imports torch (through the family registry,
 which holds the tiny configs), and transformers, tokenizers and peft inside the functions.
@@ -583,14 +582,8 @@ def build_lora_adapter(base_dir, out_dir, *, seed: int = 0, r: int = 4, noise_st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scorekeeper.demo", description="Build offline demo data, tiny models and adapters.")
+    parser = argparse.ArgumentParser(prog="python -m tests.models", description="Build tiny offline models and adapters for the tests.")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("build", help="build the demo: generated reviews, all-MiniLM-L6-v2 fine-tuned with LoRA (cached)")
-    p.add_argument("out_dir")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--force", action="store_true", help="rebuild even if a complete demo of the same recipe exists")
-    p.add_argument("--threads", type=int, default=None, help="torch threads while training (default: one per idle core, at least one)")
 
     p = sub.add_parser("tiny", help="build a tiny random classifier of one family")
     p.add_argument("out_dir")
@@ -608,11 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--r", type=int, default=4)
 
     args = parser.parse_args(argv)
-    if args.command == "build":
-        from scorekeeper.demo_model import build_demo
-
-        path = build_demo(args.out_dir, seed=args.seed, force=args.force, threads=args.threads, verbose=True)
-    elif args.command == "tiny":
+    if args.command == "tiny":
         labels = [x.strip() for x in args.labels.split(",") if x.strip()]
         path = build_tiny_classifier(
             args.out_dir,
