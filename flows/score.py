@@ -17,7 +17,7 @@ from scorekeeper.errors import Interrupted
 from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import redact_uri
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials
 from scorekeeper.tasks.evaluate import evaluate_task
@@ -60,7 +60,7 @@ def score_dataset(**parameters: Any) -> dict:
     return {
         "run_id": context.run_id,
         "run_uri": redact_uri(context.run_uri),
-        "predictions": redact_uri(Location.from_uri(context.run_uri).uri + "/predictions.parquet"),
+        "predictions": redact_uri(context.run.uri_of(RunFolder.PREDICTIONS)),
         "rows": gathered["rows"],
         "metrics": {
             k: metrics.get(k)

@@ -22,12 +22,11 @@ from contextlib import contextmanager
 import psutil
 
 from scorekeeper.errors import InputError, RunConflict
-from scorekeeper.storage import Location, is_local
-from scorekeeper.worker.job import WORK_DIR
+from scorekeeper.run_folder import RunFolder
+from scorekeeper.storage import is_local
 
 log = logging.getLogger(__name__)
 
-LEASE_FILE = f"{WORK_DIR}/lease.json"
 LEASE_TTL_S = 60.0
 RENEW_EVERY_S = 10.0
 
@@ -56,15 +55,15 @@ def _owner_gone(held: dict) -> bool:
 
 
 @contextmanager
-def run_lease(run: Location, run_id: str, owner: str, ttl_s: float = LEASE_TTL_S) -> Iterator[None]:
+def run_lease(run: RunFolder, run_id: str, owner: str, ttl_s: float = LEASE_TTL_S) -> Iterator[None]:
     """Hold the run folder's lease for the duration of the block, or raise RunConflict."""
     try:
-        created = run.create_exclusive(_record(owner), LEASE_FILE)
+        created = run.create_exclusive(_record(owner), RunFolder.LEASE)
     except (PermissionError, NotADirectoryError, FileExistsError, IsADirectoryError) as exc:
         raise InputError(f"cannot write into the run folder {run.uri}: {exc.strerror or exc}") from None
     if not created:
         try:
-            held = json.loads(run.read_bytes(LEASE_FILE))
+            held = json.loads(run.read_bytes(RunFolder.LEASE))
         except (FileNotFoundError, ValueError):
             held = {"owner": None, "renewed_at": 0.0}
         age = time.time() - float(held.get("renewed_at", 0.0))
@@ -78,13 +77,13 @@ def run_lease(run: Location, run_id: str, owner: str, ttl_s: float = LEASE_TTL_S
             "same owner" if held.get("owner") == owner else f"its process {held.get('pid')} is gone" if gone else f"expired {age:.0f} s ago"
         )
         log.info("taking over the lease of run %s (%s)", run_id, why)
-        run.publish_bytes(_record(owner), LEASE_FILE)
+        run.publish_bytes(_record(owner), RunFolder.LEASE)
     stop = threading.Event()
 
     def renew() -> None:
         while not stop.wait(RENEW_EVERY_S):
             try:
-                run.publish_bytes(_record(owner), LEASE_FILE)
+                run.publish_bytes(_record(owner), RunFolder.LEASE)
             except OSError as exc:  # a missed renewal is retried; the TTL covers several
                 log.warning("could not renew the run lease: %s", exc)
 
@@ -96,18 +95,18 @@ def run_lease(run: Location, run_id: str, owner: str, ttl_s: float = LEASE_TTL_S
         stop.set()
         renewer.join(timeout=5)
         try:
-            if json.loads(run.read_bytes(LEASE_FILE)).get("owner") == owner:
-                run.remove(LEASE_FILE)
+            if json.loads(run.read_bytes(RunFolder.LEASE)).get("owner") == owner:
+                run.remove(RunFolder.LEASE)
         except (FileNotFoundError, ValueError):
             pass
         _prune_empty_folders(run)
 
 
-def _prune_empty_folders(run: Location) -> None:
+def _prune_empty_folders(run: RunFolder) -> None:
     """A run refused before writing anything (bad input) leaves no empty folder behind."""
     if not is_local(run.fs):
         return  # object stores have no folders
-    for folder in (run.join(WORK_DIR), run.path):
+    for folder in (run.join(RunFolder.WORK_DIR), run.path):
         try:
             os.rmdir(folder)
         except OSError:

@@ -2,12 +2,17 @@
 
 Defaults live here and nowhere else. docs/contracts.md, section 1, is the contract for the first block of
 fields; the tuning fields below it are ours to name and each has a working default.
+
+Every field says what its value changes (`json_schema_extra=affects(...)`); the parameters a resume
+may change, the scoring fingerprint and the staging cache's key are derived from that, so a new
+field is classified once, here, and cannot be forgotten in one of them.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -18,87 +23,187 @@ RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
+class Affects(StrEnum):
+    """What a parameter's value changes. A field may change several things."""
+
+    PREDICTIONS = "predictions"  # what a committed shard holds: in the scoring fingerprint; a resume must keep it
+    STAGING = "staging"  # what the read step stages under work/: in the staging key; a change stages again
+    EVALUATION = "evaluation"  # the evaluation and the report only: a resume may change it
+    NOTHING = "nothing"  # how the run is carried out (processes, timeouts, credentials), not what it writes
+
+
+PREDICTIONS, STAGING, EVALUATION, NOTHING = Affects.PREDICTIONS, Affects.STAGING, Affects.EVALUATION, Affects.NOTHING
+
+
+def affects(*kinds: Affects) -> dict:
+    """A field's `json_schema_extra`: what the parameter changes (read back by `parameter_effects`)."""
+    return {"affects": sorted(Affects(k).value for k in kinds)}
+
+
 class ScoreRequest(BaseModel):
     """Everything that describes one scoring run."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # -- contract (docs/contracts.md, section 1) ----------------------------------------------
+    # `affects` on each field: see Affects. A new field must say what it changes.
     input_uri: str = Field(
         description="Input rows: a file, a folder/prefix or a glob (s3://bucket/eval/*.parquet, "
-        "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension."
+        "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension.",
+        json_schema_extra=affects(PREDICTIONS, STAGING),
     )
-    text_column: str = Field("text", description="Column holding the text to classify.")
-    text_pair_column: str | None = Field(None, description="Optional column with a second text, for sentence-pair models.")
-    id_column: str | None = Field(None, description="Column holding each row's identity; when absent the row index is the id.")
+    text_column: str = Field(
+        "text",
+        description="Column holding the text to classify.",
+        json_schema_extra=affects(PREDICTIONS, STAGING),
+    )
+    text_pair_column: str | None = Field(
+        None,
+        description="Optional column with a second text, for sentence-pair models.",
+        json_schema_extra=affects(PREDICTIONS, STAGING),
+    )
+    id_column: str | None = Field(
+        None,
+        description="Column holding each row's identity; when absent the row index is the id.",
+        json_schema_extra=affects(PREDICTIONS, STAGING),  # the predictions' `id` column; the join with ground_truth_uri
+    )
     label_column: str | None = Field(
         "label",
         description="Ground-truth label column (names or integer ids), in the input rows or in "
         "the ground_truth_uri files. None scores only. When left at 'label' and the input has no "
         "such column, the run is a scoring-only run and the report says so.",
+        json_schema_extra=affects(STAGING, EVALUATION),
     )
-    ground_truth_uri: str | None = Field(None, description="Ground truth in separate files (same formats), joined on id_column.")
-    model_uri: str = Field(description="Model folder (config.json, safetensors weights, tokenizer files), local or in object storage.")
-    adapter_uri: str | None = Field(None, description="PEFT adapter folder (LoRA), local or in object storage.")
-    merge_adapter: bool = Field(True, description="Merge the adapter into the base weights before scoring.")
+    ground_truth_uri: str | None = Field(
+        None,
+        description="Ground truth in separate files (same formats), joined on id_column.",
+        json_schema_extra=affects(STAGING, EVALUATION),
+    )
+    model_uri: str = Field(
+        description="Model folder (config.json, safetensors weights, tokenizer files), local or in object storage.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    adapter_uri: str | None = Field(
+        None,
+        description="PEFT adapter folder (LoRA), local or in object storage.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    merge_adapter: bool = Field(
+        True,
+        description="Merge the adapter into the base weights before scoring.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
     mode: Literal["replica", "pipeline"] = Field(
         "replica",
         description="replica: every process holds the whole model (data parallel). pipeline: the "
         "model's layers are split across processes.",
+        json_schema_extra=affects(PREDICTIONS),  # equal within float tolerance, not bit for bit
     )
-    num_processes: int | Literal["auto"] = Field("auto", description="Processes to launch; auto = visible GPUs, or 1 without a GPU.")
-    output_uri: str = Field(description="Where runs are written: a local folder or an object-storage prefix.")
+    num_processes: int | Literal["auto"] = Field(
+        "auto",
+        description="Processes to launch; auto = visible GPUs, or 1 without a GPU.",
+        json_schema_extra=affects(NOTHING),  # batches are a function of the range alone
+    )
+    output_uri: str = Field(
+        description="Where runs are written: a local folder or an object-storage prefix.",
+        # It changes no prediction, but it has always been part of the scoring fingerprint: taking
+        # it out would leave every earlier run's commit records stale and unresumable.
+        json_schema_extra=affects(PREDICTIONS),
+    )
     run_name: str | None = Field(
         None,
         description="The run's id under output_uri; a run with the same name resumes. Default: "
         "the Prefect flow run's id, so a retry of that flow run resumes it.",
+        json_schema_extra=affects(NOTHING),
     )
 
     # -- tuning ------------------------------------------------------------------------------
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32."
+        "auto",
+        description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32.",
+        json_schema_extra=affects(PREDICTIONS),
     )
-    max_length: int | None = Field(None, ge=2, description="Tokens per text (pair) before truncation; default: the model's maximum.")
-    rows_per_range: int = Field(4096, ge=1, description="Rows per planned index range: the unit of work, commit and resume.")
+    max_length: int | None = Field(
+        None,
+        ge=2,
+        description="Tokens per text (pair) before truncation; default: the model's maximum.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    rows_per_range: int = Field(
+        4096,
+        ge=1,
+        description="Rows per planned index range: the unit of work, commit and resume.",
+        json_schema_extra=affects(PREDICTIONS, STAGING),  # the ranges, and the staged row groups
+    )
     tokens_per_batch: int | None = Field(
         None,
         ge=1,
         description="Padded tokens per model batch; default 2048 on CPU, 131072 on a GPU.",
+        json_schema_extra=affects(PREDICTIONS),  # batch composition: float-level differences
     )
-    max_batch_rows: int = Field(1024, ge=1, description="Upper bound on rows in one model batch.")
-    null_text: Literal["error", "empty"] = Field("error", description="Null text: 'error' refuses the input, 'empty' scores it as ''.")
-    pipeline_stages: int | None = Field(None, ge=1, description="Pipeline mode: stages per pipeline; default all processes (one pipeline).")
-    microbatches: int = Field(4, ge=1, description="Pipeline mode: micro-batches each model batch is cut into.")
+    max_batch_rows: int = Field(
+        1024,
+        ge=1,
+        description="Upper bound on rows in one model batch.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    null_text: Literal["error", "empty"] = Field(
+        "error",
+        description="Null text: 'error' refuses the input, 'empty' scores it as ''.",
+        json_schema_extra=affects(PREDICTIONS, STAGING),
+    )
+    pipeline_stages: int | None = Field(
+        None,
+        ge=1,
+        description="Pipeline mode: stages per pipeline; default all processes (one pipeline).",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    microbatches: int = Field(
+        4,
+        ge=1,
+        description="Pipeline mode: micro-batches each model batch is cut into.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
     slice_columns: list[str] = Field(
         default_factory=list,
         description="Input columns whose values the report breaks the metrics down by.",
+        json_schema_extra=affects(STAGING, EVALUATION),  # staged as slice_0, slice_1, ...
     )
     compare_to: str | None = Field(
         None,
         description="A completed run to compare with: a run name under output_uri, or 'previous' (the latest "
         "completed run under output_uri that read the same input). Adds the comparison to metrics.json.",
+        json_schema_extra=affects(EVALUATION),
     )
     gates: dict[str, str] = Field(
         default_factory=dict,
         description="Quality gates, checked once the report is published; a failed gate fails the run (CLI exit 4). "
         "{metric: 'OP NUMBER'} with OP >=, >, <=, <, e.g. {'accuracy': '>=0.9', 'macro_f1_drop': '<=0.01 if significant'}",
+        json_schema_extra=affects(EVALUATION),
     )
     collective_timeout_s: float = Field(
         120.0,
         gt=0,
         description="Seconds a scoring process waits on the others (a dead or stopped peer) before the job fails.",
+        json_schema_extra=affects(NOTHING),
     )
-    trust_remote_code: bool = Field(False, description="Allow model code shipped with the model folder. Off unless asked for.")
+    trust_remote_code: bool = Field(
+        False,
+        description="Allow model code shipped with the model folder. Off unless asked for.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
     oversubscribe: bool = Field(
         False,
         description="Allow more scoring processes than CPU cores on a machine without a GPU (each one loads "
         "the whole model: memory runs out long before the cores are busy).",
+        json_schema_extra=affects(NOTHING),
     )
     storage_block: str | None = Field(
         None,
         description="Prefect block with the object-storage credentials: NAME, aws-credentials/NAME or "
         "secret/NAME (a Secret holding the AwsCredentials fields as JSON); default: the standard AWS "
         "chain (environment incl. AWS_ENDPOINT_URL, profiles, instance roles).",
+        json_schema_extra=affects(NOTHING),
     )
 
     # -- fan-out over several machines (docs/contracts.md, section 5) ---------------------------
@@ -108,19 +213,25 @@ class ScoreRequest(BaseModel):
         description="Score on several machines: split the uncommitted ranges into this many groups, each "
         "run as a flow run of the fan_out_deployment by whichever worker of its pool is free. 0 or 1: "
         "score inside this flow run. Needs a Prefect server, the deployment and workers.",
+        json_schema_extra=affects(NOTHING),  # where the ranges are scored, never what
     )
     fan_out_deployment: str = Field(
         "scorekeeper-group/group",
         description="With fan_out > 1: the scoring-group deployment ('flow name/deployment name') that runs each group.",
+        json_schema_extra=affects(NOTHING),
     )
     group_retries: int = Field(
-        2, ge=0, description="With fan_out > 1: times a failed or lost group is dispatched again before the run fails."
+        2,
+        ge=0,
+        description="With fan_out > 1: times a failed or lost group is dispatched again before the run fails.",
+        json_schema_extra=affects(NOTHING),
     )
     group_stall_timeout_s: float = Field(
         180.0,
         gt=0,
         description="With fan_out > 1: seconds without a heartbeat from a started group (its machine or "
         "worker died) before it counts as lost and is dispatched again.",
+        json_schema_extra=affects(NOTHING),
     )
 
     @field_validator("text_column", "text_pair_column", "id_column", "label_column")
@@ -264,9 +375,36 @@ def available_cores() -> int:
 URI_FIELDS = ("input_uri", "ground_truth_uri", "model_uri", "adapter_uri", "output_uri")
 
 
-# Parameters that do not change any prediction: a resume may differ in these.
-# Where the ranges are scored (one flow run or groups on several machines): never a prediction.
-FAN_OUT_FIELDS = frozenset({"fan_out", "fan_out_deployment", "group_retries", "group_stall_timeout_s"})
-RESUMABLE_DIFFERENCES = frozenset(
-    {"num_processes", "run_name", "slice_columns", "storage_block", "collective_timeout_s", "oversubscribe", *FAN_OUT_FIELDS}
-)
+def parameter_effects(model: type[BaseModel] = ScoreRequest) -> dict[str, frozenset[Affects]]:
+    """What each parameter changes, as its field declares; refuses a field that does not say."""
+    effects, problems = {}, []
+    for name, field in model.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        kinds = frozenset(Affects(k) for k in extra.get("affects", ()))
+        if not kinds:
+            problems.append(
+                f"{model.__name__}.{name} does not say what it affects: add json_schema_extra=affects(...) to its "
+                "Field(...) in scorekeeper/params.py, naming what its value changes: PREDICTIONS (what a committed "
+                "shard holds; a resume must keep it), STAGING (what the read step stages from the input), "
+                "EVALUATION (the evaluation and report only), or NOTHING (how the run is carried out); "
+                "e.g. json_schema_extra=affects(EVALUATION)"
+            )
+        elif NOTHING in kinds and len(kinds) > 1:
+            problems.append(f"{model.__name__}.{name} says it affects NOTHING and {', '.join(sorted(kinds - {NOTHING}))}")
+        effects[name] = kinds
+    if problems:
+        raise TypeError("; ".join(problems))
+    return effects
+
+
+def parameters_affecting(kind: Affects) -> frozenset[str]:
+    return frozenset(name for name, kinds in PARAMETER_EFFECTS.items() if kind in kinds)
+
+
+PARAMETER_EFFECTS = parameter_effects()
+SCORING_PARAMETERS = parameters_affecting(PREDICTIONS)
+"""In the scoring fingerprint: a commit record made under other values is stale, a resume is refused."""
+STAGING_PARAMETERS = parameters_affecting(STAGING)
+"""In the staging key: the staged input is reused only when these (and the input files) are the same."""
+RESUMABLE_DIFFERENCES = frozenset(PARAMETER_EFFECTS) - SCORING_PARAMETERS
+"""Parameters a resume may change: they change no prediction."""

@@ -19,10 +19,10 @@ from prefect import task
 from scorekeeper.errors import InputError
 from scorekeeper.gates import DELTA_METRICS, metric_value
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from scorekeeper.tasks.history import METRICS_FILE, completed_runs
+from scorekeeper.tasks.history import completed_runs
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import PLAN_FILE, PREDICTIONS_FILE, REQUEST_FILE
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +70,9 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
     """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
     from scorekeeper.tasks.evaluate import NULL_GROUP, SLICE_GROUPS, _uri, sql
 
-    plan, other_plan = run.read_json(PLAN_FILE), other.read_json(PLAN_FILE)
-    other_metrics = other.read_json(METRICS_FILE)
-    con.read_parquet(_uri(other, PREDICTIONS_FILE)).create_view("other")
+    plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
+    other_metrics = other.read_json(RunFolder.METRICS)
+    con.read_parquet(_uri(other, RunFolder.PREDICTIONS)).create_view("other")
     if same_input(plan, other_plan):
         matched_on, keys = "row_index", ("o.row_index", "s.row_index")
     else:
@@ -155,14 +155,14 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
         return name
     name = request.compare_to
     other = output.child(name)
-    if not other.exists(METRICS_FILE):
+    if not other.exists(RunFolder.METRICS):
         state = "has not completed (no report/metrics.json)" if other.exists() else "does not exist"
         raise InputError(f"compare_to: run {name!r} under {output.uri} {state}")
-    if not other.exists(PREDICTIONS_FILE) or not other.exists(PLAN_FILE):
+    if not other.exists(RunFolder.PREDICTIONS) or not other.exists(RunFolder.PLAN):
         raise InputError(f"compare_to: run {name!r} under {output.uri} has no predictions.parquet or plan.json to compare with")
-    other_files = [f.get("fingerprint") for f in other.read_json(PLAN_FILE).get("files", [])]
+    other_files = [f.get("fingerprint") for f in other.read_json(RunFolder.PLAN).get("files", [])]
     if other_files != files:
-        other_id = other.read_json(REQUEST_FILE).get("id_column") if other.exists(REQUEST_FILE) else None
+        other_id = other.read_json(RunFolder.REQUEST).get("id_column") if other.exists(RunFolder.REQUEST) else None
         if request.id_column is None or other_id is None:
             raise InputError(
                 f"compare_to: run {name!r} read other input files, and rows of different inputs can only be matched "

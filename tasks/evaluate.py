@@ -14,11 +14,11 @@ from importlib import resources
 import numpy as np
 from prefect import task
 
+from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks import duck
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
-from scorekeeper.worker.job import PLAN_FILE, PREDICTIONS_FILE, STAGED_GROUND_TRUTH, STAGED_INPUT
 
 ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
@@ -44,22 +44,24 @@ def _uri(run: Location, rel: str) -> str:
     return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
-def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: list[str], baseline: Location | None = None) -> dict:
+def evaluate(
+    run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
+) -> dict:
     """metrics.json's content (docs/contracts.md, sections 3 and 8); `baseline` is a completed run to compare with."""
     con = _connect(run)
     try:
         con.execute(sql("wilson.sql"))
-        con.read_parquet(_uri(run, PREDICTIONS_FILE)).create_view("predictions")
-        con.read_parquet(_uri(run, STAGED_INPUT)).create_view("staged")
+        con.read_parquet(_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
+        con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
         con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
         con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
-        ground_truth = manifest.get("ground_truth")
+        ground_truth = manifest.ground_truth
         if ground_truth:
-            con.read_parquet(_uri(run, STAGED_GROUND_TRUTH)).create_view("ground_truth")
-            id_cast = "" if ground_truth["id_type"] == manifest["id_type"] else "::VARCHAR"
+            con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+            id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
             con.execute(sql("truth_from_files.sql", id_cast=id_cast))
             source = "ground_truth_uri"
-        elif manifest["has_label"]:
+        elif manifest.has_label:
             con.execute(sql("truth_from_input.sql"))
             source = "label_column"
         else:
@@ -87,7 +89,7 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
         slices, slices_truncated = _slices(con, slice_columns) if evaluated else ({}, {})
         ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
         result = {
-            "rows": manifest["total_rows"],
+            "rows": manifest.total_rows,
             "scored": int(scored),
             "evaluated": int(evaluated),
             "ground_truth_source": source,
@@ -111,7 +113,7 @@ def evaluate(run: Location, labels: list[str], manifest: dict, slice_columns: li
             "unmatched_predictions": int(unmatched),
             "unknown_labels": unknown,
             "unknown_label_rows": sum(unknown.values()),
-            "null_text_rows": manifest.get("null_text_rows", 0),
+            "null_text_rows": manifest.null_text_rows,
             "slices": slices,
             "slices_truncated": slices_truncated,
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -207,11 +209,11 @@ def _mean(values) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _say_how_ids_matched(manifest: dict, ground_truth: dict, truth_rows: int, matched: int) -> None:
+def _say_how_ids_matched(manifest: StagedManifest, ground_truth: StagedGroundTruth, truth_rows: int, matched: int) -> None:
     """A join on ids can silently match nothing (7 is not "007"): say how many matched, and how."""
     how = ""
-    if ground_truth["id_type"] != manifest["id_type"]:
-        how = f"the input's ids are {manifest['id_type']} and the ground truth's {ground_truth['id_type']}, compared as text; "
+    if ground_truth.id_type != manifest.id_type:
+        how = f"the input's ids are {manifest.id_type} and the ground truth's {ground_truth.id_type}, compared as text; "
     message = f"ground truth: {how}{matched} of {truth_rows} ground-truth rows matched an input id"
     logger = run_logger(__name__)
     (logger.warning if how or matched < truth_rows else logger.info)(message)
@@ -225,7 +227,7 @@ def _number(value) -> float | None:
 
 
 @task(name="evaluate", **IO_RETRIES)
-def evaluate_task(request, context, manifest: dict, baseline: str | None = None) -> dict:
+def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> dict:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
     from scorekeeper.gates import evaluate_gates
@@ -233,7 +235,7 @@ def evaluate_task(request, context, manifest: dict, baseline: str | None = None)
 
     output = Location.from_uri(request.output_uri)
     metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None)
-    metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(PLAN_FILE))
+    metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
         metrics["gates"] = evaluate_gates(request.gates, metrics)
     return metrics

@@ -20,6 +20,7 @@ attempt id names the group run), and reported in metrics.json's `scoring.groups`
 
 from __future__ import annotations
 
+import posixpath
 import time
 from dataclasses import dataclass, field
 
@@ -28,11 +29,12 @@ from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.errors import InputError, ScoringFailed
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import CommitRecord, RunFolder
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
 from scorekeeper.tasks.plan import committed_ranges
 from scorekeeper.tasks.prepare import RunContext
-from scorekeeper.worker.job import COMMIT_DIR, CommitRecord, IndexRange, Job
+from scorekeeper.worker.job import IndexRange, Job
 
 POLL_S = 2.0
 STATUS_LOG_S = 15.0
@@ -253,8 +255,8 @@ class FanOut:
         run.state = "CRASHED"
 
     def committed_rows(self) -> int:
-        names = set(self.run.list_names(COMMIT_DIR))
-        return sum(r.rows for r in self.job.ranges if f"range-{r.index:07d}.json" in names)
+        names = set(self.run.list_names(RunFolder.COMMIT_DIR))
+        return sum(r.rows for r in self.job.ranges if posixpath.basename(RunFolder.commit_name(r.index)) in names)
 
     def status_line(self) -> str:
         counts: dict[str, int] = {}

@@ -16,10 +16,9 @@ import pyarrow.parquet as pq
 from prefect import task
 
 from scorekeeper.errors import GatherError
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
 from scorekeeper.tasks.plan import committed_ranges
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import PREDICTIONS_FILE, CommitRecord, row_index_checksum
 
 _SHOWN = 5
 
@@ -44,7 +43,7 @@ def tiling_problems(spans: Sequence[tuple[int, int]], total_rows: int) -> list[s
     return problems
 
 
-def gather_predictions(run: Location, total_rows: int, scoring_fingerprint: str) -> dict:
+def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str) -> dict:
     """Verify every commit, then publish predictions.parquet sorted by row_index."""
     records = sorted(committed_ranges(run, scoring_fingerprint).values(), key=lambda r: r.start)
     problems = tiling_problems([(r.start, r.end) for r in records], total_rows)
@@ -66,7 +65,7 @@ def gather_predictions(run: Location, total_rows: int, scoring_fingerprint: str)
             truncated += record.truncated
         writer.close()
         writer = None
-        run.publish_local_file(local, PREDICTIONS_FILE)
+        run.publish_local_file(local, RunFolder.PREDICTIONS)
     finally:
         if writer is not None:
             writer.close()
@@ -74,7 +73,7 @@ def gather_predictions(run: Location, total_rows: int, scoring_fingerprint: str)
     return {"rows": total_rows, "ranges": len(records), "tokens": tokens, "truncated": truncated}
 
 
-def _read_verified_shard(run: Location, record: CommitRecord):
+def _read_verified_shard(run: RunFolder, record: CommitRecord):
     try:
         with run.fs.open(run.join(record.shard), "rb") as f:
             table = pq.read_table(f)

@@ -28,12 +28,13 @@ from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.errors import InputError, ModelError, RunConflict
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.plan import committed_ranges
 from scorekeeper.tasks.prepare import folder_fingerprint, localize_folder
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.score import score_job
-from scorekeeper.worker.job import GROUP_DIR, JOB_FILE, PLAN_FILE, IndexRange, Job
+from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import check_safetensors_folder
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ MAX_HEARTBEAT_S = 10.0
 
 def group_folder(group: int, flow_run_id: str) -> str:
     """The folder of one run of one group: a copy of the same group elsewhere never shares it."""
-    return f"{GROUP_DIR}/g{group}/{flow_run_id}"
+    return f"{RunFolder.GROUP_DIR}/g{group}/{flow_run_id}"
 
 
 def group_attempt(group: int, flow_run_id: str) -> str:
@@ -78,22 +79,22 @@ class GroupJob:
 def open_group(run_uri: str, group: int, ranges: list[int], scoring_fingerprint: str, flow_run_id: str) -> GroupJob:
     """Check the run is still planned as when the group was dispatched, fetch the model into this
     machine's cache, and write the job file of the group's ranges that are still uncommitted."""
-    run = Location.from_uri(run_uri)
-    if not run.exists(PLAN_FILE) or not run.exists(JOB_FILE):
+    run = RunFolder.from_uri(run_uri)
+    if not run.exists(RunFolder.PLAN) or not run.exists(RunFolder.JOB):
         raise InputError(f"run folder {run_uri} has no plan: a group is dispatched by its parent run, after the plan step")
-    plan = run.read_json(PLAN_FILE)
-    if plan["scoring_fingerprint"] != scoring_fingerprint:
+    plan = run.read_plan()
+    if plan.scoring_fingerprint != scoring_fingerprint:
         raise RunConflict(
             f"run {run_uri} was planned again with other settings after group {group} was dispatched; "
             "its parent dispatches the groups of the new plan itself"
         )
-    planned = plan["ranges"]
+    planned = plan.ranges
     unknown = [i for i in ranges if not 0 <= i < len(planned)]
     if unknown or not ranges:
         raise InputError(f"group {group}: ranges {unknown or ranges} are not ranges of the plan (0 to {len(planned) - 1})")
-    request = Job.from_json(run.read_bytes(JOB_FILE).decode()).request
-    model_path = _local_copy(request.model_uri, "model", plan["model_fingerprint"])
-    adapter_path = _local_copy(request.adapter_uri, "adapter", plan["adapter_fingerprint"]) if request.adapter_uri else None
+    request = Job.from_json(run.read_bytes(RunFolder.JOB).decode()).request
+    model_path = _local_copy(request.model_uri, "model", plan.model_fingerprint)
+    adapter_path = _local_copy(request.adapter_uri, "adapter", plan.adapter_fingerprint) if request.adapter_uri else None
     done = committed_ranges(run, scoring_fingerprint)
     pending = [IndexRange(i, *planned[i]) for i in ranges if i not in done]
     job = Job(
@@ -101,7 +102,7 @@ def open_group(run_uri: str, group: int, ranges: list[int], scoring_fingerprint:
         run_uri=run.uri,
         model_path=model_path,
         adapter_path=adapter_path,
-        total_rows=plan["total_rows"],
+        total_rows=plan.total_rows,
         ranges=pending,
         scoring_fingerprint=scoring_fingerprint,
         attempt=group_attempt(group, flow_run_id),

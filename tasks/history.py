@@ -11,12 +11,11 @@ import logging
 import posixpath
 from datetime import UTC, datetime
 
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from scorekeeper.worker.job import PLAN_FILE, REPORT_DIR
 
 log = logging.getLogger(__name__)
 
-METRICS_FILE = f"{REPORT_DIR}/metrics.json"
 HISTORY_FIELDS = ("run_id", "finished_at", "rows", "evaluated", "accuracy", "macro_f1", "model_fingerprint", "input_fingerprint")
 
 
@@ -30,12 +29,12 @@ def completed_runs(output: Location) -> list[dict]:
     except FileNotFoundError:
         return []
     folders = {posixpath.basename(e["name"].rstrip("/")): e["name"].rstrip("/") for e in entries if e.get("type") == "directory"}
-    metrics = _fetch(fs, {run_id: posixpath.join(path, METRICS_FILE) for run_id, path in folders.items()})
-    plans = _fetch(fs, {run_id: posixpath.join(folders[run_id], PLAN_FILE) for run_id in metrics})
+    metrics = _fetch(fs, {run_id: posixpath.join(path, RunFolder.METRICS) for run_id, path in folders.items()})
+    plans = _fetch(fs, {run_id: posixpath.join(folders[run_id], RunFolder.PLAN) for run_id in metrics})
     records = []
     for run_id, data in metrics.items():
         plan = plans.get(run_id) or {}
-        finished = data.get("finished_at") or _modified(fs, posixpath.join(folders[run_id], METRICS_FILE))
+        finished = data.get("finished_at") or _modified(fs, posixpath.join(folders[run_id], RunFolder.METRICS))
         records.append(
             {
                 "run_id": run_id,

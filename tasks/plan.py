@@ -12,21 +12,19 @@ import uuid
 from prefect import task
 
 from scorekeeper.params import ScoreRequest
-from scorekeeper.storage import Location, digest_of
-from scorekeeper.tasks.prepare import RunContext, request_record, scoring_fingerprint
+from scorekeeper.request_record import publish_request_record
+from scorekeeper.run_folder import CommitRecord, Plan, RunFolder, StagedManifest
+from scorekeeper.tasks.prepare import RunContext, request_record
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import COMMIT_DIR, JOB_FILE, PLAN_FILE, REQUEST_FILE, CommitRecord, Job, plan_ranges
+from scorekeeper.worker.job import Job, plan_ranges
 
 log = logging.getLogger(__name__)
 
 
-def committed_ranges(run: Location, fingerprint: str) -> dict[int, CommitRecord]:
+def committed_ranges(run: RunFolder, fingerprint: str) -> dict[int, CommitRecord]:
     """Commit records of this run that were made under the same scoring fingerprint."""
     records = {}
-    for name in run.list_names(COMMIT_DIR):
-        if not name.endswith(".json") or name.startswith("."):
-            continue
-        record = CommitRecord.from_bytes(run.read_bytes(COMMIT_DIR, name))
+    for name, record in run.commit_records():
         if record.scoring_fingerprint == fingerprint:
             records[record.range_index] = record
         else:
@@ -34,56 +32,54 @@ def committed_ranges(run: Location, fingerprint: str) -> dict[int, CommitRecord]
     return records
 
 
-def commit_progress(run: Location) -> tuple[int, int] | None:
+def commit_progress(run: RunFolder) -> tuple[int, int] | None:
     """(ranges committed, ranges planned) for the run's current plan; None before there is one."""
-    if not run.exists(PLAN_FILE):
+    if not run.exists(RunFolder.PLAN):
         return None
-    plan = run.read_json(PLAN_FILE)
-    return len(committed_ranges(run, plan["scoring_fingerprint"])), len(plan["ranges"])
+    plan = run.read_plan()
+    return len(committed_ranges(run, plan.scoring_fingerprint)), len(plan.ranges)
 
 
-def plan_run(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
+def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifest) -> Job:
     """Write plan.json and the worker's job.json; the job lists only uncommitted ranges."""
     run = context.run
+    record = request_record(request, context)
     if not context.resumed:  # a new run, or an earlier attempt that committed nothing
-        run.publish_json(request_record(request, context), REQUEST_FILE)
-    input_fingerprint = digest_of([f["fingerprint"] for f in manifest["files"]])
-    fingerprint = scoring_fingerprint(request, context, input_fingerprint)
-    ranges = plan_ranges(manifest["total_rows"], request.rows_per_range)
+        publish_request_record(run, record)
+    input_fingerprint = manifest.input_fingerprint
+    fingerprint = record.scoring_fingerprint(input_fingerprint)
+    ranges = plan_ranges(manifest.total_rows, request.rows_per_range)
     done = committed_ranges(run, fingerprint)
     pending = [r for r in ranges if r.index not in done]
-    run.publish_json(
-        {
-            "files": manifest["files"],
-            "total_rows": manifest["total_rows"],
-            "input_fingerprint": input_fingerprint,
-            "model_fingerprint": context.model_fingerprint,
-            "adapter_fingerprint": context.adapter_fingerprint,
-            "scoring_fingerprint": fingerprint,
-            "rows_per_range": request.rows_per_range,
-            "ranges": [[r.start, r.end] for r in ranges],
-            "labels": context.labels,
-        },
-        PLAN_FILE,
+    run.publish_plan(
+        Plan(
+            files=manifest.files,
+            total_rows=manifest.total_rows,
+            input_fingerprint=input_fingerprint,
+            model_fingerprint=context.model_fingerprint,
+            adapter_fingerprint=context.adapter_fingerprint,
+            scoring_fingerprint=fingerprint,
+            rows_per_range=request.rows_per_range,
+            ranges=[(r.start, r.end) for r in ranges],
+            labels=context.labels,
+        )
     )
     job = Job(
         request=request,
         run_uri=run.uri,
         model_path=context.model_path,
         adapter_path=context.adapter_path,
-        total_rows=manifest["total_rows"],
+        total_rows=manifest.total_rows,
         ranges=pending,
         scoring_fingerprint=fingerprint,
         attempt=uuid.uuid4().hex[:12],
     )
-    run.publish_bytes(job.to_json().encode(), JOB_FILE)
-    log.info(
-        "%d ranges planned over %d rows; %d already committed, %d to score", len(ranges), manifest["total_rows"], len(done), len(pending)
-    )
+    run.publish_bytes(job.to_json().encode(), RunFolder.JOB)
+    log.info("%d ranges planned over %d rows; %d already committed, %d to score", len(ranges), manifest.total_rows, len(done), len(pending))
     return job
 
 
 @task(name="plan ranges", **IO_RETRIES)
-def plan_ranges_task(request: ScoreRequest, context: RunContext, manifest: dict) -> Job:
+def plan_ranges_task(request: ScoreRequest, context: RunContext, manifest: StagedManifest) -> Job:
     """Cut the rows into ranges and write the plan and the worker's job file."""
     return plan_run(request, context, manifest)

@@ -1,8 +1,8 @@
 """Open the run folder: its id, the model it scores with, and whether an earlier attempt can be resumed.
 
 A run with the same name resumes only when nothing that changes predictions differs: the
-parameters (process count aside), the model, the adapter and the input files. Anything else is
-refused before a byte of the earlier attempt is touched.
+parameters that declare they affect predictions, the model, the adapter and the input files.
+Anything else is refused before a byte of the earlier attempt is touched.
 """
 
 from __future__ import annotations
@@ -16,18 +16,16 @@ from prefect import task
 from prefect.runtime import flow_run
 
 from scorekeeper.errors import InputError, RunConflict
-from scorekeeper.params import RESUMABLE_DIFFERENCES, URI_FIELDS, ScoreRequest
-from scorekeeper.redact import normalise_uri, redact_uri
-from scorekeeper.storage import Location, digest_of, file_fingerprint, fs_and_path, is_local
+from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import redact_uri
+from scorekeeper.request_record import RequestRecord, check_resumable, read_request_record
+from scorekeeper.run_folder import RunFolder
+from scorekeeper.storage import digest_of, file_fingerprint, fs_and_path, is_local
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
-from scorekeeper.worker.job import COMMIT_DIR, REQUEST_FILE
 from scorekeeper.worker.model import check_safetensors_folder, check_tokenizer_folder, declared_max_length, label_names
 
 log = logging.getLogger(__name__)
-
-# Parameters that only change the evaluation, never a prediction.
-EVALUATION_ONLY = frozenset({"label_column", "ground_truth_uri", "slice_columns", "compare_to", "gates"})
 
 
 @dataclass(frozen=True)
@@ -42,8 +40,8 @@ class RunContext:
     resumed: bool
 
     @property
-    def run(self) -> Location:
-        return Location.from_uri(self.run_uri)
+    def run(self) -> RunFolder:
+        return RunFolder.from_uri(self.run_uri)
 
 
 def folder_fingerprint(path: str) -> str:
@@ -78,9 +76,8 @@ def resolve_run_id(request: ScoreRequest, flow_run_id: str | None) -> str:
     return uuid.uuid4().hex
 
 
-def run_location(request: ScoreRequest, run_id: str) -> Location:
-    """{output_uri}/{run_id}: run ids are validated names, so a run never escapes output_uri."""
-    return Location.from_uri(request.output_uri).child(run_id)
+def run_location(request: ScoreRequest, run_id: str) -> RunFolder:
+    return RunFolder.under(request.output_uri, run_id)
 
 
 def check_output_uri(uri: str) -> None:
@@ -102,9 +99,9 @@ def check_output_uri(uri: str) -> None:
         raise InputError(f"output_uri {uri} is not writable: no permission to create files in {probe}")
 
 
-def has_commits(run: Location) -> bool:
+def has_commits(run: RunFolder) -> bool:
     """Whether any range of this run was ever committed (under any settings)."""
-    return any(n.endswith(".json") and not n.startswith(".") for n in run.list_names(COMMIT_DIR))
+    return any(n.endswith(".json") and not n.startswith(".") for n in run.list_names(RunFolder.COMMIT_DIR))
 
 
 def check_model_folder(request: ScoreRequest, model_path: str) -> list[str]:
@@ -140,11 +137,11 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
         adapter_path=adapter_path,
         adapter_fingerprint=folder_fingerprint(adapter_path) if adapter_path else None,
         labels=labels,
-        resumed=run.exists(REQUEST_FILE),
+        resumed=run.exists(RunFolder.REQUEST),
     )
     if context.resumed:
         try:
-            check_resumable(run.read_json(REQUEST_FILE), request_record(request, context))
+            check_resumable(read_request_record(run), request_record(request, context))
         except RunConflict as conflict:
             if has_commits(run):
                 raise
@@ -156,43 +153,10 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
     return context
 
 
-def request_record(request: ScoreRequest, context: RunContext) -> dict:
-    """request.json: the resolved parameters (a block's name, never its secrets) and fingerprints.
-    Published by the plan step, once the input has been read: a refused input leaves no run behind."""
-    return {
-        **request.public_dict(),
-        "run_id": context.run_id,
-        "model_fingerprint": context.model_fingerprint,
-        "adapter_fingerprint": context.adapter_fingerprint,
-    }
-
-
-def check_resumable(earlier: dict, now: dict) -> None:
-    """Refuse a resume whose parameters, model or adapter differ from the earlier attempt's."""
-    differences = []
-    for name in ScoreRequest.model_fields:
-        if name in RESUMABLE_DIFFERENCES or name in EVALUATION_ONLY:
-            continue
-        then, current = earlier.get(name), now.get(name)
-        if name in URI_FIELDS:  # ./data, its absolute path, file:// and a trailing / are one place
-            then, current = normalise_uri(then), normalise_uri(current)
-        if then != current:
-            differences.append(f"{name}: {earlier.get(name)!r} then, {now.get(name)!r} now")
-    for name in ("model_fingerprint", "adapter_fingerprint"):
-        if earlier.get(name) != now[name]:
-            differences.append(f"the {name.split('_')[0]} folder's content changed")
-    if differences:
-        raise RunConflict(
-            f"run '{now['run_id']}' already exists with different settings ({'; '.join(differences)}); "
-            "choose another run_name, or rerun with the earlier settings to resume it"
-        )
-
-
-def scoring_fingerprint(request: ScoreRequest, context: RunContext, input_fingerprint: str) -> str:
-    """What a committed shard's predictions depend on; shards under another fingerprint are stale."""
-    params = {k: v for k, v in request.public_dict().items() if k not in RESUMABLE_DIFFERENCES and k not in EVALUATION_ONLY}
-    params |= {k: normalise_uri(params[k]) for k in URI_FIELDS if k in params}
-    return digest_of([params, context.model_fingerprint, context.adapter_fingerprint, input_fingerprint])
+def request_record(request: ScoreRequest, context: RunContext) -> RequestRecord:
+    """What request.json holds for this run (the plan step publishes it, once the input has been
+    read: a refused input leaves no run behind)."""
+    return RequestRecord.of(request, context.run_id, context.model_fingerprint, context.adapter_fingerprint)
 
 
 @task(name="open run", **IO_RETRIES)

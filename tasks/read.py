@@ -14,7 +14,7 @@ import os
 import posixpath
 import tempfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -22,10 +22,11 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 from prefect import task
 
-from scorekeeper.errors import InputError
-from scorekeeper.params import ScoreRequest
+from scorekeeper.errors import InputError, RunConflict
+from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.redact import redact_uri
-from scorekeeper.storage import Location, file_fingerprint, fs_and_path, to_uri
+from scorekeeper.run_folder import InputFile, RunFolder, StagedGroundTruth, StagedManifest
+from scorekeeper.storage import Location, digest_of, file_fingerprint, fs_and_path, to_uri
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
@@ -39,18 +40,6 @@ _BATCH_ROWS = 65536
 _SHOWN = 5  # offending rows named in a message
 
 
-@dataclass(frozen=True)
-class InputFile:
-    uri: str
-    size: int
-    format: str
-    fingerprint: str
-
-    def record(self) -> dict:
-        """What the run's files (plan.json, the staged manifest) say about this file: no password."""
-        return asdict(self) | {"uri": redact_uri(self.uri)}
-
-
 def compression(path: str) -> str | None:
     """The codec a file name asks for (.csv.gz -> gzip), or None."""
     return COMPRESSIONS.get(posixpath.splitext(path.lower())[1])
@@ -58,11 +47,13 @@ def compression(path: str) -> str | None:
 
 def _sibling_runs(fs, output_root: str, paths: list[str]) -> list[str]:
     """Folders directly under output_root that hold a run (its request.json or work/ folder)."""
-    from scorekeeper.worker.job import REQUEST_FILE, WORK_DIR
-
     root = output_root.rstrip("/")
     firsts = {p[len(root) + 1 :].split("/", 1)[0] for p in paths if p.startswith(root + "/") and "/" in p[len(root) + 1 :]}
-    return [f"{root}/{c}" for c in sorted(firsts) if fs.exists(f"{root}/{c}/{REQUEST_FILE}") or fs.isdir(f"{root}/{c}/{WORK_DIR}")]
+    return [
+        f"{root}/{c}"
+        for c in sorted(firsts)
+        if fs.exists(f"{root}/{c}/{RunFolder.REQUEST}") or fs.isdir(f"{root}/{c}/{RunFolder.WORK_DIR}")
+    ]
 
 
 def file_format(path: str) -> str | None:
@@ -127,7 +118,9 @@ def list_input_files(uri: str, what: str = "input", exclude: Location | None = N
     files = []
     for p in sorted(paths, key=lambda p: to_uri(fs, p)):
         info = fs.info(p)
-        files.append(InputFile(to_uri(fs, p), int(info.get("size") or 0), file_format(p), file_fingerprint(fs, p, info)))
+        files.append(
+            InputFile(uri=to_uri(fs, p), size=int(info.get("size") or 0), format=file_format(p), fingerprint=file_fingerprint(fs, p, info))
+        )
     return files
 
 
@@ -308,11 +301,19 @@ class StagedInput:
     null_text_rows: int
     slice_columns: list[str] = field(default_factory=list)
 
-    def manifest(self) -> dict:
-        data = asdict(self)
-        data.pop("local_path")
-        data["files"] = [f.record() for f in self.files]
-        return data
+    def manifest(self, staging_key: str, ground_truth: StagedGroundTruth | None) -> StagedManifest:
+        return StagedManifest(
+            files=[f.redacted() for f in self.files],
+            total_rows=self.total_rows,
+            has_label=self.has_label,
+            label_type=self.label_type,
+            id_type=self.id_type,
+            has_text_pair=self.has_text_pair,
+            null_text_rows=self.null_text_rows,
+            slice_columns=self.slice_columns,
+            staging_key=staging_key,
+            ground_truth=ground_truth,
+        )
 
 
 def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> StagedInput:
@@ -479,41 +480,44 @@ def first_duplicate_ids(parquet_path: str, limit: int = _SHOWN) -> list[tuple]:
         ).fetchall()
 
 
-def read_inputs(request: ScoreRequest, run: Location) -> dict:
+def staging_key(request: ScoreRequest, files: list[InputFile], truth_files: list[InputFile] = ()) -> str:
+    """What the staged input depends on: the input (and ground-truth) files' fingerprints and every
+    parameter that declares it affects staging (params.STAGING_PARAMETERS)."""
+    return digest_of(
+        [
+            [f.redacted().model_dump() for f in files],
+            {k: v for k, v in request.public_dict().items() if k in STAGING_PARAMETERS},
+            [f.redacted().model_dump() for f in truth_files],
+        ]
+    )
+
+
+def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
     """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
-    of the same files. Returns the staged manifest.
+    of the same files with the same staging parameters. Returns the staged manifest.
 
     The ground truth is fingerprinted like the input: when it changed since an earlier attempt it
     is staged again and the run is evaluated against it (the predictions do not depend on it)."""
     import shutil
 
-    from scorekeeper.errors import RunConflict
-    from scorekeeper.storage import digest_of
     from scorekeeper.tasks.prepare import has_commits
-    from scorekeeper.worker.job import STAGED_GROUND_TRUTH, STAGED_INPUT, STAGED_MANIFEST
 
     files = list_input_files(request.input_uri, exclude=run)
     truth_files = list_input_files(request.ground_truth_uri, "ground truth", exclude=run) if request.ground_truth_uri else []
-    staging_key = digest_of(
-        [
-            [f.record() for f in files],
-            {k: v for k, v in request.public_dict().items() if k in _STAGING_PARAMETERS},
-            [f.record() for f in truth_files],
-        ]
-    )
-    if run.exists(STAGED_MANIFEST):
-        earlier = run.read_json(STAGED_MANIFEST)
-        if earlier["staging_key"] == staging_key and run.exists(STAGED_INPUT):
-            log.info("input already staged for this run (%d rows); reusing it", earlier["total_rows"])
+    key = staging_key(request, files, truth_files)
+    earlier = run.read_manifest()
+    if earlier is not None:
+        if earlier.staging_key == key and run.exists(RunFolder.STAGED_INPUT):
+            log.info("input already staged for this run (%d rows); reusing it", earlier.total_rows)
             return earlier
-        changed = _changed(earlier["files"], files)
+        changed = _changed(earlier.files, files)
         if changed and has_commits(run):
             raise RunConflict(
                 f"the input changed since run '{posixpath.basename(run.path)}' started "
                 f"({', '.join(changed[:_SHOWN])}); choose another run_name to score it"
             )
-        truth_changed = _changed((earlier.get("ground_truth") or {}).get("files", []), truth_files)
-        if truth_changed and not changed and earlier.get("ground_truth") and truth_files:
+        truth_changed = _changed(earlier.ground_truth.files if earlier.ground_truth else [], truth_files)
+        if truth_changed and not changed and earlier.ground_truth and truth_files:
             run_logger(__name__).warning(
                 "the ground truth changed since the last attempt of run '%s' (%s): evaluating against it as it is now; "
                 "the committed predictions are reused (they do not depend on it)",
@@ -531,36 +535,31 @@ def read_inputs(request: ScoreRequest, run: Location) -> dict:
             if dupes:
                 shown = "; ".join(f"{i!r} x{n} (first at row_index {first})" for i, n, first in dupes)
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
-        manifest = staged.manifest() | {"staging_key": staging_key, "ground_truth": None}
+        ground_truth = None
         if request.ground_truth_uri:
             gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir)
             dupes = first_duplicate_ids(gt_path)
             if dupes:
                 shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
                 raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
-            manifest["ground_truth"] = {"files": [f.record() for f in truth_files], "id_type": gt_id_type}
-            run.publish_local_file(gt_path, STAGED_GROUND_TRUTH)
-        run.publish_local_file(staged.local_path, STAGED_INPUT)
-        run.publish_json(manifest, STAGED_MANIFEST)
+            ground_truth = StagedGroundTruth(files=[f.redacted() for f in truth_files], id_type=gt_id_type)
+            run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
+        manifest = staged.manifest(key, ground_truth)
+        run.publish_local_file(staged.local_path, RunFolder.STAGED_INPUT)
+        run.publish_manifest(manifest)
         return manifest
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _changed(earlier: list[dict], now: list[InputFile]) -> list[str]:
-    """URIs of files added, removed or changed in content since an earlier listing."""
-    old = {f["uri"]: f["fingerprint"] for f in earlier}
-    new = {r["uri"]: r["fingerprint"] for r in (f.record() for f in now)}
+def _changed(earlier: list[InputFile], now: list[InputFile]) -> list[str]:
+    """URIs of files added, removed or changed in content since an earlier listing (as recorded: redacted)."""
+    old = {f.uri: f.fingerprint for f in earlier}
+    new = {r.uri: r.fingerprint for r in (f.redacted() for f in now)}
     return sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))
 
 
-# Parameters that change what staging writes.
-_STAGING_PARAMETERS = frozenset(
-    {"text_column", "text_pair_column", "id_column", "label_column", "ground_truth_uri", "null_text", "rows_per_range", "slice_columns"}
-)
-
-
 @task(name="read inputs", **IO_RETRIES)
-def read_inputs_task(request: ScoreRequest, context) -> dict:
+def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth)."""
     return read_inputs(request, context.run)

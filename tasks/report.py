@@ -15,10 +15,9 @@ from pathlib import Path
 
 from prefect import task
 
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import PLAN_FILE, REPORT_DIR
 
 HEADLINE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece")
 COMPARED_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
@@ -317,7 +316,7 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
     return facts
 
 
-def publish_report(run: Location, metrics: dict, run_info: dict) -> dict[str, str]:
+def publish_report(run: RunFolder, metrics: dict, run_info: dict) -> dict[str, str]:
     """Write metrics.json, report.md, report.html and the plots; returns their URIs."""
     files = {"metrics.json": None, "report.md": render_markdown(metrics, run_info), "report.html": render_html(metrics, run_info)}
     files |= plot_files(metrics)
@@ -325,10 +324,10 @@ def publish_report(run: Location, metrics: dict, run_info: dict) -> dict[str, st
     for name, text in files.items():
         if name == "metrics.json":
             # keys in the order they were built: slices are ordered worst first
-            run.publish_bytes(json.dumps(metrics, indent=2, default=str).encode() + b"\n", REPORT_DIR, name)
+            run.publish_bytes(json.dumps(metrics, indent=2, default=str).encode() + b"\n", RunFolder.REPORT_DIR, name)
         else:
-            run.publish_bytes(text.encode(), REPORT_DIR, name)
-        written[name] = run.child(REPORT_DIR).uri + "/" + name
+            run.publish_bytes(text.encode(), RunFolder.REPORT_DIR, name)
+        written[name] = run.child(RunFolder.REPORT_DIR).uri + "/" + name
     return written
 
 
@@ -337,14 +336,14 @@ def report_task(request, context, metrics: dict, throughput: dict) -> dict:
     """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
     from scorekeeper.tasks import artifacts
 
-    plan = context.run.read_json(PLAN_FILE) if context.run.exists(PLAN_FILE) else {}
+    plan = context.run.read_plan() if context.run.exists(RunFolder.PLAN) else None
     run_info = request.public_dict() | {
         "run_id": context.run_id,
         "throughput": throughput,
         "num_processes": throughput.get("processes") or request.num_processes,
         "model_fingerprint": context.model_fingerprint,
         "adapter_fingerprint": context.adapter_fingerprint,
-        "input_fingerprint": plan.get("input_fingerprint"),
+        "input_fingerprint": plan.input_fingerprint if plan else None,
     }
     metrics = metrics | {"scoring": throughput}
     files = publish_report(context.run, metrics, run_info)

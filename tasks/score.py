@@ -12,16 +12,17 @@ from prefect.cache_policies import NO_CACHE
 from scorekeeper import progress_bar
 from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.prepare import RunContext
-from scorekeeper.worker.job import JOB_FILE, Job
+from scorekeeper.worker.job import Job
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)
 def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
     """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
-    return score_job(request, job, context.run.uri + "/" + JOB_FILE, f"run {context.run_id}", processes)
+    return score_job(request, job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}", processes)
 
 
 def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> dict:

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from scorekeeper.launch import Progress, ScoringProcesses
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import StagedManifest
 from scorekeeper.storage import is_local
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.gather import gather_predictions
@@ -113,3 +114,11 @@ def reference_probabilities(
 
 def probabilities(table: pa.Table) -> np.ndarray:
     return np.array(table.column("probabilities").to_pylist(), dtype=np.float64)
+
+
+def staged_manifest(total_rows: int, id_type: str = "int64", has_label: bool = True) -> StagedManifest:
+    """The manifest of a staged input written by hand (no ground-truth files, no slices)."""
+    return StagedManifest(
+        files=[], total_rows=total_rows, has_label=has_label, label_type=None, id_type=id_type, has_text_pair=False,
+        null_text_rows=0, slice_columns=[], staging_key="",
+    )  # fmt: skip

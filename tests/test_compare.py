@@ -18,11 +18,13 @@ from sklearn.metrics import precision_recall_fscore_support
 
 from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import StagedManifest
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import mcnemar_exact, paired_bootstrap_ci, resolve_baseline
 from scorekeeper.tasks.evaluate import NULL_GROUP, evaluate
 from scorekeeper.tasks.history import completed_runs, run_history
 from scorekeeper.tasks.read import list_input_files
+from tests.helpers import staged_manifest
 from tests.s3server import moto  # noqa: F401  (a fixture)
 
 LABELS = ["cat", "dog", "bird", "fish"]
@@ -37,7 +39,7 @@ def mcnemar_reference(b: int, c: int) -> float:
 
 def write_run(
     output: Path, name: str, probs, truth, *, ids=None, slices=None, files=None, id_column=None, complete=True, finished_at=None
-) -> tuple[Location, dict]:
+) -> tuple[Location, StagedManifest]:
     """A run folder as the flow leaves it: predictions.parquet, the staged input, plan.json,
     request.json, and (complete) report/metrics.json from evaluate()."""
     run = output / name
@@ -68,7 +70,7 @@ def write_run(
     (run / "plan.json").write_text(json.dumps(plan))
     (run / "request.json").write_text(json.dumps({"id_column": id_column}))
     location = Location.from_uri(str(run))
-    manifest = {"total_rows": n, "has_label": True, "id_type": "int64" if isinstance(ids[0], int) else "string", "ground_truth": None}
+    manifest = staged_manifest(n, "int64" if isinstance(ids[0], int) else "string")
     if complete:
         metrics = evaluate(location, LABELS, manifest, [f"s{i}" for i in range(len(slices or []))])
         if finished_at:

@@ -73,12 +73,13 @@ def test_a_started_group_run_is_lost_only_after_the_stall_timeout_without_a_sign
 
 
 def test_fan_out_settings_change_no_prediction_so_a_rerun_with_others_resumes():
-    from scorekeeper.tasks.prepare import RunContext, check_resumable, request_record, scoring_fingerprint
+    from scorekeeper.request_record import check_resumable
+    from scorekeeper.tasks.prepare import RunContext, request_record
 
     base = dict(input_uri="in.csv", model_uri="m", output_uri="out")
     context = RunContext("r", "out/r", "m", "fp", None, None, ["a", "b"], False)
     one, many = ScoreRequest(**base), ScoreRequest(**base, fan_out=8, group_retries=0, group_stall_timeout_s=30)
-    assert scoring_fingerprint(one, context, "in") == scoring_fingerprint(many, context, "in")
+    assert request_record(one, context).scoring_fingerprint("in") == request_record(many, context).scoring_fingerprint("in")
     check_resumable(request_record(one, context), request_record(many, context))
     with pytest.raises(ValueError, match="flow name/deployment name"):
         ScoreRequest(**base, fan_out_deployment="no-slash")
@@ -374,7 +375,6 @@ def test_four_groups_over_two_machines_score_every_row_once_and_a_killed_group_i
 def test_two_copies_of_the_same_group_at_once_count_each_range_once(stack):
     from prefect.deployments import run_deployment
 
-    from scorekeeper.storage import Location
     from scorekeeper.tasks.credentials import storage_credentials
     from scorekeeper.tasks.gather import gather_predictions
     from tests.helpers import open_run_and_plan
@@ -396,7 +396,7 @@ def test_two_copies_of_the_same_group_at_once_count_each_range_once(stack):
             runs = _flow_runs(copies)
         assert all(fr.state.is_completed() for fr in runs), [fr.state for fr in runs]
         # Gathering proves the tiling: each range committed once, whoever committed it.
-        gathered = gather_predictions(Location.from_uri(context.run_uri), job.total_rows, job.scoring_fingerprint)
+        gathered = gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
     assert gathered["rows"] == ROWS
     stack.check_predictions("same-group")
     records = [stack.read("same-group", "work", "groups", "g1", copy, "record.json") for copy in copies]

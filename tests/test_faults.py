@@ -13,6 +13,7 @@ import pytest
 
 from scorekeeper.errors import RunConflict, ScoringFailed
 from scorekeeper.lease import run_lease
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows
 
@@ -81,7 +82,7 @@ def test_a_crash_between_shard_and_commit_leaves_the_range_uncommitted(tmp_path,
     from scorekeeper.worker.job import IndexRange
     from scorekeeper.worker.shards import commit_shard, prediction_table
 
-    run = Location.from_uri(str(tmp_path / "r"))
+    run = RunFolder.from_uri(str(tmp_path / "r"))
     table = prediction_table(
         pa.table({"row_index": pa.array([0, 1], pa.int64()), "id": pa.array([0, 1], pa.int64())}), np.full((2, 2), 0.5), ["a", "b"]
     )
@@ -99,7 +100,7 @@ def test_a_crash_between_shard_and_commit_leaves_the_range_uncommitted(tmp_path,
 
 
 def test_two_runs_under_one_name_never_share_the_folder(tmp_path):
-    run = Location.from_uri(str(tmp_path / "r"))
+    run = RunFolder.from_uri(str(tmp_path / "r"))
     with run_lease(run, "r", owner="first"):
         with pytest.raises(RunConflict, match="is being written by another job"):
             with run_lease(run, "r", owner="second"):

@@ -12,8 +12,8 @@ from scorekeeper.cli import main
 from scorekeeper.errors import GateFailed
 from scorekeeper.gates import evaluate_gates, failure_message, gates_from_options, parse_gate
 from scorekeeper.params import ScoreRequest
+from scorekeeper.request_record import RequestRecord, check_resumable
 from scorekeeper.tasks.gates import enforce_gates
-from scorekeeper.tasks.prepare import check_resumable
 
 METRICS = {
     "evaluated": 200,
@@ -125,13 +125,10 @@ def test_verdicts():
 
 
 def test_a_resume_may_change_compare_to_and_gates():
-    base = ScoreRequest(input_uri="x", model_uri="m", output_uri="o", run_name="r").public_dict()
-    now = ScoreRequest(
-        input_uri="x", model_uri="m", output_uri="o", run_name="r", compare_to="previous", gates={"accuracy_drop": "<=0.01"}
-    ).public_dict()
-    fingerprints = {"run_id": "r", "model_fingerprint": "a", "adapter_fingerprint": None}
-    check_resumable(base | fingerprints, now | fingerprints)
-    assert json.loads(json.dumps(now))["gates"] == {"accuracy_drop": "<=0.01"}
+    base = ScoreRequest(input_uri="x", model_uri="m", output_uri="o", run_name="r")
+    now = ScoreRequest(input_uri="x", model_uri="m", output_uri="o", run_name="r", compare_to="previous", gates={"accuracy_drop": "<=0.01"})
+    check_resumable(RequestRecord.of(base, "r", "a", None), RequestRecord.of(now, "r", "a", None))
+    assert json.loads(json.dumps(now.public_dict()))["gates"] == {"accuracy_drop": "<=0.01"}
 
 
 def test_a_drop_equal_to_its_limit_passes_despite_float_rounding():

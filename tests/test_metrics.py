@@ -8,8 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, log_loss, precision_recall_fscore_support
 
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.evaluate import evaluate
+from tests.helpers import staged_manifest
 
 LABELS = ["cat", "dog", "bird", "fish"]
 
@@ -47,8 +48,7 @@ def _write_run(tmp_path, probs, labels, ids=None, label_type="name"):
         pa.table({"row_index": pa.array(range(n), pa.int64()), "id": pa.array(ids), "text": ["x"] * n, "label": pa.array(labels)}),
         run / "work" / "input.parquet",
     )
-    manifest = {"total_rows": n, "has_label": True, "id_type": "int64", "ground_truth": None}
-    return Location.from_uri(str(run)), manifest
+    return RunFolder.from_uri(str(run)), staged_manifest(n)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 
 from scorekeeper.errors import GatherError
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import CommitRecord, RunFolder
 from scorekeeper.tasks.gather import gather_predictions, tiling_problems
-from scorekeeper.worker.job import CommitRecord, commit_name, plan_ranges
+from scorekeeper.worker.job import plan_ranges
 from scorekeeper.worker.shards import commit_shard, prediction_table
 
 
@@ -32,7 +32,7 @@ def test_tiling_names_gaps_overlaps_duplicates_and_excess():
     assert tiling_problems([], 3) == ["rows [0, 3) have no prediction"]
 
 
-def _commit(run: Location, index: int, start: int, end: int, fingerprint: str = "fp") -> None:
+def _commit(run: RunFolder, index: int, start: int, end: int, fingerprint: str = "fp") -> None:
     from scorekeeper.worker.job import IndexRange
 
     rows = pa.table({"row_index": pa.array(range(start, end), pa.int64()), "id": pa.array(range(start, end), pa.int64())})
@@ -49,7 +49,7 @@ def _commit(run: Location, index: int, start: int, end: int, fingerprint: str = 
 
 
 def test_gather_writes_rows_in_order_and_refuses_gaps(tmp_path):
-    run = Location.from_uri(str(tmp_path / "run"))
+    run = RunFolder.from_uri(str(tmp_path / "run"))
     _commit(run, 1, 3, 6)
     _commit(run, 0, 0, 3)
     with pytest.raises(GatherError, match=r"rows \[6, 8\) have no prediction"):
@@ -63,7 +63,7 @@ def test_gather_writes_rows_in_order_and_refuses_gaps(tmp_path):
 
 
 def test_commit_is_exclusive_and_tampered_shards_are_refused(tmp_path):
-    run = Location.from_uri(str(tmp_path / "run"))
+    run = RunFolder.from_uri(str(tmp_path / "run"))
     _commit(run, 0, 0, 4)
     from scorekeeper.worker.job import IndexRange
 
@@ -80,15 +80,15 @@ def test_commit_is_exclusive_and_tampered_shards_are_refused(tmp_path):
     assert second is False
     assert run.list_names("work/shards") == ["range-0000000-t.parquet"]
     # A record that claims other rows than its shard holds fails the gather and names the shard.
-    record = CommitRecord.from_bytes(run.read_bytes(commit_name(0)))
+    record = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(0)))
     record.end, record.rows = 5, 5
-    (tmp_path / "run" / commit_name(0)).write_bytes(record.to_bytes())
+    (tmp_path / "run" / RunFolder.commit_name(0)).write_bytes(record.to_bytes())
     with pytest.raises(GatherError, match="does not hold exactly rows"):
         gather_predictions(run, 5, "fp")
 
 
 def test_commits_of_other_settings_do_not_count(tmp_path):
-    run = Location.from_uri(str(tmp_path / "run"))
+    run = RunFolder.from_uri(str(tmp_path / "run"))
     _commit(run, 0, 0, 4, fingerprint="old")
     with pytest.raises(GatherError, match=r"rows \[0, 4\) have no prediction"):
         gather_predictions(run, 4, "new")

@@ -18,8 +18,9 @@ from sklearn.metrics import (
     top_k_accuracy_score,
 )
 
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.evaluate import NULL_GROUP, THRESHOLDS, evaluate
+from tests.helpers import staged_manifest
 
 LABELS = ["cat", "dog", "bird", "fish", "cow", "eel"]
 Z = 1.959963984540054
@@ -69,8 +70,7 @@ def write_run(tmp_path, probs, truth_labels, labels=LABELS, texts=None, slices=N
     for i, values in enumerate(slices or []):
         staged[f"slice_{i}"] = pa.array(values, pa.string())
     pq.write_table(pa.table(staged), run / "work" / "input.parquet")
-    manifest = {"total_rows": n, "has_label": True, "id_type": "string", "ground_truth": None}
-    return Location.from_uri(str(run)), manifest
+    return RunFolder.from_uri(str(run)), staged_manifest(n, "string")
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -9,14 +9,14 @@ import pytest
 
 from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.read import read_inputs
 from tests.helpers import make_rows, write_rows
 
 
 def stage(tmp_path, input_uri, **params):
     request = ScoreRequest(input_uri=str(input_uri), model_uri="unused", output_uri=str(tmp_path / "out"), run_name="r", **params)
-    run = Location.from_uri(str(tmp_path / "out" / "r"))
+    run = RunFolder.from_uri(str(tmp_path / "out" / "r"))
     manifest = read_inputs(request, run)
     return manifest, pq.read_table(tmp_path / "out" / "r" / "work" / "input.parquet")
 
@@ -31,7 +31,7 @@ def test_files_are_ordered_by_full_path_and_rows_by_position(tmp_path):
     assert staged.column("row_index").to_pylist() == list(range(10))
     assert staged.column("id").to_pylist() == [r["review_id"] for r in rows]
     assert staged.column("text").to_pylist() == [r["text"] for r in rows]
-    assert [f["uri"].rsplit("/", 1)[1] for f in manifest["files"]] == ["z.jsonl", "b.csv", "c.parquet"]
+    assert [f.uri.rsplit("/", 1)[1] for f in manifest.files] == ["z.jsonl", "b.csv", "c.parquet"]
     assert pq.ParquetFile(tmp_path / "out" / "r" / "work" / "input.parquet").metadata.num_row_groups == 4
 
 
@@ -39,7 +39,7 @@ def test_glob_and_the_row_index_as_id(tmp_path):
     write_rows(tmp_path / "x1.csv", make_rows(3))
     write_rows(tmp_path / "x2.csv", make_rows(2, seed=1))
     manifest, staged = stage(tmp_path, tmp_path / "x*.csv")
-    assert manifest["total_rows"] == 5 and staged.column("id").to_pylist() == list(range(5))
+    assert manifest.total_rows == 5 and staged.column("id").to_pylist() == list(range(5))
 
 
 def test_null_text_is_refused_with_its_rows_or_scored_empty(tmp_path):
@@ -50,7 +50,7 @@ def test_null_text_is_refused_with_its_rows_or_scored_empty(tmp_path):
     with pytest.raises(InputError, match=r"null in 2 row\(s\); first row_index: 2, 5.*null-text empty"):
         stage(tmp_path, path)
     manifest, staged = stage(tmp_path, path, null_text="empty")  # the refused attempt published nothing
-    assert staged.column("text").to_pylist()[2] == "" and manifest["null_text_rows"] == 2
+    assert staged.column("text").to_pylist()[2] == "" and manifest.null_text_rows == 2
 
 
 @pytest.mark.parametrize(
@@ -209,6 +209,6 @@ def test_a_csv_with_line_breaks_in_quoted_cells_is_read_past_the_first_block(tmp
         writer.writerows([i, text, "positive"] for i, text in enumerate(texts))
     assert (tmp_path / "multi.csv").stat().st_size > 2 * (1 << 22)
     manifest, staged = stage(tmp_path, tmp_path / "multi.csv", id_column="id")
-    assert manifest["total_rows"] == len(texts)
+    assert manifest.total_rows == len(texts)
     assert staged.column("text").to_pylist() == texts
     assert set(staged.column("label").to_pylist()) == {"positive"}

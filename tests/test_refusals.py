@@ -23,6 +23,7 @@ import pytest
 
 from scorekeeper.errors import InputError, ModelError, RunConflict
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.prepare import check_resumable, open_run, request_record
@@ -37,7 +38,7 @@ def _request(tmp_path, input_uri, **params) -> ScoreRequest:
 
 def _stage(tmp_path, input_uri, **params):
     request = _request(tmp_path, input_uri, **params)
-    run = Location.from_uri(request.output_uri).child(request.run_name)
+    run = RunFolder.under(request.output_uri, request.run_name)
     return request, run, read_inputs(request, run)
 
 
@@ -145,7 +146,7 @@ def test_case03_csv_ids_keep_their_spelling(tmp_path, caplog):
     request, run, manifest = _stage(tmp_path, tmp_path / "in.csv", id_column="rid", ground_truth_uri=str(tmp_path / "gt.csv"))
     staged = pq.read_table(run.join("work", "input.parquet"))
     assert staged.column("id").to_pylist()[:3] == ["001", "002", "003"]
-    assert manifest["id_type"] == manifest["ground_truth"]["id_type"] == "string"
+    assert manifest.id_type == manifest.ground_truth.id_type == "string"
     _predict(run, LABELS, [LABELS.index(r["label"]) for r in rows])
     metrics = evaluate(run, LABELS, manifest, [])
     assert (metrics["evaluated"], metrics["accuracy"], metrics["missing_predictions"]) == (50, 1.0, 0)
@@ -163,7 +164,7 @@ def test_case03_integer_ids_against_text_ids_say_how_many_matched(tmp_path, capl
     pq.write_table(pa.table({"rid": pa.array([7, 8, 9, 10], pa.int64()), "text": [r["text"] for r in rows]}), tmp_path / "in.parquet")
     write_rows(tmp_path / "gt.csv", [{"rid": f"{i:03d}", "label": "positive"} for i in (7, 8, 9, 10)])
     _, run, manifest = _stage(tmp_path, tmp_path / "in.parquet", id_column="rid", ground_truth_uri=str(tmp_path / "gt.csv"))
-    assert manifest["id_type"] == "int64" and manifest["ground_truth"]["id_type"] == "string"  # Parquet keeps its type
+    assert manifest.id_type == "int64" and manifest.ground_truth.id_type == "string"  # Parquet keeps its type
     _predict(run, LABELS, [2, 2, 2, 2])
     with caplog.at_level(logging.WARNING):
         metrics = evaluate(run, LABELS, manifest, [])
@@ -244,11 +245,11 @@ def test_case05_regression_and_multi_label_heads_are_refused(tmp_path, models, c
 
 
 def test_case08_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
-    from scorekeeper.lease import LEASE_FILE, run_lease
+    from scorekeeper.lease import run_lease
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    run = Location.from_uri(str(tmp_path / "run"))
+    run = RunFolder.from_uri(str(tmp_path / "run"))
     record = {
         "owner": "another-flow-run",
         "host": socket.gethostname(),
@@ -256,9 +257,9 @@ def test_case08_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_p
         "started": time.time() - 5,
         "renewed_at": time.time(),
     }
-    run.publish_json(record, LEASE_FILE)
+    run.publish_json(record, RunFolder.LEASE)
     with run_lease(run, "run", owner="me"):
-        assert json.loads(run.read_bytes(LEASE_FILE))["owner"] == "me"
+        assert json.loads(run.read_bytes(RunFolder.LEASE))["owner"] == "me"
     # a live owner (this very process) still blocks
     with run_lease(run, "run", owner="first"):
         with pytest.raises(RunConflict, match="is being written by another job"):
@@ -280,11 +281,11 @@ def test_case09_the_runs_own_folder_is_not_input(tmp_path, as_glob):
     request = ScoreRequest(
         input_uri=str(data / "**" / "*.json*") if as_glob else str(data), model_uri="unused", output_uri=str(data / "runs"), run_name="r"
     )
-    run = Location.from_uri(request.output_uri).child("r")
+    run = RunFolder.under(request.output_uri, "r")
     write_rows(Path(run.join("work", "stale.jsonl")), rows[:1])  # a file an earlier attempt left
     with run_lease(run, "r", owner="me"):  # the lease file sits in the run folder while it reads
         manifest = read_inputs(request, run)
-    assert [Path(f["uri"]).name for f in manifest["files"]] == ["a.jsonl", "b.jsonl"] and manifest["total_rows"] == 6
+    assert [Path(f.uri).name for f in manifest.files] == ["a.jsonl", "b.jsonl"] and manifest.total_rows == 6
 
 
 def test_case09_earlier_runs_beside_this_one_are_not_input(tmp_path):
@@ -299,8 +300,8 @@ def test_case09_earlier_runs_beside_this_one_are_not_input(tmp_path):
     write_rows(earlier / "work" / "predictions.jsonl", rows[:2])
     write_rows(data / "runs" / "notes" / "extra.jsonl", rows[:1])  # not a run folder: still input
     request = ScoreRequest(input_uri=str(data), model_uri="unused", output_uri=str(data / "runs"), run_name="second")
-    manifest = read_inputs(request, Location.from_uri(request.output_uri).child("second"))
-    assert [Path(f["uri"]).name for f in manifest["files"]] == ["a.jsonl", "extra.jsonl"] and manifest["total_rows"] == 6
+    manifest = read_inputs(request, RunFolder.under(request.output_uri, "second"))
+    assert [Path(f.uri).name for f in manifest.files] == ["a.jsonl", "extra.jsonl"] and manifest.total_rows == 6
 
 
 # -- 10. unusable output_uri, ids beyond int64 ----------------------------------------------------
@@ -366,14 +367,14 @@ def http_data(tmp_path):
 
 
 def test_case11_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models, http_data):
-    from scorekeeper.worker.job import JOB_FILE, Job, run_uri_of
+    from scorekeeper.worker.job import Job, run_uri_of
 
     served, base = http_data
     write_rows(served / "in.csv", make_rows(5))
     request, context, manifest, job = open_run_and_plan(
         input_uri=f"{base}/in.csv", model_uri=models["bert"], output_uri=str(tmp_path / "out"), run_name="r"
     )
-    assert manifest["total_rows"] == 5  # the input was read with its password
+    assert manifest.total_rows == 5  # the input was read with its password
     files = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
     assert {"request.json", "plan.json", "job.json", "staged.json"} <= {p.name for p in files}
     for path in files:
@@ -381,11 +382,11 @@ def test_case11_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models,
     assert json.loads((tmp_path / "out" / "r" / "request.json").read_text())["input_uri"].startswith("http://***@127.0.0.1:")
     # The worker gets the run's real URI from its job file's own URI, not from job.json.
     secret_run = "s3://key:pa55-W0rd@bucket/runs/r"
-    assert run_uri_of(f"{secret_run}/{JOB_FILE}") == secret_run
+    assert run_uri_of(f"{secret_run}/{RunFolder.JOB}") == secret_run
     written = Job.from_json(job.to_json())
     assert written.run_uri == job.run_uri
     with pytest.raises(InputError) as refused:
-        read_inputs(_request(tmp_path, f"{base}/missing.csv", run_name="m"), Location.from_uri(str(tmp_path / "out" / "m")))
+        read_inputs(_request(tmp_path, f"{base}/missing.csv", run_name="m"), RunFolder.from_uri(str(tmp_path / "out" / "m")))
     assert "pa55-W0rd" not in str(refused.value) and "http://***@127.0.0.1" in str(refused.value)
 
 
@@ -414,7 +415,7 @@ def test_case12_zstd_compressed_text_files_are_read(tmp_path, suffix):
         out.write(plain.read_bytes())
     _, _, manifest = _stage(tmp_path, tmp_path / f"rows{suffix}")
     staged = pq.read_table(tmp_path / "out" / "r" / "work" / "input.parquet")
-    assert manifest["total_rows"] == 7 and staged.column("text").to_pylist() == [r["text"] for r in rows]
+    assert manifest.total_rows == 7 and staged.column("text").to_pylist() == [r["text"] for r in rows]
 
 
 def test_case13_string_view_and_large_string_columns_are_text(tmp_path):
@@ -430,7 +431,7 @@ def test_case13_string_view_and_large_string_columns_are_text(tmp_path):
     _, _, manifest = _stage(tmp_path, tmp_path / "views.parquet", id_column="rid")
     staged = pq.read_table(tmp_path / "out" / "r" / "work" / "input.parquet")
     assert staged.column("text").to_pylist() == [r["text"] for r in rows]
-    assert staged.column("id").to_pylist() == [r["review_id"] for r in rows] and manifest["id_type"] == "string"
+    assert staged.column("id").to_pylist() == [r["review_id"] for r in rows] and manifest.id_type == "string"
 
 
 # -- 14. more processes than the machine has --------------------------------------------------------

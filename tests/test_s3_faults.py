@@ -21,8 +21,8 @@ import pytest
 import s3fs
 from botocore.exceptions import BotoCoreError
 
+from scorekeeper.run_folder import CommitRecord
 from scorekeeper.storage import S3_MAX_ATTEMPTS, S3FS_ATTEMPTS, Location
-from scorekeeper.worker.job import CommitRecord
 from tests.faultproxy import FaultProxy
 from tests.helpers import make_rows, probabilities, reference_probabilities, run_job
 from tests.s3server import AWS_VARIABLES, moto  # noqa: F401  (moto is a fixture)

@@ -12,7 +12,7 @@ import pytest
 from scorekeeper.cli import build_parser, request_options
 from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.read import read_inputs
 
 
@@ -35,7 +35,7 @@ def _stage(tmp_path, table: pa.Table, fmt: str = "parquet", **params):
     else:
         path.write_text("".join(json.dumps(row) + "\n" for row in table.to_pylist()))
     request = ScoreRequest(input_uri=str(path), model_uri="unused", output_uri=str(tmp_path / "out"), run_name="r", **params)
-    run = Location.from_uri(str(tmp_path / "out" / "r"))
+    run = RunFolder.from_uri(str(tmp_path / "out" / "r"))
     return read_inputs(request, run)
 
 

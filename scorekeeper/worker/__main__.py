@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     tune_allocator()
     import torch
 
-    from scorekeeper.storage import Location, fs_and_path
+    from scorekeeper.run_folder import RunFolder
+    from scorekeeper.storage import fs_and_path
     from scorekeeper.worker.job import Job, run_uri_of
     from scorekeeper.worker.model import import_model_code, load_model, resolve_dtype
     from scorekeeper.worker.runtime import emit, engine_facts, init_distributed, start_heartbeat
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1  # the flow that started us is gone: nothing to do
         fs, path = fs_and_path(job_uri)
         job = Job.from_json(fs.cat_file(path).decode())
-        run = Location.from_uri(run_uri_of(job_uri) or job.run_uri)
+        run = RunFolder.from_uri(run_uri_of(job_uri) or job.run_uri)
         emit(
             "started",
             rank=ranks.rank,

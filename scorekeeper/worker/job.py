@@ -1,34 +1,19 @@
-"""The file boundary between the flow and the scoring worker, and the run folder's layout.
+"""The file boundary between the flow and the scoring worker.
 
-The flow writes `work/job.json`; the worker reads it, scores the pending ranges and commits one
-shard per range. Imports nothing heavier than the standard library and pydantic.
+The flow writes the run folder's `work/job.json` (scorekeeper.run_folder names every path); the
+worker reads it, scores the pending ranges and commits one shard per range. Imports nothing
+heavier than the standard library and pydantic.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-if TYPE_CHECKING:  # the job file needs pydantic; the range and commit helpers do not
+if TYPE_CHECKING:  # the job file needs pydantic; the range helpers do not
     from scorekeeper.params import ScoreRequest
 
-# Layout of a run folder: {output_uri}/{run_id}/...
-REQUEST_FILE = "request.json"
-PLAN_FILE = "plan.json"
-PREDICTIONS_FILE = "predictions.parquet"
-REPORT_DIR = "report"
-WORK_DIR = "work"
-STAGED_INPUT = f"{WORK_DIR}/input.parquet"
-STAGED_GROUND_TRUTH = f"{WORK_DIR}/ground_truth.parquet"
-STAGED_MANIFEST = f"{WORK_DIR}/staged.json"
-JOB_FILE = f"{WORK_DIR}/job.json"
-SHARD_DIR = f"{WORK_DIR}/shards"
-COMMIT_DIR = f"{WORK_DIR}/commits"
-GROUP_DIR = f"{WORK_DIR}/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json
 EVENT_PREFIX = "@@scorekeeper "
 
 
@@ -50,41 +35,11 @@ def plan_ranges(total_rows: int, rows_per_range: int) -> list[IndexRange]:
     return [IndexRange(i, start, min(start + rows_per_range, total_rows)) for i, start in enumerate(range(0, total_rows, rows_per_range))]
 
 
-def commit_name(range_index: int) -> str:
-    return f"{COMMIT_DIR}/range-{range_index:07d}.json"
-
-
-def row_index_checksum(row_index: np.ndarray) -> str:
-    """sha256 of the row indices as little-endian int64: what the commit record vouches for."""
-    return hashlib.sha256(np.ascontiguousarray(row_index, dtype="<i8").tobytes()).hexdigest()
-
-
-@dataclass
-class CommitRecord:
-    """What a committed shard promises: these rows, this many, scored under this fingerprint."""
-
-    range_index: int
-    start: int
-    end: int
-    rows: int
-    row_index_sha256: str
-    shard: str
-    scoring_fingerprint: str
-    tokens: int = 0
-    truncated: int = 0
-    attempt: str = ""
-
-    def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), sort_keys=True).encode() + b"\n"
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> CommitRecord:
-        return cls(**json.loads(data))
-
-
 def run_uri_of(job_uri: str) -> str | None:
     """The run folder a job file lies in ({run_uri}/work/job.json), as the flow spelled it."""
-    suffix = "/" + JOB_FILE
+    from scorekeeper.run_folder import RunFolder
+
+    suffix = "/" + RunFolder.JOB
     return job_uri[: -len(suffix)] if job_uri.endswith(suffix) else None
 
 

@@ -33,7 +33,7 @@ import torch.distributed as dist
 from torch import nn
 
 from scorekeeper.errors import InputError
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.replica import PreparedRange, prepare_ranges
@@ -312,7 +312,7 @@ class StageRunner:
 # -- the runner --------------------------------------------------------------------------------
 
 
-def run_pipeline(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> None:
+def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> None:
     request = job.request
     layout = plan_layout(ranks.world, ranks.rank, request.pipeline_stages)
     dtype = next(loaded.model.parameters()).dtype

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from scorekeeper.storage import Location
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.job import IndexRange, Job
@@ -161,7 +161,7 @@ def _finished(p: PreparedRange, futures: list[Future], num_labels: int) -> tuple
     return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels)
 
 
-def run_replica(job: Job, ranks: Ranks, run: Location, loaded: LoadedModel) -> None:
+def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> None:
     if first_token_last_layer(loaded.model) and ranks.is_main:
         log.info("the last layer runs for the classifier's first token only")
     staged = StagedInput(run)

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scorekeeper.storage import Location
-from scorekeeper.worker.job import SHARD_DIR, STAGED_INPUT, CommitRecord, IndexRange, Job, commit_name, row_index_checksum
+from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
+from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.runtime import emit
 
 FAULT_AFTER_RANGES_ENV = "SCOREKEEPER_FAULT_AFTER_RANGES"
@@ -31,8 +31,8 @@ FAULT_EXIT_CODE = 17
 class StagedInput:
     """The staged input of a run, opened once per process."""
 
-    def __init__(self, run: Location):
-        self._file = pq.ParquetFile(run.fs.open(run.join(STAGED_INPUT), "rb"))
+    def __init__(self, run: RunFolder):
+        self._file = pq.ParquetFile(run.fs.open(run.join(RunFolder.STAGED_INPUT), "rb"))
         self.columns = set(self._file.schema_arrow.names)
 
     def read(self, r: IndexRange) -> pa.Table:
@@ -63,7 +63,7 @@ def prediction_table(rows: pa.Table, probabilities: np.ndarray, labels: list[str
 
 
 def commit_shard(
-    run: Location,
+    run: RunFolder,
     r: IndexRange,
     table: pa.Table,
     *,
@@ -73,7 +73,7 @@ def commit_shard(
     truncated: int,
 ) -> bool:
     """Publish the shard, then create its commit record; False if the range was committed already."""
-    shard = f"{SHARD_DIR}/range-{r.index:07d}-{attempt}.parquet"
+    shard = RunFolder.shard_name(r.index, attempt)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
     run.publish_bytes(sink.getvalue().to_pybytes(), shard)
@@ -89,7 +89,7 @@ def commit_shard(
         truncated=truncated,
         attempt=attempt,
     )
-    if run.create_exclusive(record.to_bytes(), commit_name(r.index)):
+    if run.create_commit(record):
         return True
     run.remove(shard)  # another attempt committed this range first; ours is not needed
     return False
@@ -104,7 +104,7 @@ class RangeCommits:
     failed commit raises at the next `submit`, instead of scoring on, or on leaving the block.
     """
 
-    def __init__(self, run: Location, job: Job, rank: int, attempt: str):
+    def __init__(self, run: RunFolder, job: Job, rank: int, attempt: str):
         self.run, self.job, self.rank, self.attempt = run, job, rank, attempt
         self.started = time.time()
         self.committed = 0

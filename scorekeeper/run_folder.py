@@ -1,0 +1,165 @@
+"""The run folder, {output_uri}/{run_id}/: where each of its files lives, and the records kept there.
+
+Both sides use it: the flow writes request.json, plan.json, the staged input and the job file; the
+scoring processes read the job and the staged input and write shards and commit records. The
+names are part of the outputs' contract (request.json, plan.json, predictions.parquet, report/,
+work/): change none. Imports nothing heavier than pydantic, numpy and fsspec, since the scoring
+worker imports it too (no Prefect, no DuckDB, no torch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from scorekeeper.redact import redact_uri
+from scorekeeper.storage import Location, digest_of
+
+
+class InputFile(BaseModel):
+    """One input (or ground-truth) file as the read step found it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    uri: str
+    size: int
+    format: str
+    fingerprint: str
+
+    def redacted(self) -> InputFile:
+        """As the run's files (plan.json, the staged manifest) record it: no password in its URI."""
+        return self.model_copy(update={"uri": redact_uri(self.uri)})
+
+
+class StagedGroundTruth(BaseModel):
+    """The ground-truth files staged beside the input (when ground_truth_uri is given)."""
+
+    files: list[InputFile]
+    id_type: str
+
+
+class StagedManifest(BaseModel):
+    """work/staged.json: what the read step staged; the plan and the evaluation read it."""
+
+    files: list[InputFile]
+    total_rows: int
+    has_label: bool
+    label_type: str | None
+    id_type: str
+    has_text_pair: bool
+    null_text_rows: int
+    slice_columns: list[str]
+    staging_key: str
+    ground_truth: StagedGroundTruth | None = None
+
+    @property
+    def input_fingerprint(self) -> str:
+        """A digest of the input files' fingerprints: the rows a run scores."""
+        return digest_of([f.fingerprint for f in self.files])
+
+
+class Plan(BaseModel):
+    """plan.json: the input, the fingerprints the run was planned under, and its index ranges."""
+
+    files: list[InputFile]
+    total_rows: int
+    input_fingerprint: str
+    model_fingerprint: str
+    adapter_fingerprint: str | None
+    scoring_fingerprint: str
+    rows_per_range: int
+    ranges: list[tuple[int, int]]  # [start, end) of range k at position k
+    labels: list[str]
+
+
+class CommitRecord(BaseModel):
+    """What a committed shard promises: these rows, this many, scored under this fingerprint."""
+
+    range_index: int
+    start: int
+    end: int
+    rows: int
+    row_index_sha256: str
+    shard: str
+    scoring_fingerprint: str
+    tokens: int = 0
+    truncated: int = 0
+    attempt: str = ""
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.model_dump(), sort_keys=True).encode() + b"\n"
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> CommitRecord:
+        return cls.model_validate_json(data)
+
+
+def row_index_checksum(row_index: np.ndarray) -> str:
+    """sha256 of the row indices as little-endian int64: what the commit record vouches for."""
+    return hashlib.sha256(np.ascontiguousarray(row_index, dtype="<i8").tobytes()).hexdigest()
+
+
+class RunFolder(Location):
+    """One run's folder. Names below are relative to it; `Location`'s methods read and write them."""
+
+    REQUEST: ClassVar[str] = "request.json"
+    PLAN: ClassVar[str] = "plan.json"
+    PREDICTIONS: ClassVar[str] = "predictions.parquet"
+    REPORT_DIR: ClassVar[str] = "report"
+    METRICS: ClassVar[str] = "report/metrics.json"  # a run is complete once this exists
+    WORK_DIR: ClassVar[str] = "work"  # what a resume needs; not an output
+    STAGED_INPUT: ClassVar[str] = "work/input.parquet"
+    STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"
+    STAGED_MANIFEST: ClassVar[str] = "work/staged.json"
+    JOB: ClassVar[str] = "work/job.json"
+    LEASE: ClassVar[str] = "work/lease.json"
+    SHARD_DIR: ClassVar[str] = "work/shards"
+    COMMIT_DIR: ClassVar[str] = "work/commits"
+    GROUP_DIR: ClassVar[str] = "work/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json
+
+    @classmethod
+    def under(cls, output_uri: str, run_id: str) -> RunFolder:
+        """{output_uri}/{run_id}: run ids are validated names, so a run never escapes output_uri."""
+        parent = Location.from_uri(output_uri)
+        return cls(parent.fs, parent.join(run_id))
+
+    def uri_of(self, name: str) -> str:
+        """The URI of a file in the folder (what another process is handed)."""
+        return self.uri + "/" + name
+
+    @classmethod
+    def commit_name(cls, range_index: int) -> str:
+        return f"{cls.COMMIT_DIR}/range-{range_index:07d}.json"
+
+    @classmethod
+    def shard_name(cls, range_index: int, attempt: str) -> str:
+        """Unique to the attempt: a shard counts only once its commit record names it."""
+        return f"{cls.SHARD_DIR}/range-{range_index:07d}-{attempt}.parquet"
+
+    # -- typed records ------------------------------------------------------------------------
+    def read_manifest(self) -> StagedManifest | None:
+        if not self.exists(self.STAGED_MANIFEST):
+            return None
+        return StagedManifest.model_validate_json(self.read_bytes(self.STAGED_MANIFEST))
+
+    def publish_manifest(self, manifest: StagedManifest) -> None:
+        self.publish_json(manifest.model_dump(mode="json"), self.STAGED_MANIFEST)
+
+    def read_plan(self) -> Plan:
+        return Plan.model_validate_json(self.read_bytes(self.PLAN))
+
+    def publish_plan(self, plan: Plan) -> None:
+        self.publish_json(plan.model_dump(mode="json"), self.PLAN)
+
+    def commit_records(self) -> list[tuple[str, CommitRecord]]:
+        """Every commit record in the folder, by file name (whatever fingerprint it was made under)."""
+        names = [n for n in self.list_names(self.COMMIT_DIR) if n.endswith(".json") and not n.startswith(".")]
+        return [(name, CommitRecord.from_bytes(self.read_bytes(self.COMMIT_DIR, name))) for name in names]
+
+    def create_commit(self, record: CommitRecord) -> bool:
+        """Create a range's commit record exclusively; False when that range was committed already."""
+        return self.create_exclusive(record.to_bytes(), self.commit_name(record.range_index))
