@@ -5,7 +5,7 @@
 #
 # Runs (a) notebook loop, (b) sorted loop, (c) scorekeeper's scoring step and (e) the dense
 # ceiling for bert-base and qwen2-0.5b-like on 20,000 rows, then (c) again for bert-base with a
-# 256k-token budget. Needs only torch, transformers, pyarrow (and numpy, tokenizers, which they
+# 256k-token budget, then the GPU path's bf16-vs-fp32 check (bench/gpu_path_check.py). Needs only torch, transformers, pyarrow (and numpy, tokenizers, which they
 # bring); no Prefect, DuckDB or s3fs: (d) is not run. Planned to finish in under 5 minutes:
 # corpus and models ~1 min, (a) on a 2,000-row sample, every method bounded by --timeout.
 # To save the corpus build, carry bench/.work/tokenizer.json and bench/.work/corpus-20000.parquet(.json,
@@ -40,6 +40,11 @@ rc=$?
 # bert-base's step with the budget the perfect-loader run found best (docs/facts.md: 256k tokens).
 timeout 60 $PY bench/run.py --device cuda --model bert-base --methods c --tokens-per-batch 262144 \
     --timeout 50 --work "$WORK" --json "$OUT/results-256k.json" 2>&1 | tee "$OUT/table-256k.txt"
+
+# The worker's GPU path, bf16 against fp32 (probabilities within 1e-2, no flip on a clear row).
+timeout 200 $PY bench/gpu_path_check.py --device cuda --models bert-base,qwen2-0.5b-like --work "$WORK" \
+    --out "$OUT/gpu-path" --timeout 90 2>&1 | tee "$OUT/gpu-path.txt"
+rc=$(( rc | $? ))
 
 cp "$WORK"/logs/*-c.log "$OUT/" 2>/dev/null || true
 exit $rc
