@@ -68,7 +68,7 @@ def same_input(plan: dict, other_plan: dict) -> bool:
 
 def compare(con, run: Location, other: Location, metrics: dict, slice_columns: list[str]) -> dict:
     """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
-    from scorekeeper.tasks.evaluate import NULL_GROUP, SLICE_GROUPS, _uri, sql
+    from scorekeeper.tasks.evaluate import SLICE_GROUPS, _uri, null_group_key, sql
 
     plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
     other_metrics = other.read_json(RunFolder.METRICS)
@@ -102,10 +102,7 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
     slice_deltas = {}
     for i, column in enumerate(slice_columns):
         groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
-        values = {value for is_null, value, *_ in groups if not is_null}
-        null_key = NULL_GROUP
-        while null_key in values:
-            null_key += " [null]"
+        null_key = null_group_key({value for is_null, value, *_ in groups if not is_null})
         slice_deltas[column] = {
             (null_key if is_null else value): {"accuracy": delta, "rows": int(n)} for is_null, value, n, delta in groups
         }

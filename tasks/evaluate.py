@@ -185,16 +185,21 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
     }
 
 
+def null_group_key(values: set[str]) -> str:
+    """The key of a slice column's null group: NULL_GROUP, made distinct from every real value."""
+    key = NULL_GROUP
+    while key in values:
+        key += " [null]"
+    return key
+
+
 def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
     """Per slice column: {value: {rows, accuracy, accuracy_ci}} worst first, and the group counts of
     columns with more groups than were kept."""
     slices, truncated = {}, {}
     for i, column in enumerate(slice_columns):
         rows = con.execute(sql("slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
-        values = {value for is_null, value, *_ in rows if not is_null}
-        null_key = NULL_GROUP
-        while null_key in values:
-            null_key += " [null]"
+        null_key = null_group_key({value for is_null, value, *_ in rows if not is_null})
         slices[column] = {
             (null_key if is_null else value): {"rows": int(n), "accuracy": acc, "accuracy_ci": ci} for is_null, value, n, acc, ci, _ in rows
         }
