@@ -122,3 +122,21 @@ def staged_manifest(total_rows: int, id_type: str = "int64", has_label: bool = T
         files=[], total_rows=total_rows, has_label=has_label, label_type=None, id_type=id_type, has_text_pair=False,
         null_text_rows=0, slice_columns=[], staging_key="",
     )  # fmt: skip
+
+
+def write_predictions(path, probs, ids, labels) -> None:
+    """A predictions.parquet with the contract's columns, for probabilities given row by row."""
+    predicted = probs.argmax(1)
+    pq.write_table(
+        pa.table(
+            {
+                "row_index": pa.array(range(len(probs)), pa.int64()),
+                "id": pa.array(ids),
+                "predicted_id": pa.array(predicted, pa.int64()),
+                "predicted_label": pa.array([labels[i] for i in predicted]),
+                "score": pa.array(probs.max(1)),
+                "probabilities": pa.array(probs.tolist(), pa.list_(pa.float64())),
+            }
+        ),
+        path,
+    )

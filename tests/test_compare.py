@@ -24,7 +24,7 @@ from scorekeeper.tasks.compare import mcnemar_exact, paired_bootstrap_ci, resolv
 from scorekeeper.tasks.evaluate import NULL_GROUP, evaluate
 from scorekeeper.tasks.history import completed_runs, run_history
 from scorekeeper.tasks.read import list_input_files
-from tests.helpers import staged_manifest
+from tests.helpers import staged_manifest, write_predictions
 from tests.s3server import moto  # noqa: F401  (a fixture)
 
 LABELS = ["cat", "dog", "bird", "fish"]
@@ -46,20 +46,7 @@ def write_run(
     (run / "work").mkdir(parents=True)
     n = len(probs)
     ids = list(range(n)) if ids is None else ids
-    predicted = probs.argmax(1)
-    pq.write_table(
-        pa.table(
-            {
-                "row_index": pa.array(range(n), pa.int64()),
-                "id": pa.array(ids),
-                "predicted_id": pa.array(predicted, pa.int64()),
-                "predicted_label": pa.array([LABELS[i] for i in predicted]),
-                "score": pa.array(probs.max(1)),
-                "probabilities": pa.array(probs.tolist(), pa.list_(pa.float64())),
-            }
-        ),
-        run / "predictions.parquet",
-    )
+    write_predictions(run / "predictions.parquet", probs, ids, LABELS)
     staged = {"row_index": pa.array(range(n), pa.int64()), "id": pa.array(ids), "text": [f"t{i}" for i in range(n)]}
     staged["label"] = pa.array([LABELS[t] for t in truth])
     for i, values in enumerate(slices or []):

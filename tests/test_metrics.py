@@ -10,7 +10,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, log_loss
 
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.evaluate import evaluate
-from tests.helpers import staged_manifest
+from tests.helpers import staged_manifest, write_predictions
 
 LABELS = ["cat", "dog", "bird", "fish"]
 
@@ -29,21 +29,8 @@ def _write_run(tmp_path, probs, labels, ids=None, label_type="name"):
     n = len(probs)
     run = tmp_path / "run"
     (run / "work").mkdir(parents=True)
-    predicted = probs.argmax(1)
     ids = ids if ids is not None else list(range(n))
-    pq.write_table(
-        pa.table(
-            {
-                "row_index": pa.array(range(n), pa.int64()),
-                "id": pa.array(ids),
-                "predicted_id": pa.array(predicted, pa.int64()),
-                "predicted_label": pa.array([LABELS[i] for i in predicted]),
-                "score": pa.array(probs.max(1)),
-                "probabilities": pa.array(probs.tolist(), pa.list_(pa.float64())),
-            }
-        ),
-        run / "predictions.parquet",
-    )
+    write_predictions(run / "predictions.parquet", probs, ids, LABELS)
     pq.write_table(
         pa.table({"row_index": pa.array(range(n), pa.int64()), "id": pa.array(ids), "text": ["x"] * n, "label": pa.array(labels)}),
         run / "work" / "input.parquet",
