@@ -103,8 +103,9 @@ def _explain(error: ValidationError) -> str:
 def request_options(options: dict[str, Any]) -> dict[str, Any]:
     """The parsed options as ScoreRequest's fields: comma-separated lists split, gates parsed."""
     options = dict(options)
-    if "slice_columns" in options:
-        options["slice_columns"] = [c for value in options["slice_columns"] for c in value.split(",") if c]
+    for name in ("slice_columns", "label_columns"):
+        if name in options:
+            options[name] = [c for value in options[name] for c in value.split(",") if c]
     if "gates" in options:
         from scorekeeper.gates import gates_from_options
 

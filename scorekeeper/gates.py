@@ -38,13 +38,61 @@ SCALAR_METRICS: dict[str, tuple] = {
 }
 # the metrics whose difference between two runs the comparison reports (its "deltas")
 DELTA_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
+# The scalars of multi-label and regression heads (docs/contracts.md, section 7); with several
+# regression outputs the top-level value is their mean. The comparison reports each one's delta.
+HEAD_SCALARS: dict[str, dict[str, tuple]] = {
+    "multi_label": {
+        **{m: (m,) for m in ("subset_accuracy", "hamming_loss", "micro_f1", "micro_precision", "micro_recall", "macro_f1")},
+        **{m: (m,) for m in ("weighted_f1", "samples_f1", "lrap", "coverage_error", "ranking_loss", "log_loss")},
+        **{f"{m}_{a}": (m, a) for m in ("roc_auc", "average_precision") for a in ("macro", "micro")},
+        **{f"ece_{a}": ("ece", a) for a in ("macro", "micro")},
+        **{f"label_cardinality_{a}": ("label_cardinality", a) for a in ("truth", "predicted")},
+    },
+    "regression": {
+        m: (m,)
+        for m in (
+            "mae",
+            "mse",
+            "rmse",
+            "r2",
+            "explained_variance",
+            "max_error",
+            "median_absolute_error",
+            "mape",
+            "wmape",
+            "pearson",
+            "spearman",
+            "kendall_tau_b",
+            "mean_truth",
+            "mean_prediction",
+        )  # fmt: skip
+    },
+}
+SINGLE_LABEL_SCALARS = dict(SCALAR_METRICS)
+SCALAR_METRICS.update({m: path for scalars in HEAD_SCALARS.values() for m, path in scalars.items()})
+HEAD_DELTA_METRICS: dict[str, tuple[str, ...]] = {
+    "single_label": DELTA_METRICS,
+    **{head: tuple(scalars) for head, scalars in HEAD_SCALARS.items()},
+}
+_EVERY_DELTA = tuple(dict.fromkeys(m for metrics in HEAD_DELTA_METRICS.values() for m in metrics))
 COMPARISON_METRICS: dict[str, tuple] = {
-    **{f"{m}_drop": ("comparison", "deltas", m) for m in DELTA_METRICS},
-    **{f"{m}_delta": ("comparison", "deltas", m) for m in DELTA_METRICS},
+    **{f"{m}_drop": ("comparison", "deltas", m) for m in _EVERY_DELTA},
+    **{f"{m}_delta": ("comparison", "deltas", m) for m in _EVERY_DELTA},
     "mcnemar_p": ("comparison", "mcnemar_p"),
     "right_to_wrong": ("comparison", "flipped", "right_to_wrong"),
     "wrong_to_right": ("comparison", "flipped", "wrong_to_right"),
 }
+COVERAGE = ("evaluated", "missing_predictions", "unmatched_predictions")
+
+
+def gate_metrics_of(head: str) -> set[str]:
+    """The gate names a run with this kind of head has values for."""
+    scalars = SINGLE_LABEL_SCALARS if head == "single_label" else {**HEAD_SCALARS[head], **{m: (m,) for m in COVERAGE}}
+    deltas = HEAD_DELTA_METRICS[head]
+    flips = ("mcnemar_p", "right_to_wrong", "wrong_to_right") if head != "regression" else ()
+    return set(scalars) | {f"{m}_{kind}" for m in deltas for kind in ("drop", "delta")} | set(flips)
+
+
 OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -80,7 +128,7 @@ def parse_gate(metric: str, spec: str) -> Gate:
     if metric not in SCALAR_METRICS and metric not in COMPARISON_METRICS:
         raise ValueError(
             f"gate {metric!r}: unknown metric; gates read {', '.join(SCALAR_METRICS)}, and with compare_to "
-            "<metric>_drop / <metric>_delta (for " + ", ".join(DELTA_METRICS) + "), mcnemar_p, right_to_wrong, wrong_to_right"
+            "<metric>_drop / <metric>_delta (for " + ", ".join(_EVERY_DELTA) + "), mcnemar_p, right_to_wrong, wrong_to_right"
         )
     if not isinstance(spec, str):
         raise ValueError(f"gate {metric!r}: the condition must be text such as '>=0.9', not {spec!r}")

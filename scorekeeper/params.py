@@ -206,6 +206,31 @@ class ScoreRequest(BaseModel):
         json_schema_extra=affects(NOTHING),
     )
 
+    # -- the kind of head (docs/contracts.md, section 7) -----------------------------------------
+    head: Literal["auto", "single_label", "multi_label", "regression"] = Field(
+        "auto",
+        description="What the model's outputs are: single_label (softmax, argmax), multi_label (a sigmoid per label, "
+        "thresholded), regression (the raw values). auto follows the model's config.problem_type; a config without "
+        "it is single_label with two or more outputs and is refused with one.",
+        json_schema_extra=affects(PREDICTIONS, STAGING),  # and the form the ground truth is staged in
+    )
+    thresholds: float | dict[str, float] = Field(
+        0.5,
+        description="multi_label: a label is predicted when its probability is strictly greater than its threshold; "
+        "one number for every label, or {label: number} (labels not named keep 0.5). CLI: --thresholds 0.4 or JSON.",
+        json_schema_extra=affects(PREDICTIONS),  # the predicted_labels column
+    )
+    label_delimiter: str = Field(
+        "|",
+        description="multi_label: the separator of label names in a ground-truth text cell ('spam|toxic'), as in CSV.",
+        json_schema_extra=affects(STAGING, EVALUATION),
+    )
+    label_columns: list[str] = Field(
+        default_factory=list,
+        description="multi_label: the ground truth as one 0/1 column per model label, each named like its label (instead of label_column).",
+        json_schema_extra=affects(STAGING, EVALUATION),
+    )
+
     # -- fan-out over several machines (docs/contracts.md, section 5) ---------------------------
     fan_out: int = Field(
         0,
@@ -249,6 +274,51 @@ class ScoreRequest(BaseModel):
         for name in value:
             cls._column_name(name)
         return list(dict.fromkeys(value))  # a column named twice is one breakdown
+
+    @field_validator("label_columns")
+    @classmethod
+    def _label_columns(cls, value: list[str]) -> list[str]:
+        for name in value:
+            cls._column_name(name)
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"label_columns names {', '.join(map(repr, repeated))} more than once")
+        return value
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _thresholds_text(cls, value):
+        """The CLI's and a form's text: a number, or a JSON object of label -> number."""
+        if isinstance(value, str):
+            import json
+
+            try:
+                return float(value)
+            except ValueError:
+                pass
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError(f"{value!r} is neither a number nor a JSON object of label -> number") from None
+        return value
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds(cls, value: float | dict[str, float]) -> float | dict[str, float]:
+        values = value.values() if isinstance(value, dict) else [value]
+        bad = [v for v in values if not 0.0 <= v <= 1.0]  # NaN fails both comparisons
+        if bad:
+            raise ValueError(f"thresholds must lie in [0, 1] (a label is predicted when its probability is above it), found {bad[0]!r}")
+        if isinstance(value, dict) and not value:
+            raise ValueError("thresholds {} names no label; give one number or {label: number}")
+        return value
+
+    @field_validator("label_delimiter")
+    @classmethod
+    def _label_delimiter(cls, value: str) -> str:
+        if not value:
+            raise ValueError("label_delimiter must not be empty")
+        return value
 
     @field_validator("compare_to")
     @classmethod
@@ -324,6 +394,11 @@ class ScoreRequest(BaseModel):
             needing = [name for name in self.gates if name in COMPARISON_METRICS]
             if needing:
                 raise ValueError(f"gates {', '.join(needing)} compare with another run: set compare_to too")
+        if self.label_columns and self.ground_truth_uri is not None:
+            raise ValueError("label_columns are read from the input rows; ground_truth_uri files hold label_column")
+        overlap = [c for c in self.label_columns if c in (self.text_column, self.text_pair_column, self.id_column)]
+        if overlap:
+            raise ValueError(f"label_columns must differ from the text and id columns ({', '.join(overlap)})")
         if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
             raise ValueError("id_column must differ from the text columns")
         return self

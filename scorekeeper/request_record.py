@@ -18,15 +18,19 @@ from scorekeeper.storage import digest_of
 
 
 class RequestRecord(ScoreRequest):
-    """The parameters (a block's name, never its secrets), flat, plus what they were resolved to."""
+    """The parameters (a block's name, never its secrets), flat, plus what they were resolved to
+    (`head`: the kind of head used, never `auto`, when the flow resolved it)."""
 
     run_id: str
     model_fingerprint: str
     adapter_fingerprint: str | None
 
     @classmethod
-    def of(cls, request: ScoreRequest, run_id: str, model_fingerprint: str, adapter_fingerprint: str | None) -> RequestRecord:
-        return cls(**request.model_dump(), run_id=run_id, model_fingerprint=model_fingerprint, adapter_fingerprint=adapter_fingerprint)
+    def of(
+        cls, request: ScoreRequest, run_id: str, model_fingerprint: str, adapter_fingerprint: str | None, head: str | None = None
+    ) -> RequestRecord:
+        fields = request.model_dump() | ({"head": head} if head else {})
+        return cls(**fields, run_id=run_id, model_fingerprint=model_fingerprint, adapter_fingerprint=adapter_fingerprint)
 
     def scoring_fingerprint(self, input_fingerprint: str) -> str:
         """What a committed shard's predictions depend on; shards under another fingerprint are stale."""

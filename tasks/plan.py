@@ -65,7 +65,7 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
         )
     )
     job = Job(
-        request=request,
+        request=request.model_copy(update={"head": context.head}),  # the kind resolved: the workers score that one
         run_uri=run.uri,
         model_path=context.model_path,
         adapter_path=context.adapter_path,

@@ -16,6 +16,7 @@ from prefect import task
 from prefect.runtime import flow_run
 
 from scorekeeper.errors import InputError, RunConflict
+from scorekeeper.heads import check_head_options
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import redact_uri
 from scorekeeper.request_record import RequestRecord, check_resumable, read_request_record
@@ -23,7 +24,7 @@ from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import digest_of, file_fingerprint, fs_and_path, is_local
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
-from scorekeeper.worker.model import check_safetensors_folder, check_tokenizer_folder, declared_max_length, label_names
+from scorekeeper.worker.model import check_safetensors_folder, check_tokenizer_folder, declared_max_length, head_of, label_names
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class RunContext:
     adapter_fingerprint: str | None
     labels: list[str]
     resumed: bool
+    head: str = "single_label"  # the kind of head resolved from request.head and the model's config
 
     @property
     def run(self) -> RunFolder:
@@ -104,15 +106,18 @@ def has_commits(run: RunFolder) -> bool:
     return any(n.endswith(".json") and not n.startswith(".") for n in run.list_names(RunFolder.COMMIT_DIR))
 
 
-def check_model_folder(request: ScoreRequest, model_path: str) -> list[str]:
+def check_model_folder(request: ScoreRequest, model_path: str) -> tuple[list[str], str]:
     """What the scoring processes would refuse about the model, found before anything is written:
-    pickled weights, no usable tokenizer, a label map that is not one name per output, a
-    max_length beyond the model's. Returns the labels."""
+    pickled weights, no usable tokenizer, a label map that is not one name per output, a head
+    kind that cannot be resolved (or head parameters that do not fit it), a max_length beyond
+    the model's. Returns the labels and the kind of head."""
     check_safetensors_folder(model_path, "model")
     labels = label_names(model_path)
+    head = head_of(model_path, request.head)
+    check_head_options(head, labels, request.thresholds, request.label_columns, request.gates)
     check_tokenizer_folder(model_path)
     declared_max_length(model_path, request.max_length)
-    return labels
+    return labels, head
 
 
 def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
@@ -125,7 +130,7 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
     run = run_location(request, run_id)
     check_output_uri(request.output_uri)
     model_path = localize_folder(request.model_uri, "model")
-    labels = check_model_folder(request, model_path)
+    labels, head = check_model_folder(request, model_path)
     adapter_path = localize_folder(request.adapter_uri, "adapter") if request.adapter_uri else None
     if adapter_path:
         check_safetensors_folder(adapter_path, "adapter")
@@ -138,6 +143,7 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
         adapter_fingerprint=folder_fingerprint(adapter_path) if adapter_path else None,
         labels=labels,
         resumed=run.exists(RunFolder.REQUEST),
+        head=head,
     )
     if context.resumed:
         try:
@@ -156,7 +162,7 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
 def request_record(request: ScoreRequest, context: RunContext) -> RequestRecord:
     """What request.json holds for this run (the plan step publishes it, once the input has been
     read: a refused input leaves no run behind)."""
-    return RequestRecord.of(request, context.run_id, context.model_fingerprint, context.adapter_fingerprint)
+    return RequestRecord.of(request, context.run_id, context.model_fingerprint, context.adapter_fingerprint, head=context.head)
 
 
 @task(name="open run", **IO_RETRIES)

@@ -217,14 +217,15 @@ def test_case04_label_maps_with_repeated_names_or_odd_ids_are_refused(tmp_path, 
     [
         (
             {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}, "problem_type": None},
-            r"single output \(num_labels=1: a regression head\)",
+            r"single output \(num_labels=1\) and its config names no problem_type: say what its output is with head "
+            r"\(--head\): 'regression' scores the raw value .*; 'multi_label' scores a one-logit binary classifier or reranker",
         ),
-        ({"problem_type": "regression"}, "is a regression model"),
-        ({"problem_type": "multi_label_classification"}, "is a multi_label_classification model"),
     ],
-    ids=["one-output", "regression", "multi-label"],
+    ids=["one-output"],
 )
-def test_case05_regression_and_multi_label_heads_are_refused(tmp_path, models, changes, message):
+def test_case05_a_one_logit_head_without_problem_type_is_refused_naming_both_choices(tmp_path, models, changes, message):
+    """Regression and multi-label heads are scored (tests/test_heads_*.py); a single output whose
+    config does not say what it is cannot be guessed: a softmax over it is always 1.0."""
     folder = _model_copy(models, tmp_path)
     _edit_config(folder, **changes)
     write_rows(tmp_path / "in.csv", make_rows(3))
@@ -234,11 +235,11 @@ def test_case05_regression_and_multi_label_heads_are_refused(tmp_path, models, c
     # the scoring processes' own check (from the loaded config) says the same
     from transformers import AutoConfig
 
-    from scorekeeper.worker.model import labels_from_config
+    from scorekeeper.heads import resolve_head
 
     config = AutoConfig.from_pretrained(str(folder))
     with pytest.raises(ModelError, match=message):
-        labels_from_config({"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}, "x")
+        resolve_head("auto", {"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}, "x")
 
 
 # -- 8. a lease whose owner died on this host ----------------------------------------------------

@@ -56,6 +56,7 @@ class LoadedModel:
     pad_token_id: int
     labels: list[str]
     uses_token_type_ids: bool
+    head: str = "single_label"  # scorekeeper.heads: single_label, multi_label or regression
 
 
 def import_model_code() -> None:
@@ -191,9 +192,12 @@ def load_model(
     device: torch.device,
     trust_remote_code: bool,
     max_length: int | None,
+    head: str = "auto",
 ) -> LoadedModel:
     """Tokenizer + sequence-classification model (+ PEFT adapter), in eval mode on `device`."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    from scorekeeper.heads import resolve_head
 
     check_safetensors_folder(model_path, "model")
     tokenizer = load_tokenizer(model_path, trust_remote_code)
@@ -201,9 +205,9 @@ def load_model(
         config = AutoConfig.from_pretrained(model_path, trust_remote_code=trust_remote_code)
     except Exception as exc:
         raise ModelError(f"cannot read the model config in {model_path}: {exc}") from exc
-    labels = labels_from_config(
-        {"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}, model_path
-    )
+    described = {"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}
+    labels = labels_from_config(described, model_path)
+    head = resolve_head(head, described, model_path)
     pad_id = ensure_pad_token(tokenizer, config)
     max_length = model_max_length(tokenizer, config, max_length)
     try:
@@ -226,6 +230,7 @@ def load_model(
         max_length=max_length,
         pad_token_id=pad_id,
         labels=labels,
+        head=head,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),
     )
 
@@ -249,17 +254,11 @@ def label_names(model_path: str) -> list[str]:
 
 
 def labels_from_config(config: dict, folder: str) -> list[str]:
-    """Label names in id order; refuses heads whose outputs are not one softmax over distinct labels.
+    """Output names in id order; refuses label maps that are not one distinct name per output.
 
     A repeated name would join each of its rows to the ground truth twice; ids that are not
-    0..num_labels-1 leave outputs without a name; one output (a regression head) or independent
-    sigmoids (multi-label) would be turned into probabilities that mean nothing."""
-    problem = config.get("problem_type")
-    if problem in ("regression", "multi_label_classification"):
-        raise ModelError(
-            f"model in {folder} is a {problem} model (config problem_type); scorekeeper scores single-label "
-            "classifiers, whose outputs are one softmax over the labels"
-        )
+    0..num_labels-1 leave outputs without a name. Which kind of head the outputs are (and whether
+    one output can be scored) is scorekeeper.heads' decision."""
     id2label = config.get("id2label") or {}
     if id2label:
         try:
@@ -278,11 +277,6 @@ def labels_from_config(config: dict, folder: str) -> list[str]:
     if repeated:
         shown = "; ".join(f"{name!r} for ids {', '.join(map(str, ids))}" for name, ids in list(repeated.items())[:5])
         raise ModelError(f"model in {folder}: id2label repeats label names ({shown}); each output needs a name of its own")
-    if len(labels) < 2:
-        raise ModelError(
-            f"model in {folder} has a single output (num_labels=1: a regression head); scorekeeper scores "
-            "classifiers with at least two labels, and a softmax over one output is always 1.0"
-        )
     return labels
 
 
@@ -301,3 +295,10 @@ def _read_json(path: str, missing_ok: bool = False) -> dict:
     if not isinstance(data, dict):
         raise ModelError(f"cannot read {path}: not a JSON object")
     return data
+
+
+def head_of(model_path: str, requested: str) -> str:
+    """The kind of head the folder's config.json and `requested` make (scorekeeper.heads), without loading weights."""
+    from scorekeeper.heads import resolve_head
+
+    return resolve_head(requested, _read_json(os.path.join(model_path, "config.json")), model_path)
