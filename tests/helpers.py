@@ -66,7 +66,7 @@ def open_run_and_plan(num_processes: int = 1, **params):
     """The flow's steps up to the plan: (request, context, manifest, job)."""
     request = ScoreRequest(num_processes=num_processes, **params)
     context = open_run(request, None)
-    manifest = read_inputs(request, context.run)
+    manifest = read_inputs(request, context.run, context.head)
     return request, context, manifest, plan_run(request, context, manifest)
 
 
@@ -79,7 +79,7 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
         with ScoringProcesses(num_processes, stall_timeout_s).start(context.run.uri + "/work/job.json") as processes:
             processes.follow(progress, on_progress)
     gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
-    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns)
+    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, head=context.head, thresholds=request.thresholds)
     publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})
     run = context.run
     with run.fs.open(run.join("predictions.parquet"), "rb") as f:
@@ -88,9 +88,15 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
 
 
 def reference_probabilities(
-    model_dir: str, texts: list[str], pairs: list[str] | None = None, adapter_dir: str | None = None, merge: bool = True
+    model_dir: str,
+    texts: list[str],
+    pairs: list[str] | None = None,
+    adapter_dir: str | None = None,
+    merge: bool = True,
+    head: str = "single_label",
 ) -> np.ndarray:
-    """Each row scored alone, unpadded, with transformers directly: the independent reference."""
+    """Each row scored alone, unpadded, with transformers directly: the independent reference.
+    `head`: softmax (single_label), sigmoid (multi_label) or the raw logits (regression), in float64."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -108,7 +114,11 @@ def reference_probabilities(
     with torch.no_grad():
         for i, text in enumerate(texts):
             enc = tokenizer(text, pairs[i] if pairs else None, truncation=True, max_length=limit, return_tensors="pt")
-            out.append(torch.softmax(model(**enc).logits.double(), -1)[0].numpy())
+            logits = model(**enc).logits.double()
+            outputs = {"single_label": lambda x: torch.softmax(x, -1), "multi_label": torch.sigmoid, "regression": lambda x: x}[head](
+                logits
+            )
+            out.append(outputs[0].numpy())
     return np.stack(out)
 
 

@@ -47,6 +47,8 @@ __all__ = [
     "build_tokenizer",
     "build_tiny_classifier",
     "build_lora_adapter",
+    "build_multi_label_classifier",
+    "build_regression_model",
     "generate_reviews",
     "default_corpus",
     "main",
@@ -450,6 +452,7 @@ def _config_for(
     max_position_embeddings: int,
     initializer_range: float,
     dropout: float,
+    problem_type: str | None = "single_label_classification",
 ):
     """The config of the tiny model `family`: its sizes from the family registry, its labels and
     special tokens from here and the tokenizer."""
@@ -470,7 +473,7 @@ def _config_for(
         id2label=id2label,
         label2id={name: i for i, name in id2label.items()},
         initializer_range=initializer_range,
-        problem_type="single_label_classification",
+        problem_type=problem_type,
     )
     return AutoConfig.for_model(values.pop("model_type"), **values)
 
@@ -488,12 +491,15 @@ def build_tiny_classifier(
     initializer_range: float = 0.3,
     dropout: float = 0.1,
     vocab_size: int = 800,
+    problem_type: str | None = "single_label_classification",
 ) -> Path:
     """Build and save a tiny randomly initialised sequence classifier of ``family``.
 
     Families: bert, roberta, distilbert, minilm (encoders, WordPiece tokenizer) and llama, qwen2,
     mistral (decoders, byte-level BPE tokenizer without a pad token; ``config.pad_token_id`` is
-    left unset as in real Llama checkpoints). Weights are deterministic by ``seed``; the large
+    left unset as in real Llama checkpoints). ``problem_type`` names the head's kind as transformers
+    does (``multi_label_classification``, ``regression``: one label name per output, a single one
+    allowed; None leaves it unnamed). Weights are deterministic by ``seed``; the large
     default ``initializer_range`` makes the predictions far from uniform. Saved with
     ``save_pretrained`` (safetensors) together with the tokenizer. Returns ``out_dir``.
     """
@@ -503,8 +509,9 @@ def build_tiny_classifier(
     if family not in FAMILIES:
         raise ValueError(f"unknown model family {family!r}; expected one of {', '.join(FAMILIES)}")
     labels = [str(x) for x in labels]
-    if len(labels) < 2 or len(set(labels)) != len(labels):
-        raise ValueError(f"labels must be at least two distinct names, got {labels!r}")
+    fewest = 2 if problem_type == "single_label_classification" else 1
+    if len(labels) < fewest or len(set(labels)) != len(labels):
+        raise ValueError(f"labels must be at least {fewest} distinct name(s), got {labels!r}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = list(texts) if texts is not None else default_corpus()
@@ -528,12 +535,30 @@ def build_tiny_classifier(
         max_position_embeddings=max_position_embeddings,
         initializer_range=initializer_range,
         dropout=dropout,
+        problem_type=problem_type,
     )
     torch.manual_seed(seed)
     model = AutoModelForSequenceClassification.from_config(config)
     model.eval()
     model.save_pretrained(str(out_dir))
     return out_dir
+
+
+MULTI_LABEL_LABELS: tuple[str, ...] = ("toxic", "spam", "off_topic", "praise")
+
+
+def build_multi_label_classifier(
+    out_dir, family: str = "bert", *, labels: Sequence[str] = MULTI_LABEL_LABELS, seed: int = 0, **kwargs
+) -> Path:
+    """A tiny multi-label classifier (config problem_type multi_label_classification: a sigmoid per label)."""
+    return build_tiny_classifier(out_dir, family, labels=labels, seed=seed, problem_type="multi_label_classification", **kwargs)
+
+
+def build_regression_model(out_dir, family: str = "llama", *, outputs: Sequence[str] = ("score",), seed: int = 0, **kwargs) -> Path:
+    """A tiny regression head (a reward model when ``family`` is a decoder: the last non-pad token's
+    hidden state through a linear score). One output unless ``outputs`` names several; the config says
+    problem_type regression."""
+    return build_tiny_classifier(out_dir, family, labels=outputs, seed=seed, problem_type="regression", **kwargs)
 
 
 # --------------------------------------------------------------------------------------------

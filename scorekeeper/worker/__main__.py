@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             device=ranks.device,
             trust_remote_code=job.request.trust_remote_code,
             max_length=job.request.max_length,
+            head=job.request.head,
         )
         emit("model_loaded", rank=ranks.rank, seconds=time.time() - began)
         if job.request.mode == "pipeline":

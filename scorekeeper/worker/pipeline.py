@@ -36,9 +36,10 @@ from scorekeeper.errors import InputError
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
+from scorekeeper.worker.outputs import HeadOutputs, activate
 from scorekeeper.worker.replica import PreparedRange, prepare_ranges
 from scorekeeper.worker.runtime import Ranks, emit, prefetch
-from scorekeeper.worker.shards import RangeCommits, StagedInput, prediction_table
+from scorekeeper.worker.shards import RangeCommits, StagedInput
 from scorekeeper.worker.stages import build_stage
 
 log = logging.getLogger(__name__)
@@ -334,6 +335,7 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
     group = pipeline_groups(layout)
     runner = StageRunner(module, layout, group, ranks.device, dtype, request.microbatches)
     staged = StagedInput(run) if layout.is_first or layout.is_last else None
+    outputs = HeadOutputs.of(loaded.head, loaded.labels, request.thresholds)
     with RangeCommits(run, job, ranks.rank, attempt=f"{job.attempt}-p{layout.pipeline}") as commits:
         for work in pipeline_ranges(job, ranks, layout, group, loaded, staged):
             batches = work.prepared.batches if work.prepared is not None else None
@@ -342,12 +344,12 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
                 inputs = tuple(batches[k].model_inputs().values()) if batches is not None else None
                 logits = runner.run(rows, width, inputs)
                 if probabilities is not None:
-                    probabilities[work.positions[k]] = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+                    probabilities[work.positions[k]] = activate(loaded.head, logits).cpu().numpy()
             if layout.is_last:
                 rows_table = work.prepared.rows if work.prepared is not None else staged.read(work.range)
                 commits.submit(
                     work.range,
-                    prediction_table(rows_table, probabilities, loaded.labels),
+                    outputs.table(rows_table, probabilities),
                     tokens=work.useful_tokens,
                     padded_tokens=work.padded_tokens,
                     truncated=work.truncated,

@@ -23,8 +23,9 @@ from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
+from scorekeeper.worker.outputs import HeadOutputs, activate
 from scorekeeper.worker.runtime import Ranks, accelerator_path, claim, default_tokens_per_batch, pin_host_memory, prefetch
-from scorekeeper.worker.shards import RangeCommits, StagedInput, prediction_table
+from scorekeeper.worker.shards import RangeCommits, StagedInput
 
 log = logging.getLogger(__name__)
 
@@ -113,21 +114,24 @@ def batch_runner(device: torch.device) -> Iterator[ThreadPoolExecutor | None]:
         torch.set_num_threads(intra_op)
 
 
-def score_batches(model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device) -> np.ndarray:
-    """Probabilities (softmax in float64 of the logits) for every row of a range, in row order.
+def score_batches(
+    model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device, head: str = "single_label"
+) -> np.ndarray:
+    """The head's outputs (float64: softmax, sigmoid or the raw values of the logits) for every row
+    of a range, in row order.
 
     Logits stay on the device until the range is done and come back in one copy: a copy per
     batch would make the device wait for the host before every batch.
     """
-    return _probabilities(batches, [_forward(model, device, batch) for batch in batches], rows, num_labels)
+    return _probabilities(batches, [_forward(model, device, batch) for batch in batches], rows, num_labels, head)
 
 
-def _probabilities(batches: list[Batch], logits: list[torch.Tensor], rows: int, num_labels: int) -> np.ndarray:
+def _probabilities(batches: list[Batch], logits: list[torch.Tensor], rows: int, num_labels: int, head: str) -> np.ndarray:
     probabilities = np.empty((rows, num_labels), dtype=np.float64)
     if batches:
         order = np.concatenate([batch.positions for batch in batches])
         with torch.inference_mode():
-            probabilities[order] = torch.softmax(torch.cat(logits).double(), dim=-1).cpu().numpy()
+            probabilities[order] = activate(head, torch.cat(logits)).cpu().numpy()
     return probabilities
 
 
@@ -141,35 +145,36 @@ def scored_ranges(
     range boundary, neither for the last (shortest) batches of a range nor for the next range's
     tokenisation, which runs meanwhile on this thread.
     """
-    num_labels = len(loaded.labels)
+    num_labels, head = len(loaded.labels), loaded.head
     with batch_runner(device) as pool:
         if pool is None:
             for p in ahead_of_the_model(prepared, device):
-                yield p, score_batches(loaded.model, p.batches, p.range.rows, num_labels, device)
+                yield p, score_batches(loaded.model, p.batches, p.range.rows, num_labels, device, head)
             return
         in_flight: tuple[PreparedRange, list[Future]] | None = None
         for p in prepared:
             queued = (p, [pool.submit(_forward, loaded.model, device, batch) for batch in p.batches])
             if in_flight is not None:
-                yield _finished(*in_flight, num_labels)
+                yield _finished(*in_flight, num_labels, head)
             in_flight = queued
         if in_flight is not None:
-            yield _finished(*in_flight, num_labels)
+            yield _finished(*in_flight, num_labels, head)
 
 
-def _finished(p: PreparedRange, futures: list[Future], num_labels: int) -> tuple[PreparedRange, np.ndarray]:
-    return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels)
+def _finished(p: PreparedRange, futures: list[Future], num_labels: int, head: str) -> tuple[PreparedRange, np.ndarray]:
+    return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels, head)
 
 
 def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> None:
     if first_token_last_layer(loaded.model) and ranks.is_main:
         log.info("the last layer runs for the classifier's first token only")
     staged = StagedInput(run)
+    outputs = HeadOutputs.of(loaded.head, loaded.labels, job.request.thresholds)
     with RangeCommits(run, job, ranks.rank, attempt=f"{job.attempt}-r{ranks.rank}") as commits:
         for prepared, probabilities in scored_ranges(prepare_ranges(job, ranks, staged, loaded), loaded, ranks.device):
             commits.submit(
                 prepared.range,
-                prediction_table(prepared.rows, probabilities, loaded.labels),
+                outputs.table(prepared.rows, probabilities),
                 tokens=prepared.useful_tokens,
                 padded_tokens=prepared.padded_tokens,
                 truncated=prepared.truncated,
