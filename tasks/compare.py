@@ -66,22 +66,27 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
+def open_other(con, run: Location, other: Location) -> tuple[str, tuple[str, str]]:
+    """The other run's predictions as the view `other`, and how rows are matched: ("row_index" or
+    "id", (other's join column, this run's staged join column)) for `o` = other, `s` = staged."""
+    from scorekeeper.tasks.evaluate import _uri
+
+    con.read_parquet(_uri(other, RunFolder.PREDICTIONS)).create_view("other")
+    if same_input(run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)):
+        return "row_index", ("o.row_index", "s.row_index")
+    types = {
+        str(t) for t in con.execute("SELECT (SELECT typeof(id) FROM staged LIMIT 1), (SELECT typeof(id) FROM other LIMIT 1)").fetchone()
+    }
+    cast = "::VARCHAR" if len(types) > 1 else ""
+    return "id", (f"o.id{cast}", f"s.id{cast}")
+
+
 def compare(con, run: Location, other: Location, metrics: dict, slice_columns: list[str]) -> dict:
     """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
-    from scorekeeper.tasks.evaluate import SLICE_GROUPS, _uri, null_group_key, sql
+    from scorekeeper.tasks.evaluate import SLICE_GROUPS, null_group_key, sql
 
-    plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
     other_metrics = other.read_json(RunFolder.METRICS)
-    con.read_parquet(_uri(other, RunFolder.PREDICTIONS)).create_view("other")
-    if same_input(plan, other_plan):
-        matched_on, keys = "row_index", ("o.row_index", "s.row_index")
-    else:
-        matched_on = "id"
-        types = {
-            str(t) for t in con.execute("SELECT (SELECT typeof(id) FROM staged LIMIT 1), (SELECT typeof(id) FROM other LIMIT 1)").fetchone()
-        }
-        cast = "::VARCHAR" if len(types) > 1 else ""
-        keys = (f"o.id{cast}", f"s.id{cast}")
+    matched_on, keys = open_other(con, run, other)
     con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]))
     rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
     samples = {}
@@ -171,4 +176,12 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
 @task(name="check compare_to", **IO_RETRIES)
 def resolve_baseline_task(request: ScoreRequest, context) -> str | None:
     """Find the run to compare with (compare_to) before anything is scored."""
-    return resolve_baseline(request, context.run_id)
+    name = resolve_baseline(request, context.run_id)
+    if name is not None:
+        other = Location.from_uri(request.output_uri).child(name)
+        other_head = other.read_json(RunFolder.METRICS).get("head", "single_label")
+        if other_head != context.head:
+            raise InputError(
+                f"compare_to: run {name!r} scored a {other_head} head and this run a {context.head} head; compare runs of one kind"
+            )
+    return name

@@ -45,9 +45,16 @@ def _uri(run: Location, rel: str) -> str:
 
 
 def evaluate(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    slice_columns: list[str],
+    baseline: Location | None = None,
+    head: str = "single_label",
+    thresholds: float | dict = 0.5,
 ) -> dict:
-    """metrics.json's content (docs/contracts.md, sections 3 and 8); `baseline` is a completed run to compare with."""
+    """metrics.json's content (docs/contracts.md, sections 3, 6 and 7); `baseline` is a completed run to compare with.
+    Multi-label and regression heads are evaluated by tasks/heads_evaluate.py."""
     con = _connect(run)
     try:
         con.execute(sql("wilson.sql"))
@@ -55,6 +62,10 @@ def evaluate(
         con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
         con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
         con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
+        if head != "single_label":
+            from scorekeeper.tasks.heads_evaluate import evaluate_head
+
+            return evaluate_head(con, run, labels, manifest, head, thresholds, baseline)
         ground_truth = manifest.ground_truth
         if ground_truth:
             con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
@@ -89,6 +100,7 @@ def evaluate(
         slices, slices_truncated = _slices(con, slice_columns) if evaluated else ({}, {})
         ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
         result = {
+            "head": head,
             "rows": manifest.total_rows,
             "scored": int(scored),
             "evaluated": int(evaluated),
@@ -239,7 +251,10 @@ def evaluate_task(request, context, manifest: StagedManifest, baseline: str | No
     from scorekeeper.tasks.history import run_history
 
     output = Location.from_uri(request.output_uri)
-    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None)
+    metrics = evaluate(
+        context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None,
+        head=context.head, thresholds=request.thresholds,
+    )  # fmt: skip
     metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
         metrics["gates"] = evaluate_gates(request.gates, metrics)

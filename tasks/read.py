@@ -29,6 +29,7 @@ from scorekeeper.run_folder import InputFile, RunFolder, StagedGroundTruth, Stag
 from scorekeeper.storage import Location, digest_of, file_fingerprint, fs_and_path, to_uri
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
+from scorekeeper.truth_kinds import label_columns_truth, multi_label_truth, regression_truth
 
 log = logging.getLogger(__name__)
 
@@ -316,18 +317,34 @@ class StagedInput:
         )
 
 
-def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> StagedInput:
+def _truth(head: str, request: ScoreRequest, column, where: str, user: str, first_row: int | None, csv: bool) -> pa.Array:
+    """A ground-truth column in the staged form of the head's kind (scorekeeper.truth_kinds)."""
+    if head == "multi_label":  # an empty text is a row with no label, not a missing one
+        return multi_label_truth(column, where, user, request.label_delimiter, first_row or 0)
+    if csv:
+        column = _empty_cells_null(column)
+    if head == "regression":
+        return regression_truth(column, where, user, first_row or 0)
+    return _normalise("label", column, where, user, first_row)
+
+
+def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, head: str = "single_label") -> StagedInput:
     """Validate every input row and write the staged Parquet file into `workdir`."""
     first_schema, _ = _read_or_explain(files[0], [], [])
-    has_label = (
+    has_label = bool(request.label_columns) or (
         request.label_column is not None
         and request.ground_truth_uri is None
         and (request.label_column in first_schema.names or request.label_column != "label")
     )
-    columns = _Columns.for_input(request, has_label)
+    columns = _Columns.for_input(request.model_copy(update={"label_column": None}) if request.label_columns else request, has_label)
+    columns.required += request.label_columns
     # Columns a CSV file gives as text, whatever they look like: ids keep their spelling (`007` is
-    # not 7). JSON Lines and Parquet carry their own types and keep them.
-    text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair", "id") or k.startswith("slice_")]
+    # not 7), and a multi-label cell its delimited names. JSON Lines and Parquet keep their own types.
+    text_names = [
+        c
+        for k, c in columns.mapping.items()
+        if k in ("text", "text_pair", "id") or k.startswith("slice_") or (k == "label" and head == "multi_label")
+    ]
     target = os.path.join(workdir, "input.parquet")
     out = _RowGroupWriter(target, request.rows_per_range)
     offset = 0
@@ -348,9 +365,16 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
             out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
             for canonical, user in columns.mapping.items():
                 column = batch.column(user)
+                if canonical == "label":
+                    out_columns[canonical] = _truth(head, request, column, f.uri, user, offset, f.format == "csv")
+                    continue
                 if f.format == "csv" and canonical not in ("text", "text_pair"):
                     column = _empty_cells_null(column)
                 out_columns[canonical] = _normalise(canonical, column, f.uri, user, offset)
+            if request.label_columns:
+                out_columns["label"] = label_columns_truth(
+                    [batch.column(c) for c in request.label_columns], request.label_columns, f.uri, offset
+                )
             if "id" not in out_columns:
                 out_columns["id"] = out_columns["row_index"]
             for canonical in ("id", "label"):
@@ -394,7 +418,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
     )
 
 
-def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: str) -> tuple[str, str]:
+def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: str, head: str = "single_label") -> tuple[str, str]:
     """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
     target = os.path.join(workdir, "ground_truth.parquet")
     writer = None
@@ -402,7 +426,8 @@ def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: s
     rows = 0
     try:
         for f in files:
-            schema, batches = _read_or_explain(f, [request.id_column], [request.id_column, request.label_column])
+            as_text = [request.id_column] + ([request.label_column] if head == "multi_label" else [])
+            schema, batches = _read_or_explain(f, as_text, [request.id_column, request.label_column])
             missing = [c for c in (request.id_column, request.label_column) if c not in schema.names]
             if missing:
                 raise InputError(
@@ -412,9 +437,9 @@ def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: s
             for batch in _batches_or_explain(f, batches):
                 ids, labels = batch.column(request.id_column), batch.column(request.label_column)
                 if f.format == "csv":
-                    ids, labels = _empty_cells_null(ids), _empty_cells_null(labels)
+                    ids = _empty_cells_null(ids)
                 ids = _normalise("id", ids, f.uri, request.id_column)
-                labels = _normalise("label", labels, f.uri, request.label_column)
+                labels = _truth(head, request, labels, f.uri, request.label_column, None, f.format == "csv")
                 _check_type(types, "id", ids.type, f.uri, request.id_column)
                 _check_type(types, "label", labels.type, f.uri, request.label_column)
                 if ids.null_count:
@@ -492,9 +517,10 @@ def staging_key(request: ScoreRequest, files: list[InputFile], truth_files: list
     )
 
 
-def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
+def read_inputs(request: ScoreRequest, run: RunFolder, head: str = "single_label") -> StagedManifest:
     """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
-    of the same files with the same staging parameters. Returns the staged manifest.
+    of the same files with the same staging parameters. Returns the staged manifest. `head` is the
+    kind of head the run scores with: it decides the form its ground truth is staged in.
 
     The ground truth is fingerprinted like the input: when it changed since an earlier attempt it
     is staged again and the run is evaluated against it (the predictions do not depend on it)."""
@@ -504,7 +530,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
 
     files = list_input_files(request.input_uri, exclude=run)
     truth_files = list_input_files(request.ground_truth_uri, "ground truth", exclude=run) if request.ground_truth_uri else []
-    key = staging_key(request, files, truth_files)
+    key = staging_key(request.model_copy(update={"head": head}), files, truth_files)
     earlier = run.read_manifest()
     if earlier is not None:
         if earlier.staging_key == key and run.exists(RunFolder.STAGED_INPUT):
@@ -529,7 +555,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
         # with nothing committed yet: the earlier attempt left nothing to protect.)
     workdir = new_workdir()
     try:
-        staged = stage_input(request, files, workdir)
+        staged = stage_input(request, files, workdir, head)
         if request.id_column:
             dupes = first_duplicate_ids(staged.local_path)
             if dupes:
@@ -537,7 +563,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
         ground_truth = None
         if request.ground_truth_uri:
-            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir)
+            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir, head)
             dupes = first_duplicate_ids(gt_path)
             if dupes:
                 shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
@@ -562,4 +588,4 @@ def _changed(earlier: list[InputFile], now: list[InputFile]) -> list[str]:
 @task(name="read inputs", **IO_RETRIES)
 def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth)."""
-    return read_inputs(request, context.run)
+    return read_inputs(request, context.run, context.head)

@@ -1,0 +1,159 @@
+"""Comparison of a multi-label or regression run with another run of the same kind (`compare_to`).
+
+Rows are paired as for single-label runs (tasks/compare.py: row_index on the same input, else the
+id) and both runs' predictions are judged against this run's ground truth:
+
+* multi_label: a row is right when its predicted label set equals the truth exactly; the flips of
+  that verdict get McNemar's exact test, and each label's own right/wrong cells get theirs;
+* regression: the paired change of MAE and RMSE (this - other) with a paired bootstrap 95%
+  interval. Rows are resampled through blocks of their sums (|e|, e^2 of both runs): one row per
+  block up to BOOTSTRAP_BLOCKS rows (the plain paired bootstrap), past that rows hashed into that
+  many blocks, so its cost does not grow with the row count.
+
+`deltas` holds this - other for every scalar of the kind (scorekeeper.gates.HEAD_DELTA_METRICS),
+from the two metrics.json files.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+
+import numpy as np
+
+from scorekeeper.gates import HEAD_DELTA_METRICS
+from scorekeeper.run_folder import RunFolder
+from scorekeeper.storage import Location
+from scorekeeper.tasks.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _delta, mcnemar_exact, open_other
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP_BLOCKS = 10_000
+
+
+def _multi_label(con, keys: tuple[str, str]) -> dict:
+    con.execute(
+        f"""
+        CREATE TEMP TABLE ml_paired AS
+        SELECT e.row_index, o.predicted_labels AS before, e.predicted_labels AS after
+        FROM ml_evaluated AS e
+        JOIN staged AS s ON s.row_index = e.row_index
+        JOIN other AS o ON {keys[0]} = {keys[1]}
+        """
+    )
+    # per (row, label): right before / after, against this run's truth
+    con.execute(
+        """
+        CREATE TEMP TABLE ml_paired_cells AS
+        SELECT c.row_index, c.label_name, c.y,
+               (list_contains(p.before, c.label_name) = c.y) AS right_before,
+               (c.predicted = c.y) AS right_after
+        FROM ml_cells AS c JOIN ml_paired AS p ON p.row_index = c.row_index
+        """
+    )
+    rows, r2w, w2r, other = con.execute(
+        """
+        WITH exact AS (
+            SELECT row_index, bool_and(right_before) AS right_before, bool_and(right_after) AS right_after
+            FROM ml_paired_cells GROUP BY row_index
+        )
+        SELECT count(*),
+               count(*) FILTER (WHERE right_before AND NOT right_after),
+               count(*) FILTER (WHERE NOT right_before AND right_after),
+               count(*) FILTER (WHERE NOT right_before AND NOT right_after AND list_sort(p.before) <> list_sort(p.after))
+        FROM exact JOIN ml_paired AS p ON p.row_index = exact.row_index
+        """
+    ).fetchone()
+    per_label = {}
+    for name, b, c in con.execute(
+        """
+        SELECT label_name, count(*) FILTER (WHERE right_before AND NOT right_after),
+               count(*) FILTER (WHERE NOT right_before AND right_after)
+        FROM ml_paired_cells GROUP BY label_name
+        """
+    ).fetchall():
+        per_label[name] = {"right_to_wrong": int(b), "wrong_to_right": int(c), "mcnemar_p": mcnemar_exact(int(b), int(c))}
+    return {
+        "rows_compared": int(rows),
+        "flipped": {"right_to_wrong": int(r2w), "wrong_to_right": int(w2r), "other": int(other)},
+        "mcnemar_p": mcnemar_exact(int(r2w), int(w2r)),
+        "per_label": per_label,
+    }
+
+
+def paired_error_changes(sums: np.ndarray) -> dict:
+    """MAE and RMSE of both runs, their change (this - other) and its paired bootstrap 95% interval,
+    from per-block sums: columns (rows, |e| this, |e| other, e^2 this, e^2 other)."""
+    totals = sums.sum(axis=0)
+    n = totals[0]
+
+    def changes(t):
+        mae = (t[..., 1] - t[..., 2]) / t[..., 0]
+        rmse = np.sqrt(t[..., 3] / t[..., 0]) - np.sqrt(t[..., 4] / t[..., 0])
+        return mae, rmse
+
+    mae, rmse = changes(totals)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    picks = rng.integers(0, len(sums), size=(BOOTSTRAP_RESAMPLES, len(sums)))
+    boot_mae, boot_rmse = changes(sums[picks].sum(axis=1))
+    interval = lambda v: [float(x) for x in np.percentile(v, [2.5, 97.5])]  # noqa: E731
+    return {
+        "rows_compared": int(n),
+        "mae": {"this": float(totals[1] / n), "other": float(totals[2] / n), "delta": float(mae), "ci": interval(boot_mae)},
+        "rmse": {
+            "this": float(np.sqrt(totals[3] / n)),
+            "other": float(np.sqrt(totals[4] / n)),
+            "delta": float(rmse),
+            "ci": interval(boot_rmse),
+        },
+        "method": "paired_bootstrap",
+        "resamples": BOOTSTRAP_RESAMPLES,
+    }
+
+
+def _regression(con, keys: tuple[str, str], outputs: int) -> dict:
+    at = "[l.label_id + 1]" if outputs > 1 else ""
+    con.execute(
+        f"""
+        CREATE TEMP TABLE reg_paired AS
+        SELECT c.row_index, c.output, c.y, c.yhat AS after, o.prediction{at} AS before
+        FROM reg_cells AS c
+        JOIN labels AS l ON l.label_id = c.output_id
+        JOIN staged AS s ON s.row_index = c.row_index
+        JOIN other AS o ON {keys[0]} = {keys[1]}
+        """
+    )
+    rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired").fetchone()[0]
+    result: dict = {"rows_compared": int(rows)}
+    if not rows:
+        return result
+    blocks = "row_index" if rows <= BOOTSTRAP_BLOCKS else f"hash(row_index) % {BOOTSTRAP_BLOCKS}"
+    per_output = {}
+    for (output,) in con.execute("SELECT DISTINCT output FROM reg_paired ORDER BY output").fetchall():
+        sums = con.execute(
+            f"""
+            SELECT count(*), sum(abs(after - y)), sum(abs(before - y)), sum((after - y) ^ 2), sum((before - y) ^ 2)
+            FROM reg_paired WHERE output = ? GROUP BY {blocks}
+            """,
+            [output],
+        ).fetchnumpy()
+        per_output[output] = paired_error_changes(np.column_stack([np.asarray(v, dtype=np.float64) for v in sums.values()]))
+    if outputs == 1:
+        return result | next(iter(per_output.values())) | {"rows_compared": int(rows)}
+    return result | {"per_output": per_output}
+
+
+def compare_head(con, run: Location, other: Location, metrics: dict, head: str) -> dict:
+    """metrics.json's `comparison` for a multi_label or regression run."""
+    other_metrics = other.read_json(RunFolder.METRICS)
+    other_head = other_metrics.get("head", "single_label")
+    if other_head != head:
+        from scorekeeper.errors import InputError
+
+        raise InputError(f"compare_to: run {posixpath.basename(other.path)!r} scored a {other_head} head, this run a {head} head")
+    matched_on, keys = open_other(con, run, other)
+    found = _multi_label(con, keys) if head == "multi_label" else _regression(con, keys, len(metrics["labels"]))
+    if not found["rows_compared"]:
+        log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
+    deltas = {m: _delta(metrics, other_metrics, m) for m in HEAD_DELTA_METRICS[head]}
+    return {"run": posixpath.basename(other.path), "matched_on": matched_on, **found, "deltas": deltas}

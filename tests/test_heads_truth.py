@@ -1,0 +1,113 @@
+"""Ground truth of multi-label and regression heads: every accepted form staged to one canonical form,
+and what is refused named by its rows."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from scorekeeper.errors import InputError
+from scorekeeper.truth_kinds import label_columns_truth, multi_label_truth, regression_truth
+from tests.helpers import open_run_and_plan
+
+LABELS = ["toxic", "spam", "off_topic", "praise"]
+
+
+def test_a_list_column_of_names_or_ids():
+    names = pa.array([["toxic", "spam"], [], None, ["praise"]], pa.list_(pa.string()))
+    assert multi_label_truth(names, "f", "labels", "|", 0).to_pylist() == [["toxic", "spam"], [], None, ["praise"]]
+    ids = pa.array([[0, 3], [], None], pa.list_(pa.int32()))
+    assert multi_label_truth(ids, "f", "labels", "|", 0).to_pylist() == [["0", "3"], [], None]
+    with pytest.raises(InputError, match=r"label column 'labels' in f has a null inside a list at row_index 11"):
+        multi_label_truth(pa.array([["a"], ["b", None]]), "f", "labels", "|", 10)
+    with pytest.raises(InputError, match="is a list of double"):
+        multi_label_truth(pa.array([[0.5]]), "f", "labels", "|", 0)
+
+
+def test_a_delimited_text():
+    text = pa.array(["toxic|spam", "", None, " praise | ", "a||b", "1|3"])
+    assert multi_label_truth(text, "f", "labels", "|", 0).to_pylist() == [["toxic", "spam"], [], None, ["praise"], ["a", "b"], ["1", "3"]]
+    assert multi_label_truth(pa.array(["x;y"]), "f", "labels", ";", 0).to_pylist() == [["x", "y"]]
+    assert multi_label_truth(pa.nulls(2), "f", "labels", "|", 0).to_pylist() == [None, None]
+
+
+def test_one_column_per_label():
+    columns = [
+        pa.array([1, 0, None, 1]),
+        pa.array([True, False, None, True]),
+        pa.array(["0", "1", "", "1"]),
+        pa.array([0.0, 0.0, None, 1.0]),
+    ]
+    staged = label_columns_truth(columns, LABELS, "f", 0)
+    assert staged.to_pylist() == [["toxic", "spam"], ["off_topic"], None, LABELS]
+    with pytest.raises(InputError, match=r"label column 'spam' in f holds values other than 0/1 at row_index 6"):
+        label_columns_truth([pa.array([1, 0]), pa.array([0, 2])], ["toxic", "spam"], "f", 5)
+    with pytest.raises(InputError, match=r"some but not all of a row's label columns are empty at row_index 1"):
+        label_columns_truth([pa.array([1, 0]), pa.array([0, None])], ["toxic", "spam"], "f", 0)
+
+
+def test_a_numeric_column():
+    staged = regression_truth(pa.array([1.5, None, float("nan"), -2.0]), "f", "score", 0).to_pylist()
+    assert staged == [1.5, None, None, -2.0]
+    assert regression_truth(pa.array([3, None], pa.int64()), "f", "score", 0).to_pylist() == [3.0, None]
+    assert regression_truth(pa.array([" 2.5", "", None, "NaN", "1e3"]), "f", "score", 0).to_pylist() == [2.5, None, None, None, 1000.0]
+    with pytest.raises(InputError, match=r"holds text that is not a number at row_index 8 \('high'\), 10 \('n/a'\)"):
+        regression_truth(pa.array(["1", "2", "high", "3", "n/a"]), "f", "score", 6)
+    with pytest.raises(InputError, match="infinite value at row_index 1"):
+        regression_truth(pa.array([1.0, math.inf]), "f", "score", 0)
+    with pytest.raises(InputError, match="is bool; a regression ground truth is numeric"):
+        regression_truth(pa.array([True]), "f", "score", 0)
+
+
+# -- through the read step ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def heads(tmp_path_factory):
+    from tests.models import build_multi_label_classifier, build_regression_model
+
+    root = tmp_path_factory.mktemp("heads")
+    return {
+        "multi_label": str(build_multi_label_classifier(root / "ml", labels=LABELS, seed=4, num_layers=1)),
+        "regression": str(build_regression_model(root / "reg", "bert", seed=5, num_layers=1)),
+    }
+
+
+def _staged_labels(tmp_path, model, data, **params):
+    request, context, manifest, job = open_run_and_plan(
+        input_uri=str(data), model_uri=model, output_uri=str(tmp_path / "out"), run_name="r", **params
+    )
+    return context, pq.read_table(tmp_path / "out" / "r" / "work" / "input.parquet").column("label").to_pylist()
+
+
+def test_every_multi_label_form_stages_the_same_truth(tmp_path, heads):
+    truth = [["toxic", "spam"], [], None, ["praise"]]
+    texts = ["a b", "c d", "e f", "g h"]
+    pq.write_table(pa.table({"text": texts, "labels": pa.array(truth, pa.list_(pa.string()))}), tmp_path / "list.parquet")
+    (tmp_path / "ids.jsonl").write_text('{"text": "a", "labels": [0, 1]}\n{"text": "b", "labels": []}\n{"text": "c", "labels": null}\n'
+                                        '{"text": "d", "labels": [3]}\n')  # fmt: skip
+    (tmp_path / "delimited.csv").write_text("text,labels\na b,toxic;spam\nc d,\ne f,\ng h,praise\n")
+    (tmp_path / "columns.csv").write_text("text,toxic,spam,off_topic,praise\na,1,1,0,0\nb,0,0,0,0\nc,,,,\nd,0,0,0,1\n")
+    context, staged = _staged_labels(tmp_path / "1", heads["multi_label"], tmp_path / "list.parquet", label_column="labels")
+    assert context.head == "multi_label" and staged == truth
+    assert _staged_labels(tmp_path / "2", heads["multi_label"], tmp_path / "ids.jsonl", label_column="labels")[1] == [
+        ["0", "1"], [], None, ["3"]
+    ]  # fmt: skip
+    # a CSV cannot tell an empty list from a missing one: an empty cell is a row with no label
+    assert _staged_labels(tmp_path / "3", heads["multi_label"], tmp_path / "delimited.csv", label_column="labels", label_delimiter=";")[
+        1
+    ] == [["toxic", "spam"], [], [], ["praise"]]
+    assert _staged_labels(tmp_path / "4", heads["multi_label"], tmp_path / "columns.csv", label_columns=LABELS)[1] == truth
+
+
+def test_a_regression_truth_with_text_is_refused_naming_the_rows(tmp_path, heads):
+    (tmp_path / "in.csv").write_text("text,score\na,1.5\nb,\nc,high\nd,2\n")
+    with pytest.raises(InputError, match=r"label column 'score' in .*in.csv holds text that is not a number at row_index 2 \('high'\)"):
+        _staged_labels(tmp_path, heads["regression"], tmp_path / "in.csv", label_column="score")
+    assert not (tmp_path / "out" / "r" / "request.json").exists()
+    (tmp_path / "ok.csv").write_text("text,score\na,1.5\nb,\nc,-3\n")
+    context, staged = _staged_labels(tmp_path / "ok", heads["regression"], tmp_path / "ok.csv", label_column="score")
+    assert context.head == "regression" and staged == [1.5, None, -3.0]
