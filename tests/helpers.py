@@ -70,8 +70,8 @@ def open_run_and_plan(num_processes: int = 1, **params):
     return request, context, manifest, plan_run(request, context, manifest)
 
 
-def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params) -> Result:
-    """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
+def score_and_gather(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params):
+    """The flow's steps up to predictions.parquet: (request, context, manifest, progress)."""
     request, context, manifest, job = open_run_and_plan(num_processes, **params)
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if job.ranges:
@@ -79,12 +79,21 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
         with ScoringProcesses(num_processes, stall_timeout_s).start(context.run.uri + "/work/job.json") as processes:
             processes.follow(progress, on_progress)
     gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
+    return request, context, manifest, progress
+
+
+def read_predictions(context) -> pa.Table:
+    with context.run.fs.open(context.run.join("predictions.parquet"), "rb") as f:
+        return pq.read_table(f)
+
+
+def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params) -> Result:
+    """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
+    request, context, manifest, progress = score_and_gather(num_processes, stall_timeout_s, on_progress, **params)
     metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, head=context.head, thresholds=request.thresholds)
     publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})
     run = context.run
-    with run.fs.open(run.join("predictions.parquet"), "rb") as f:
-        predictions = pq.read_table(f)
-    return Result(Path(run.path) if is_local(run.fs) else run.uri, predictions, metrics, progress)
+    return Result(Path(run.path) if is_local(run.fs) else run.uri, read_predictions(context), metrics, progress)
 
 
 def reference_probabilities(
