@@ -9,7 +9,8 @@
   column per model label (`label_columns`; a row whose label columns are all empty has no ground
   truth).
 * regression -> `label` as float64: a numeric column; null or NaN is a row without ground truth.
-  A text column is read as numbers; a value that is not one is refused, naming the rows.
+  A text column is read as numbers; a value that is not one is refused, naming the rows. A head
+  with several outputs takes a list of numbers per row (list<float64>, in output order).
 
 Pure pyarrow, no Prefect: the read step calls these per batch.
 """
@@ -149,6 +150,13 @@ def regression_truth(column, where: str, user_name: str, first_row: int) -> pa.A
         column = pa.array(parsed, type=pa.float64())
     elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         column = column.cast(pa.float64())
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        vt = t.value_type
+        if not (pa.types.is_integer(vt) or pa.types.is_floating(vt) or pa.types.is_null(vt)):
+            raise InputError(
+                f"label column '{user_name}' in {where} is {t}; a regression ground truth is numeric (a list of numbers per row for several outputs)"
+            )
+        return column.cast(pa.list_(pa.float64()))  # one number per output; a null or NaN one is an output without truth
     else:
         raise InputError(f"label column '{user_name}' in {where} is {t}; a regression ground truth is numeric")
     column = pc.if_else(pc.is_nan(column), pa.scalar(None, pa.float64()), column)

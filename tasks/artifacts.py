@@ -62,7 +62,7 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
     lines += ["| metric | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in headline(metrics)]
     comparison = metrics.get("comparison")
-    if comparison:
+    if comparison and comparison.get("flipped"):
         flipped = comparison["flipped"]
         lines += [
             "",
@@ -94,9 +94,10 @@ def comparison_rows(metrics: dict) -> list[dict]:
         now = metric_value(metrics, name)
         before = None if now is None or change is None else now - change
         rows.append({"metric": name, "this run": now, comparison["run"]: before, "change": change})
-    for kind, n in comparison["flipped"].items():
+    for kind, n in (comparison.get("flipped") or {}).items():
         rows.append({"metric": f"rows {kind.replace('_', ' ')}", "this run": None, comparison["run"]: None, "change": n})
-    rows.append({"metric": "McNemar p", "this run": None, comparison["run"]: None, "change": comparison["mcnemar_p"]})
+    if "mcnemar_p" in comparison:
+        rows.append({"metric": "McNemar p", "this run": None, comparison["run"]: None, "change": comparison["mcnemar_p"]})
     return rows
 
 
@@ -107,7 +108,7 @@ def publish_report_artifacts(context, metrics: dict, throughput: dict, files: di
         key="scorekeeper-summary",
         description="Evaluation summary",
     )
-    if metrics["per_class"]:
+    if metrics.get("per_class"):
         create_table_artifact(
             [{"label": name, **values} for name, values in metrics["per_class"].items()],
             key="scorekeeper-per-class",

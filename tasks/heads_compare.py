@@ -35,20 +35,22 @@ def _multi_label(con, keys: tuple[str, str]) -> dict:
     con.execute(
         f"""
         CREATE TEMP TABLE ml_paired AS
-        SELECT e.row_index, o.predicted_labels AS before, e.predicted_labels AS after
-        FROM ml_evaluated AS e
-        JOIN staged AS s ON s.row_index = e.row_index
+        SELECT r.row_index, r.truth, o.predicted_labels AS before, p.predicted_labels AS after
+        FROM ml_rows AS r
+        JOIN predictions AS p ON p.row_index = r.row_index
+        JOIN staged AS s ON s.row_index = r.row_index
         JOIN other AS o ON {keys[0]} = {keys[1]}
+        WHERE r.truth IS NOT NULL
         """
     )
     # per (row, label): right before / after, against this run's truth
     con.execute(
         """
         CREATE TEMP TABLE ml_paired_cells AS
-        SELECT c.row_index, c.label_name, c.y,
-               (list_contains(p.before, c.label_name) = c.y) AS right_before,
-               (c.predicted = c.y) AS right_after
-        FROM ml_cells AS c JOIN ml_paired AS p ON p.row_index = c.row_index
+        SELECT p.row_index, l.label_name,
+               (list_contains(p.before, l.label_name) = p.truth[l.label_id + 1]) AS right_before,
+               (list_contains(p.after, l.label_name) = p.truth[l.label_id + 1]) AS right_after
+        FROM ml_paired AS p CROSS JOIN labels AS l
         """
     )
     rows, r2w, w2r, other = con.execute(
@@ -116,11 +118,13 @@ def _regression(con, keys: tuple[str, str], outputs: int) -> dict:
     con.execute(
         f"""
         CREATE TEMP TABLE reg_paired AS
-        SELECT c.row_index, c.output, c.y, c.yhat AS after, o.prediction{at} AS before
-        FROM reg_cells AS c
-        JOIN labels AS l ON l.label_id = c.output_id
-        JOIN staged AS s ON s.row_index = c.row_index
-        JOIN other AS o ON {keys[0]} = {keys[1]}
+        SELECT * FROM (
+            SELECT r.row_index, l.label_name AS output, r.truth{at} AS y, r.prediction{at} AS after, o.prediction{at} AS before
+            FROM reg_rows AS r
+            CROSS JOIN labels AS l
+            JOIN staged AS s ON s.row_index = r.row_index
+            JOIN other AS o ON {keys[0]} = {keys[1]}
+        ) WHERE isfinite(y)
         """
     )
     rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired").fetchone()[0]

@@ -2,13 +2,12 @@
 
 evaluate.evaluate hands a run whose head is not single_label to `evaluate_head`, which joins the
 predictions to the ground truth exactly as the single-label evaluation does (on row_index, or on
-the id for ground-truth files), builds one table of (row, label) or (row, output) cells, and hands
-it to the metric functions of tasks/heads_metrics.py:
+the id for ground-truth files), builds one row per scored row beside its truth, and hands it to
+the metric functions of tasks/heads_metrics.py:
 
-* multi_label: `ml_evaluated` (row_index, id, predicted_labels, probabilities: one row per
-  evaluated row) and `ml_cells` (row_index, label_id, label_name, y, p, predicted);
-* regression: `reg_evaluated` (row_index, id, truth, prediction) and `reg_cells` (row_index,
-  output_id, output, y, yhat), rows without ground truth for an output left out.
+* multi_label: `ml_rows` (row_index, id, probabilities, truth as one boolean per label or null
+  without ground truth, text), and the unknown label names counted apart;
+* regression: `reg_rows` (row_index, id, prediction, truth or null, text).
 
 The coverage fields (rows, scored, evaluated, missing and unmatched predictions) and unknown labels
 mean what they mean for single-label runs (docs/contracts.md, section 3).
@@ -47,20 +46,17 @@ def _multi_label(con, labels: list[str], thresholds) -> dict:
     from scorekeeper.tasks.evaluate import sql
 
     con.execute(sql("multi_label_evaluated.sql"))
-    evaluated = con.execute("SELECT count(*) FROM ml_evaluated").fetchone()[0]
     unknown = {str(name): int(n) for name, n in con.execute(sql("multi_label_unknown.sql")).fetchall()}
-    result = {"evaluated": int(evaluated), "unknown_labels": unknown, "unknown_label_rows": sum(unknown.values())}
-    if evaluated:
-        result |= heads_metrics.multilabel_metrics(con, labels, threshold_vector(thresholds, labels))
-    return result
+    return {"unknown_labels": unknown, "unknown_label_rows": sum(unknown.values())} | heads_metrics.multilabel_metrics(
+        con, labels, threshold_vector(thresholds, labels)
+    )
 
 
 def _regression(con, labels: list[str]) -> dict:
     from scorekeeper.tasks import heads_metrics
     from scorekeeper.tasks.evaluate import sql
 
-    several = len(labels) > 1
-    if several:
+    if len(labels) > 1:
         wrong = con.execute(
             "SELECT row_index, len(value) FROM truth WHERE row_index IS NOT NULL AND len(value) <> ? ORDER BY row_index LIMIT 5",
             [len(labels)],
@@ -68,15 +64,11 @@ def _regression(con, labels: list[str]) -> dict:
         if wrong:
             shown = ", ".join(f"{i} ({n} values)" for i, n in wrong)
             raise InputError(
-                f"the regression head has {len(labels)} outputs ({', '.join(labels)}) but the ground truth at row_index {shown} does not"
+                f"the regression head has {len(labels)} outputs ({', '.join(labels)}): its ground truth is a list of "
+                f"{len(labels)} numbers per row, but not at row_index {shown}"
             )
-    at = {"truth_at": "e.truth[l.label_id + 1]", "prediction_at": "e.prediction[l.label_id + 1]"} if several else {}
-    con.execute(sql("regression_evaluated.sql", **(at or {"truth_at": "e.truth", "prediction_at": "e.prediction"})))
-    evaluated = con.execute("SELECT count(*) FROM reg_evaluated").fetchone()[0]
-    result = {"evaluated": int(evaluated)}
-    if evaluated:
-        result |= heads_metrics.regression_metrics(con, labels)
-    return result
+    con.execute(sql("regression_evaluated.sql"))
+    return heads_metrics.regression_metrics(con, labels)
 
 
 def evaluate_head(
@@ -106,7 +98,7 @@ def evaluate_head(
         result["thresholds"] = dict(zip(labels, threshold_vector(thresholds, labels)))
     else:
         result |= _regression(con, labels)
-    if baseline is not None and result["evaluated"]:
+    if baseline is not None and result.get("evaluated"):
         from scorekeeper.tasks.heads_compare import compare_head
 
         result["comparison"] = compare_head(con, run, baseline, result, head)

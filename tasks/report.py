@@ -20,6 +20,12 @@ from scorekeeper.tasks import plots
 from scorekeeper.tasks.retries import IO_RETRIES
 
 HEADLINE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece")
+# the headline of each kind of head (scorekeeper.heads); every other number is in its own section
+HEAD_HEADLINES = {
+    "single_label": HEADLINE_METRICS,
+    "multi_label": ("subset_accuracy", "micro_f1", "macro_f1", "hamming_loss", "log_loss"),
+    "regression": ("mae", "rmse", "r2", "spearman", "mape"),
+}
 COMPARED_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
 LOWER_IS_BETTER = frozenset({"log_loss", "ece"})
 SAMPLE_TEXT = 200  # characters of a row's text shown among the confident errors
@@ -40,17 +46,18 @@ def signed(value, digits: int = 4) -> str:
 
 
 def metric_value(metrics: dict, name: str):
-    """A headline metric by name; the macro ROC-AUC and AP live one level down."""
-    if name in ("roc_auc_macro", "average_precision_macro"):
-        return (metrics.get(name.removesuffix("_macro")) or {}).get("macro")
-    return metrics.get(name)
+    """A headline metric by name; the gates' names (roc_auc_macro, ece_micro, ...) find values one level down."""
+    from scorekeeper.gates import SCALAR_METRICS
+    from scorekeeper.gates import metric_value as gate_value
+
+    return gate_value(metrics, name) if name in SCALAR_METRICS else metrics.get(name)
 
 
 def headline(metrics: dict) -> list[tuple[str, str]]:
     rows = [("rows", fmt(metrics["rows"])), ("scored", fmt(metrics["scored"])), ("evaluated", fmt(metrics["evaluated"]))]
     if not metrics["scoring_only"]:
-        for k in HEADLINE_METRICS:
-            text = fmt(metrics[k])
+        for k in HEAD_HEADLINES[metrics.get("head", "single_label")]:
+            text = fmt(metrics.get(k))
             if k == "accuracy" and metrics.get("accuracy_ci"):
                 text += f" (95% CI {_ci(metrics['accuracy_ci'])})"
             rows.append((k, text))
@@ -105,10 +112,10 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         ]
     lines += groups_markdown(throughput)
     lines += _markdown_comparison(metrics.get("comparison"))
-    if metrics["unknown_labels"]:
+    if metrics.get("unknown_labels"):
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {_md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
-    if metrics["per_class"]:
+    if metrics.get("per_class"):
         lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
         lines += [
             f"| {_md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
@@ -154,15 +161,26 @@ def groups_markdown(throughput: dict | None) -> list[str]:
 def _markdown_comparison(comparison: dict | None) -> list[str]:
     if not comparison:
         return []
-    flipped = comparison["flipped"]
+    flipped = comparison.get("flipped")  # regression runs compare errors, not right and wrong
     lines = [f"## Compared with run `{comparison['run']}`", ""]
     lines += [
         f"{comparison['rows_compared']} rows compared"
         + (f" (matched on {comparison['matched_on']})" if comparison.get("matched_on") else "")
-        + f": {flipped['right_to_wrong']} right -> wrong, {flipped['wrong_to_right']} wrong -> right, "
-        f"{flipped['other']} wrong in both with another prediction; McNemar exact p = {comparison['mcnemar_p']:.4g}.",
+        + (
+            f": {flipped['right_to_wrong']} right -> wrong, {flipped['wrong_to_right']} wrong -> right, "
+            f"{flipped['other']} wrong in both with another prediction; McNemar exact p = {comparison['mcnemar_p']:.4g}."
+            if flipped
+            else "."
+        ),
         "",
     ]
+    for name in ("mae", "rmse"):
+        if comparison.get(name):
+            d = comparison[name]
+            lines += [
+                f"{name.upper()} change {signed(d['delta'])} ({fmt(d['this'])} vs {fmt(d['other'])}), paired bootstrap 95% interval {_ci(d['ci'])}.",
+                "",
+            ]
     if comparison.get("accuracy_delta_ci"):
         paired = comparison.get("accuracy_delta_paired")
         change = f" {paired:+.4f} over the rows both runs scored," if isinstance(paired, float) else ""
@@ -244,6 +262,9 @@ def _cards(metrics: dict) -> list[dict]:
     """The headline numbers: name, value, JSON path, and an interval where there is one."""
     if metrics["scoring_only"]:
         return []
+    head = metrics.get("head", "single_label")
+    if head != "single_label":
+        return [{"name": k.replace("_", " "), "value": metrics.get(k), "key": [k]} for k in HEAD_HEADLINES[head]]
     cards = [{"name": "accuracy", "value": metrics["accuracy"], "key": ["accuracy"], "ci": metrics.get("accuracy_ci")}]
     cards += [{"name": k.replace("_", " "), "value": metrics[k], "key": [k]} for k in HEADLINE_METRICS[1:]]
     if (metrics.get("roc_auc") or {}).get("macro") is not None:

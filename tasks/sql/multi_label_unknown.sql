@@ -2,7 +2,7 @@
 -- times each occurs.
 SELECT n.raw, count(*) AS n
 FROM ml_truth_names AS n
-JOIN ml_evaluated AS e ON e.row_index = n.row_index
+JOIN predictions AS p ON p.row_index = n.row_index
 WHERE n.label_id IS NULL
 GROUP BY n.raw
 ORDER BY n DESC, n.raw;

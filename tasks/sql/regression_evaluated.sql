@@ -1,15 +1,9 @@
--- Regression rows with both a prediction and ground truth, one row per (row, output):
--- y (the truth), yhat (the prediction). One output: prediction and value are numbers; several:
--- lists in output order. Expects: truth (row_index, id, value), predictions (row_index, id,
--- prediction), labels (label_id, label_name: the outputs).
-CREATE TEMP TABLE reg_evaluated AS
-SELECT p.row_index, p.id, t.value AS truth, p.prediction
+-- A regression run's rows for tasks/heads_metrics.py: `reg_rows` (row_index, id as text,
+-- prediction, truth (NULL without ground truth), text), one row per scored row; a number each, or
+-- lists in output order when the head has several outputs.
+-- Expects: truth (row_index, id, value), predictions, staged.
+CREATE TEMP TABLE reg_rows AS
+SELECT p.row_index, p.id::VARCHAR AS id, p.prediction, t.value AS truth, s.text
 FROM predictions AS p
-JOIN truth AS t ON t.row_index = p.row_index;
-
-CREATE TEMP TABLE reg_cells AS
-SELECT e.row_index, l.label_id AS output_id, l.label_name AS output,
-       {truth_at} AS y, {prediction_at} AS yhat
-FROM reg_evaluated AS e
-CROSS JOIN labels AS l
-WHERE {truth_at} IS NOT NULL;
+LEFT JOIN truth AS t ON t.row_index = p.row_index
+LEFT JOIN staged AS s ON s.row_index = p.row_index;
