@@ -191,7 +191,11 @@ def _markdown_comparison(comparison: dict | None) -> list[str]:
 
 
 def plot_files(metrics: dict) -> dict[str, str]:
-    """The report's plots by file name; absent data gives no file."""
+    """The report's plots by file name; absent data gives no file. These are a single-label run's:
+    the calibration, curves and errors of the other heads have shapes of their own."""
+    if metrics.get("head", "single_label") != "single_label":
+        made = {"history.svg": plots.history_svg(metrics)}
+        return {name: svg for name, svg in made.items() if svg}
     made = {
         "confusion.svg": plots.confusion_svg(metrics),
         "reliability.svg": plots.reliability_svg(metrics),

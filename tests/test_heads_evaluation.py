@@ -1,0 +1,123 @@
+"""A multi-label and a regression run evaluated end to end: every ground-truth form gives the same
+evaluation of the same predictions, unknown label names are counted, metrics.json says the head,
+a failed gate exits 4 and a second run compares itself with the first."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.helpers import make_rows, run_job, write_rows
+
+pytestmark = pytest.mark.integration
+
+LABELS = ["toxic", "spam", "off_topic", "praise"]
+SCALARS = ("subset_accuracy", "hamming_loss", "micro_f1", "macro_f1", "log_loss", "lrap")
+
+
+@pytest.fixture(scope="module")
+def heads(tmp_path_factory):
+    from tests.models import build_multi_label_classifier, build_regression_model
+
+    root = tmp_path_factory.mktemp("eval_models")
+    return {
+        "multi_label": str(build_multi_label_classifier(root / "ml", "bert", labels=LABELS, seed=41)),
+        "regression": str(build_regression_model(root / "reward", "llama", seed=42)),
+    }
+
+
+def _multi_label_input(path, n: int = 14):
+    rng = np.random.default_rng(5)
+    rows = make_rows(n, seed=6)
+    truth = [[name for name in LABELS if rng.random() < 0.4] for _ in range(n)]
+    truth[3] = []  # a row with no label
+    with_unknown = [list(t) for t in truth]
+    with_unknown[5] = with_unknown[5] + ["ham"]  # a name the model does not have: counted, not evaluated
+    lists = pa.array([None if i == 7 else t for i, t in enumerate(with_unknown)], pa.list_(pa.string()))  # row 7: no truth
+    delimited = pa.array([None if i == 7 else "|".join(t) for i, t in enumerate(with_unknown)])
+    columns = {name: pa.array([None if i == 7 else int(name in t) for i, t in enumerate(truth)], pa.int64()) for name in LABELS}
+    table = pa.table(
+        {"review_id": [r["review_id"] for r in rows], "text": [r["text"] for r in rows], "labels": lists, "labels_text": delimited, **columns}
+    )
+    pq.write_table(table, path)
+    return truth
+
+
+def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_path, heads):
+    from sklearn.metrics import accuracy_score, hamming_loss
+
+    truth = _multi_label_input(tmp_path / "in.parquet")
+    common = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "runs"), run_name="ml")
+    first = run_job(1, id_column="review_id", label_column="labels", **common)
+    metrics = first.metrics
+    assert metrics["head"] == "multi_label" and metrics["rows"] == metrics["scored"] == 14 and metrics["evaluated"] == 13
+    assert metrics["unknown_labels"] == {"ham": 1}
+    assert set(metrics["per_label"]) == set(LABELS) and "accuracy" not in metrics
+    # the wiring, checked against scikit-learn on the predictions as written
+    kept = [i for i in range(14) if i != 7]
+    y = np.array([[name in truth[i] for name in LABELS] for i in kept])
+    predicted = first.predictions.column("predicted_labels").to_pylist()
+    p = np.array([[name in predicted[i] for name in LABELS] for i in kept])
+    assert metrics["subset_accuracy"] == pytest.approx(accuracy_score(y, p), abs=1e-12)
+    assert metrics["hamming_loss"] == pytest.approx(hamming_loss(y, p), abs=1e-12)
+    recorded = json.loads((tmp_path / "runs" / "ml" / "report" / "metrics.json").read_text())
+    assert recorded["head"] == "multi_label" and recorded["subset_accuracy"] == metrics["subset_accuracy"]
+
+    # The same run again with the truth in other forms: nothing is scored again (the label
+    # parameters change no prediction), the evaluation is the same.
+    delimited = run_job(1, id_column="review_id", label_column="labels_text", **common)
+    assert delimited.progress.rows_done == 0
+    assert {k: delimited.metrics[k] for k in SCALARS} == {k: metrics[k] for k in SCALARS}
+    assert delimited.metrics["unknown_labels"] == {"ham": 1}
+    columns = run_job(1, id_column="review_id", label_columns=LABELS, **common)
+    assert columns.metrics["evaluated"] == 13 and columns.metrics["unknown_labels"] == {}
+    assert {k: columns.metrics[k] for k in SCALARS} == {k: metrics[k] for k in SCALARS}
+
+
+def test_a_regression_run_with_ground_truth(tmp_path, heads):
+    from sklearn.metrics import mean_absolute_error, mean_squared_error
+
+    rows = make_rows(12, seed=8)
+    for i, r in enumerate(rows):
+        r["quality"] = "" if i == 4 else str(round(0.25 * i - 1.0, 2))  # row 4: no truth
+        del r["label"]
+    write_rows(tmp_path / "in.csv", rows)
+    result = run_job(
+        1, input_uri=str(tmp_path / "in.csv"), model_uri=heads["regression"], output_uri=str(tmp_path / "runs"), run_name="reg",
+        id_column="review_id", label_column="quality",
+    )  # fmt: skip
+    metrics = result.metrics
+    assert metrics["head"] == "regression" and metrics["evaluated"] == 11
+    kept = [i for i in range(12) if i != 4]
+    y = np.array([float(rows[i]["quality"]) for i in kept])
+    yhat = result.predictions.column("prediction").to_numpy()[kept]
+    assert metrics["mae"] == pytest.approx(mean_absolute_error(y, yhat), rel=1e-12)
+    assert metrics["rmse"] == pytest.approx(mean_squared_error(y, yhat) ** 0.5, rel=1e-12)
+
+
+def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp_path, heads):
+    from tests.test_flow_cli import _cli
+
+    rows = make_rows(9, seed=9)
+    for i, r in enumerate(rows):
+        r["quality"] = 0.5 * i
+    write_rows(tmp_path / "in.jsonl", rows)
+    common = ["run", "--input-uri", "in.jsonl", "--model-uri", heads["regression"], "--output-uri", "runs", "--num-processes", "1"]
+    common += ["--label-column", "quality", "--id-column", "review_id"]
+    failed = _cli(*common, "--run-name", "base", "--gates", "mae<=0", "--gates", "r2>=-1000000", cwd=tmp_path)
+    assert failed.returncode == 4, failed.stderr[-3000:]
+    assert "Traceback" not in failed.stdout + failed.stderr
+    assert "1 of 2 quality gate(s) failed: mae <= 0: mae is " in failed.stderr
+    base = json.loads((tmp_path / "runs" / "base" / "report" / "metrics.json").read_text())
+    assert base["head"] == "regression" and [g["passed"] for g in base["gates"]] == [False, True]
+    assert (tmp_path / "runs" / "base" / "report" / "report.html").exists()
+
+    compared = _cli(*common, "--run-name", "cand", "--compare-to", "previous", "--gates", "mae_delta<=0", "--gates", "rmse_drop>=0", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr[-3000:]
+    comparison = json.loads((tmp_path / "runs" / "cand" / "report" / "metrics.json").read_text())["comparison"]
+    assert comparison["run"] == "base" and comparison["rows_compared"] == 9 and comparison["matched_on"] == "row_index"
+    assert comparison["mae"]["delta"] == 0.0 and comparison["mae"]["ci"] == [0.0, 0.0] and comparison["deltas"]["mae"] == 0.0
