@@ -41,7 +41,13 @@ def _multi_label_input(path, n: int = 14):
     delimited = pa.array([None if i == 7 else "|".join(t) for i, t in enumerate(with_unknown)])
     columns = {name: pa.array([None if i == 7 else int(name in t) for i, t in enumerate(truth)], pa.int64()) for name in LABELS}
     table = pa.table(
-        {"review_id": [r["review_id"] for r in rows], "text": [r["text"] for r in rows], "labels": lists, "labels_text": delimited, **columns}
+        {
+            "review_id": [r["review_id"] for r in rows],
+            "text": [r["text"] for r in rows],
+            "labels": lists,
+            "labels_text": delimited,
+            **columns,
+        }
     )
     pq.write_table(table, path)
     return truth
@@ -116,7 +122,9 @@ def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp
     assert base["head"] == "regression" and [g["passed"] for g in base["gates"]] == [False, True]
     assert (tmp_path / "runs" / "base" / "report" / "report.html").exists()
 
-    compared = _cli(*common, "--run-name", "cand", "--compare-to", "previous", "--gates", "mae_delta<=0", "--gates", "rmse_drop>=0", cwd=tmp_path)
+    compared = _cli(
+        *common, "--run-name", "cand", "--compare-to", "previous", "--gates", "mae_delta<=0", "--gates", "rmse_drop>=0", cwd=tmp_path
+    )
     assert compared.returncode == 0, compared.stderr[-3000:]
     comparison = json.loads((tmp_path / "runs" / "cand" / "report" / "metrics.json").read_text())["comparison"]
     assert comparison["run"] == "base" and comparison["rows_compared"] == 9 and comparison["matched_on"] == "row_index"

@@ -139,3 +139,24 @@ def test_regression_table_one_output_and_several():
     several = HeadOutputs.of("regression", ["a", "b"], 0.5).table(_rows(2), np.array([[1.0, 2.0], [3.0, 4.0]]))
     assert several.schema.field("prediction").type == pa.list_(pa.float64())
     assert several.column("prediction").to_pylist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_compare_to_a_run_of_another_kind_of_head_is_refused_before_scoring(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from scorekeeper.tasks.compare import resolve_baseline_task
+
+    (tmp_path / "in.csv").write_text("review_id,text\nr1,a\n")
+    base = tmp_path / "runs" / "base"
+    (base / "report").mkdir(parents=True)
+    (base / "report" / "metrics.json").write_text(json.dumps({"head": "single_label"}))
+    (base / "plan.json").write_text(json.dumps({"files": []}))
+    (base / "request.json").write_text(json.dumps({"id_column": "review_id"}))
+    (base / "predictions.parquet").write_bytes(b"")
+    request = ScoreRequest(
+        input_uri=str(tmp_path / "in.csv"), model_uri="m", output_uri=str(tmp_path / "runs"), id_column="review_id", compare_to="base"
+    )
+    with pytest.raises(InputError, match="compare_to: run 'base' scored a single_label head and this run a regression head"):
+        resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="regression"))
+    assert resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="single_label")) == "base"
