@@ -33,8 +33,14 @@ class RequestRecord(ScoreRequest):
         return cls(**fields, run_id=run_id, model_fingerprint=model_fingerprint, adapter_fingerprint=adapter_fingerprint)
 
     def scoring_fingerprint(self, input_fingerprint: str) -> str:
-        """What a committed shard's predictions depend on; shards under another fingerprint are stale."""
-        params = {k: _comparable(k, v) for k, v in self.public_dict().items() if k in SCORING_PARAMETERS}
+        """What a committed shard's predictions depend on; shards under another fingerprint are stale.
+        A parameter added later enters it only when it differs from what every earlier run did
+        (LATER_PARAMETERS), so the runs made before it keep their fingerprint and resume."""
+        params = {
+            k: _comparable(k, v)
+            for k, v in self.public_dict().items()
+            if k in SCORING_PARAMETERS and _comparable(k, v) != LATER_PARAMETERS.get(k, _NEVER)
+        }
         return digest_of([params, self.model_fingerprint, self.adapter_fingerprint, input_fingerprint])
 
 
@@ -75,6 +81,15 @@ def check_resumable(earlier: RequestRecord, now: RequestRecord) -> None:
         )
 
 
+# Parameters that change predictions, added after runs existed, with the value every earlier run had.
+LATER_PARAMETERS = {"head": "single_label", "thresholds": 0.5}
+_NEVER = object()
+
+
 def _comparable(name: str, value):
     # ./data, its absolute path, file:// and a trailing / are one place
-    return normalise_uri(value) if name in URI_FIELDS else value
+    if name in URI_FIELDS:
+        return normalise_uri(value)
+    if name == "head" and value == "auto":  # a request.json written before heads were resolved: single-label
+        return "single_label"
+    return value

@@ -328,8 +328,15 @@ def _truth(head: str, request: ScoreRequest, column, where: str, user: str, firs
     return _normalise("label", column, where, user, first_row)
 
 
-def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, head: str = "single_label") -> StagedInput:
+def staged_head(request: ScoreRequest) -> str:
+    """The kind of head whose ground-truth form the read step stages: the flow hands it a request
+    whose `head` it has resolved from the model; `auto` left unresolved reads single-label truth."""
+    return "single_label" if request.head == "auto" else request.head
+
+
+def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> StagedInput:
     """Validate every input row and write the staged Parquet file into `workdir`."""
+    head = staged_head(request)
     first_schema, _ = _read_or_explain(files[0], [], [])
     has_label = bool(request.label_columns) or (
         request.label_column is not None
@@ -418,8 +425,9 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, hea
     )
 
 
-def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: str, head: str = "single_label") -> tuple[str, str]:
+def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: str) -> tuple[str, str]:
     """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
+    head = staged_head(request)
     target = os.path.join(workdir, "ground_truth.parquet")
     writer = None
     types: dict[str, tuple[pa.DataType, str]] = {}
@@ -517,10 +525,10 @@ def staging_key(request: ScoreRequest, files: list[InputFile], truth_files: list
     )
 
 
-def read_inputs(request: ScoreRequest, run: RunFolder, head: str = "single_label") -> StagedManifest:
+def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
     """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
-    of the same files with the same staging parameters. Returns the staged manifest. `head` is the
-    kind of head the run scores with: it decides the form its ground truth is staged in.
+    of the same files with the same staging parameters. Returns the staged manifest. `request.head`
+    is the kind of head resolved from the model: it decides the form the ground truth is staged in.
 
     The ground truth is fingerprinted like the input: when it changed since an earlier attempt it
     is staged again and the run is evaluated against it (the predictions do not depend on it)."""
@@ -530,7 +538,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder, head: str = "single_label
 
     files = list_input_files(request.input_uri, exclude=run)
     truth_files = list_input_files(request.ground_truth_uri, "ground truth", exclude=run) if request.ground_truth_uri else []
-    key = staging_key(request.model_copy(update={"head": head}), files, truth_files)
+    key = staging_key(request, files, truth_files)
     earlier = run.read_manifest()
     if earlier is not None:
         if earlier.staging_key == key and run.exists(RunFolder.STAGED_INPUT):
@@ -555,7 +563,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder, head: str = "single_label
         # with nothing committed yet: the earlier attempt left nothing to protect.)
     workdir = new_workdir()
     try:
-        staged = stage_input(request, files, workdir, head)
+        staged = stage_input(request, files, workdir)
         if request.id_column:
             dupes = first_duplicate_ids(staged.local_path)
             if dupes:
@@ -563,7 +571,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder, head: str = "single_label
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
         ground_truth = None
         if request.ground_truth_uri:
-            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir, head)
+            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir)
             dupes = first_duplicate_ids(gt_path)
             if dupes:
                 shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
@@ -588,4 +596,4 @@ def _changed(earlier: list[InputFile], now: list[InputFile]) -> list[str]:
 @task(name="read inputs", **IO_RETRIES)
 def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth)."""
-    return read_inputs(request, context.run, context.head)
+    return read_inputs(request.model_copy(update={"head": context.head}), context.run)

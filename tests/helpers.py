@@ -66,7 +66,7 @@ def open_run_and_plan(num_processes: int = 1, **params):
     """The flow's steps up to the plan: (request, context, manifest, job)."""
     request = ScoreRequest(num_processes=num_processes, **params)
     context = open_run(request, None)
-    manifest = read_inputs(request, context.run, context.head)
+    manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
     return request, context, manifest, plan_run(request, context, manifest)
 
 

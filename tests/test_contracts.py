@@ -66,8 +66,16 @@ def test_the_scoring_fingerprint_keeps_the_parameters_it_always_had():
     assert SCORING_PARAMETERS == {
         "input_uri", "text_column", "text_pair_column", "id_column", "model_uri", "adapter_uri", "merge_adapter", "mode",
         "output_uri", "dtype", "max_length", "rows_per_range", "tokens_per_batch", "max_batch_rows", "null_text",
-        "pipeline_stages", "microbatches", "trust_remote_code",
+        "pipeline_stages", "microbatches", "trust_remote_code", "head", "thresholds",
     }  # fmt: skip
+    # the two added later enter the digest only off the value every earlier run had
+    earlier = RequestRecord.of(ScoreRequest(**BASE), "r", "m", None)
+    assert earlier.scoring_fingerprint("in") == RequestRecord.of(
+        ScoreRequest(**BASE), "r", "m", None, head="single_label"
+    ).scoring_fingerprint("in")
+    assert earlier.scoring_fingerprint("in") != RequestRecord.of(
+        ScoreRequest(**BASE), "r", "m", None, head="regression"
+    ).scoring_fingerprint("in")
     assert {"num_processes", "run_name", "storage_block", "collective_timeout_s"} <= RESUMABLE_DIFFERENCES
     assert {"label_column", "ground_truth_uri", "slice_columns"} <= RESUMABLE_DIFFERENCES & STAGING_PARAMETERS
     assert not RESUMABLE_DIFFERENCES & SCORING_PARAMETERS
@@ -135,13 +143,17 @@ def test_each_parameter_that_changes_the_staged_input_is_declared_staging(tmp_pa
     alternatives = {
         "input_uri": str(tmp_path / "copy" / "in.jsonl"), "text_column": "text2", "text_pair_column": "text2", "id_column": "key",
         "label_column": "label2", "ground_truth_uri": str(tmp_path / "gt.jsonl"), "slice_columns": ["lang"], "null_text": "error",
+        "head": "multi_label", "label_delimiter": "e",
     }  # fmt: skip
+    needs = {"label_delimiter": {"head": "multi_label"}}  # parameters whose effect shows with another one set
     expected = _staged(tmp_path, base, "base")
     assert not isinstance(expected, str), expected
     changes_staging = set()
     for name in ScoreRequest.model_fields:
-        value = alternatives.get(name, _other_value(name, getattr(base, name)))
-        if _staged(tmp_path, ScoreRequest(**base.model_dump() | {name: value}), name) != expected:
+        start = ScoreRequest(**base.model_dump() | needs.get(name, {}))
+        reference = _staged(tmp_path, start, name + "-base") if name in needs else expected
+        value = alternatives.get(name, _other_value(name, getattr(start, name)))
+        if _staged(tmp_path, ScoreRequest(**start.model_dump() | {name: value}), name) != reference:
             changes_staging.add(name)
     missing = changes_staging - STAGING_PARAMETERS
     assert not missing, f"{sorted(missing)} change what the read step stages: declare they affect STAGING"
