@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
+from scorekeeper.worker.device import ACCELERATOR_PATH_ENV, accelerator_path, default_tokens_per_batch, engine_facts, pin_host_memory
 from scorekeeper.worker.model import resolve_dtype
-from scorekeeper.worker.runtime import ACCELERATOR_PATH_ENV, accelerator_path, default_tokens_per_batch, engine_facts, pin_host_memory
 from tests.helpers import make_rows, probabilities, run_job, write_rows
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda", 0)

@@ -367,7 +367,7 @@ def http_data(tmp_path):
 
 
 def test_case11_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models, http_data):
-    from scorekeeper.worker.job import Job, run_uri_of
+    from scorekeeper.boundary import Job, run_uri_of
 
     served, base = http_data
     write_rows(served / "in.csv", make_rows(5))
