@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_serializer, field_validator
 
@@ -37,7 +37,7 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     @classmethod
-    def of(cls, request: ScoreRequest):
+    def of(cls, request: ScoreRequest) -> Self:
         """This section of a request: its fields carry the request's names."""
         return cls(**{name: getattr(request, name) for name in cls.model_fields})
 
