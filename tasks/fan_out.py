@@ -33,8 +33,8 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
+from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.plan import committed_ranges
-from scorekeeper.tasks.prepare import RunContext
 
 POLL_S = 2.0
 STATUS_LOG_S = 15.0

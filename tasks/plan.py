@@ -15,7 +15,7 @@ from scorekeeper.boundary import Job, LaunchSettings, ScoringSettings
 from scorekeeper.params import ScoreRequest
 from scorekeeper.request_record import publish_request_record
 from scorekeeper.run_folder import CommitRecord, Plan, RunFolder, StagedManifest, cut_ranges
-from scorekeeper.tasks.prepare import RunContext, request_record
+from scorekeeper.tasks.open_run import RunContext, request_record
 from scorekeeper.tasks.retries import IO_RETRIES
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
-from scorekeeper.tasks.prepare import RunContext
+from scorekeeper.tasks.open_run import RunContext
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)

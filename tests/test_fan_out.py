@@ -74,7 +74,7 @@ def test_a_started_group_run_is_lost_only_after_the_stall_timeout_without_a_sign
 
 def test_fan_out_settings_change_no_prediction_so_a_rerun_with_others_resumes():
     from scorekeeper.request_record import check_resumable
-    from scorekeeper.tasks.prepare import RunContext, request_record
+    from scorekeeper.tasks.open_run import RunContext, request_record
 
     base = dict(input_uri="in.csv", model_uri="m", output_uri="out")
     context = RunContext("r", "out/r", "m", "fp", None, None, ["a", "b"], False)

@@ -33,7 +33,7 @@ KNOWN_CYCLES: set[frozenset[str]] = {
 # Imports of the worker from the Prefect layer still being moved on another branch (issue 17, the
 # `inv-model` branch: the model-folder checks into the torch-free library). Remove once merged.
 KNOWN_WORKER_IMPORTS: set[tuple[str, str]] = {
-    ("scorekeeper.tasks.prepare", "scorekeeper.worker.model"),
+    ("scorekeeper.tasks.open_run", "scorekeeper.worker.model"),
     ("scorekeeper.tasks.group", "scorekeeper.worker.model"),
 }
 
