@@ -247,7 +247,9 @@ def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
         hist["counts"][b] = int(n)
     scatter: dict[str, dict] = {}
     if evaluated <= SCATTER_POINTS:
-        for output_id, truth, prediction in con.execute("SELECT output_id, truth, prediction FROM reg_cells ORDER BY output_id, row_index"):
+        for output_id, truth, prediction in con.execute(
+            "SELECT output_id, truth, prediction FROM reg_cells ORDER BY output_id, row_index"
+        ).fetchall():
             points = scatter.setdefault(outputs[output_id], {"kind": "points", "truth": [], "prediction": []})
             points["truth"].append(truth)
             points["prediction"].append(prediction)

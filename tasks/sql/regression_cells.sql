@@ -5,15 +5,26 @@
 -- some of them is counted apart (partial_truth), and so is a row with an infinite truth or a
 -- prediction that is not a finite number (not_finite): neither is evaluated, neither is hidden.
 CREATE OR REPLACE TEMP TABLE reg_status AS
-SELECT row_index, id, text, prediction, truth,
-       CASE WHEN truth IS NULL OR len(list_filter(truth, t -> t IS NULL OR isnan(t))) = len(truth) THEN 'no_truth'
-            WHEN len(list_filter(truth, t -> t IS NULL OR isnan(t))) > 0 THEN 'partial_truth'
-            WHEN len(list_filter(truth, t -> isinf(t))) > 0
-                 OR prediction IS NULL
-                 OR len(list_filter(prediction, p -> p IS NULL OR NOT isfinite(p))) > 0 THEN 'not_finite'
+WITH cells AS (
+    SELECT row_index, unnest(truth) AS truth, unnest(prediction) AS prediction
+    FROM reg_input
+    WHERE truth IS NOT NULL AND prediction IS NOT NULL
+), per_row AS (
+    SELECT row_index,
+           count(*) AS outputs,
+           count(*) FILTER (WHERE truth IS NULL OR isnan(truth)) AS missing,
+           count(*) FILTER (WHERE isinf(truth) OR prediction IS NULL OR NOT isfinite(prediction)) AS not_finite
+    FROM cells
+    GROUP BY row_index
+)
+SELECT i.row_index, i.id, i.text, i.prediction, i.truth,
+       CASE WHEN i.truth IS NULL OR c.missing = c.outputs THEN 'no_truth'
+            WHEN c.missing > 0 THEN 'partial_truth'
+            WHEN i.prediction IS NULL OR c.not_finite > 0 THEN 'not_finite'
             ELSE 'evaluated'
        END AS status
-FROM reg_input;
+FROM reg_input AS i
+LEFT JOIN per_row AS c ON c.row_index = i.row_index;
 
 CREATE OR REPLACE TEMP TABLE reg_cells AS
 SELECT row_index, id, text,

@@ -22,7 +22,9 @@ WITH ranked AS (
     JOIN levels AS l ON l.output_id = r.output_id
 ), below AS (
     SELECT output_id, bit,
-           sum(1 - bit) OVER (PARTITION BY output_id, b, prefix ORDER BY xr RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS lower
+           -- in truth-rank order, rows with bit b set before the others of the same truth rank: the running
+           -- count of clear rows is then the count of those with a lower truth rank
+           sum(1 - bit) OVER (PARTITION BY output_id, b, prefix ORDER BY xr, bit DESC ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS lower
     FROM split
 ), concordant AS (
     SELECT output_id, coalesce(sum(lower) FILTER (WHERE bit = 1), 0) AS c
