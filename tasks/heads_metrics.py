@@ -131,9 +131,9 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
             "predicted": _number(row["predicted_cardinality"]),
             "rows_without_prediction": int(row["rows_without_prediction"] or 0),
         },
-        "calibration": calibration,
+        "label_calibration": calibration,
         "curves": _curves(con),
-        "confident_errors": errors,
+        "confident_wrong_labels": errors,
     }
 
 

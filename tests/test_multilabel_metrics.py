@@ -238,8 +238,40 @@ def test_report_data_is_there_for_every_label():
     got = multilabel_metrics(make_con(truth, probs), LABELS, [0.5] * 5)
     defined = [name for name in LABELS if got["roc_auc"]["per_label"][name] is not None]
     assert set(got["curves"]["roc"]) == set(defined)
-    assert sum(b["rows"] for b in got["calibration"]["docs"]) == 200
-    errors = got["confident_errors"]
+    assert sum(b["rows"] for b in got["label_calibration"]["docs"]) == 200
+    errors = got["confident_wrong_labels"]
     assert errors and all((e["probability"] > 0.5) != e["truth"] for e in errors)
     distance = [e["probability"] if not e["truth"] else 1 - e["probability"] for e in errors]
     assert distance == sorted(distance, reverse=True)
+
+
+RUN_INFO = {"run_id": "ml-run", "input_uri": "data/in.parquet", "model_uri": "models/tagger", "mode": "replica", "num_processes": 1}
+
+
+def report_metrics(labels, truth, probs) -> dict:
+    """metrics.json of a multi-label run as the evaluation step writes it: the counts, then this module's keys."""
+    n = len(probs)
+    base = {"head": "multi_label", "rows": n, "scored": n, "missing_predictions": 0, "unmatched_predictions": 0}
+    base |= {"scoring_only": False, "unknown_labels": {}, "labels": labels}
+    return base | multilabel_metrics(make_con(truth, probs), labels, [0.5] * len(labels))
+
+
+def test_report_shows_the_multilabel_sections_with_every_value_escaped():
+    from scorekeeper.tasks.report import plot_files, render_html, render_markdown
+    from tests.report_fixture import check_marked_numbers
+
+    evil = '<img src=x onerror="alert(1)">|pipe'
+    labels = [evil, *LABELS[1:]]
+    truth, probs = random_case(np.random.default_rng(4), 300, decimals=2, always=False)
+    metrics = report_metrics(labels, truth, probs)
+    page = render_html(metrics, RUN_INFO)
+    for section in ("per-label", "curves", "label-calibration", "wrong-labels", "run"):
+        assert f'<section id="{section}">' in page
+    assert '<section id="per-class">' not in page and '<section id="regression">' not in page
+    assert "<img" not in page and "&lt;img src=x" in page
+    checked = check_marked_numbers(page, metrics)
+    assert checked >= len(labels) * 12 + 9  # every per-label cell and the headline
+    assert set(plot_files(metrics)) == {"roc.svg", "pr.svg", "label_calibration.svg"}
+    markdown = render_markdown(metrics, RUN_INFO)
+    assert "## Per label" in markdown and "\\|pipe" in markdown and "| subset accuracy |" in markdown
+    assert "## Per class" not in markdown

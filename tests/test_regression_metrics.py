@@ -189,3 +189,36 @@ def test_report_data():
 def test_lists_of_the_wrong_length_are_refused():
     with pytest.raises(ValueError, match="one prediction and one truth per output"):
         regression_metrics(make_con([[1.0, 2.0]], [[1.0, 2.0]]), ["a", "b", "c"])
+
+
+RUN_INFO = {"run_id": "reg-run", "input_uri": "data/in.parquet", "model_uri": "models/reward", "mode": "replica", "num_processes": 1}
+
+
+def report_metrics(prediction, truth, outputs, text=None) -> dict:
+    """metrics.json of a regression run as the evaluation step writes it: the counts, then this module's keys."""
+    n = len(prediction)
+    base = {"head": "regression", "rows": n, "scored": n, "missing_predictions": 0, "unmatched_predictions": 0, "scoring_only": False}
+    return base | regression_metrics(make_con(prediction, truth, text), outputs)
+
+
+@pytest.mark.parametrize("rows, outputs", [(300, 1), (4000, 1), (200, 2)])
+def test_report_shows_the_regression_sections(rows, outputs):
+    from scorekeeper.tasks.report import plot_files, render_html, render_markdown
+    from tests.report_fixture import check_marked_numbers
+
+    rng = np.random.default_rng(rows)
+    y, p = random_case(rng, rows * outputs, decimals=2)
+    shape = (lambda a: a.reshape(rows, outputs).tolist()) if outputs > 1 else (lambda a: a.tolist())
+    names = ["<b>quality</b>", "safety"][:outputs]
+    text = [f"<script>row {i}</script>" for i in range(rows)]
+    metrics = report_metrics(shape(p), shape(y), names, text)
+    page = render_html(metrics, RUN_INFO)
+    assert '<section id="regression">' in page and '<section id="per-class">' not in page
+    assert "<script>" not in page and "&lt;script&gt;row" in page and "&lt;b&gt;quality" in page
+    assert check_marked_numbers(page, metrics) >= 8 + 10 * 3 * outputs
+    expected = {
+        f"{k}.svg" if outputs == 1 else f"{k}-{i}.svg" for k in ("predicted_vs_true", "residuals", "deciles") for i in range(outputs)
+    }
+    assert set(plot_files(metrics)) == expected
+    markdown = render_markdown(metrics, RUN_INFO)
+    assert "## Calibration by decile" in markdown and "## Largest errors" in markdown and "| rmse |" in markdown
