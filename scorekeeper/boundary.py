@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_serializer, field_validator
 
-from scorekeeper.params import Dtype, Mode, ScoreRequest, resolve_num_processes
+from scorekeeper.params import Dtype, Head, Mode, ScoreRequest, resolve_num_processes
 from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import IndexRange, RunFolder
 
@@ -54,8 +54,9 @@ class ScoringSettings(_Section):
     max_batch_rows: int
     pipeline_stages: int | None
     microbatches: int
-    # the kind of head (scorekeeper.heads), resolved by the flow; defaults: what job files before it meant
-    head: Literal["single_label", "multi_label", "regression"] = "single_label"
+    # the kind of head (scorekeeper.heads), resolved by the flow (an `auto` the worker resolves the
+    # same way from the config); defaults: what job files written before them meant
+    head: Head = "single_label"
     thresholds: float | dict[str, float] = 0.5
 
 

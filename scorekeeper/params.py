@@ -21,6 +21,7 @@ from scorekeeper.redact import redact_uri
 
 Mode = Literal["replica", "pipeline"]
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
+Head = Literal["auto", "single_label", "multi_label", "regression"]  # scorekeeper.heads
 
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -210,7 +211,7 @@ class ScoreRequest(BaseModel):
     )
 
     # -- the kind of head (docs/contracts.md, section 7) -----------------------------------------
-    head: Literal["auto", "single_label", "multi_label", "regression"] = Field(
+    head: Head = Field(
         "auto",
         description="What the model's outputs are: single_label (softmax, argmax), multi_label (a sigmoid per label, "
         "thresholded), regression (the raw values). auto follows the model's config.problem_type; a config without "
