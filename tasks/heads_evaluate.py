@@ -94,8 +94,7 @@ def evaluate_head(
         "null_text_rows": manifest.null_text_rows,
     }
     if head == "multi_label":
-        result |= _multi_label(con, labels, thresholds)
-        result["thresholds"] = dict(zip(labels, threshold_vector(thresholds, labels)))
+        result |= _multi_label(con, labels, thresholds)  # each label's threshold is in per_label
     else:
         result |= _regression(con, labels)
     if baseline is not None and result.get("evaluated"):
