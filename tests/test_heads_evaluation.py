@@ -129,3 +129,41 @@ def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp
     comparison = json.loads((tmp_path / "runs" / "cand" / "report" / "metrics.json").read_text())["comparison"]
     assert comparison["run"] == "base" and comparison["rows_compared"] == 9 and comparison["matched_on"] == "row_index"
     assert comparison["mae"]["delta"] == 0.0 and comparison["mae"]["ci"] == [0.0, 0.0] and comparison["deltas"]["mae"] == 0.0
+
+
+def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_path, heads):
+    """Against a copy of the run whose predictions were edited: the flips, McNemar and the per-label
+    flips equal a row-by-row count in Python."""
+    import shutil
+
+    from scorekeeper.storage import Location
+    from scorekeeper.tasks.compare import mcnemar_exact
+    from scorekeeper.tasks.evaluate import evaluate
+    from tests.helpers import open_run_and_plan
+
+    truth = _multi_label_input(tmp_path / "in.parquet")
+    common = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "runs"))
+    this = run_job(1, id_column="review_id", label_column="labels", run_name="ml", **common)
+    other = tmp_path / "runs" / "other"
+    shutil.copytree(tmp_path / "runs" / "ml", other)
+    before = this.predictions.column("predicted_labels").to_pylist()
+    before[0], before[1], before[2] = [], list(LABELS), list(truth[2])  # right or wrong on purpose
+    table = pq.read_table(other / "predictions.parquet")
+    pq.write_table(table.set_column(2, "predicted_labels", pa.array(before, pa.list_(pa.string()))), other / "predictions.parquet")
+
+    request, context, manifest, _ = open_run_and_plan(id_column="review_id", label_column="labels", run_name="ml", **common)
+    comparison = evaluate(context.run, context.labels, manifest, [], Location.from_uri(str(other)), head="multi_label")["comparison"]
+    after = this.predictions.column("predicted_labels").to_pylist()
+    kept = [i for i in range(14) if i != 7]
+    right = lambda predicted, i: set(predicted) == set(truth[i])  # noqa: E731
+    r2w = sum(right(before[i], i) and not right(after[i], i) for i in kept)
+    w2r = sum(not right(before[i], i) and right(after[i], i) for i in kept)
+    assert comparison["rows_compared"] == 13 and comparison["matched_on"] == "row_index"
+    assert comparison["flipped"]["right_to_wrong"] == r2w and comparison["flipped"]["wrong_to_right"] == w2r and r2w + w2r > 0
+    assert comparison["mcnemar_p"] == mcnemar_exact(r2w, w2r)
+    for name in LABELS:
+        cell = lambda predicted, i: (name in predicted) == (name in truth[i])  # noqa: E731, B023
+        b = sum(cell(before[i], i) and not cell(after[i], i) for i in kept)
+        c = sum(not cell(before[i], i) and cell(after[i], i) for i in kept)
+        assert comparison["per_label"][name] == {"right_to_wrong": b, "wrong_to_right": c, "mcnemar_p": mcnemar_exact(b, c)}
+    assert set(comparison["deltas"]) >= {"subset_accuracy", "micro_f1", "hamming_loss", "roc_auc_macro", "ece_micro"}

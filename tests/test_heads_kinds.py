@@ -160,3 +160,21 @@ def test_compare_to_a_run_of_another_kind_of_head_is_refused_before_scoring(tmp_
     with pytest.raises(InputError, match="compare_to: run 'base' scored a single_label head and this run a regression head"):
         resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="regression"))
     assert resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="single_label")) == "base"
+
+
+def test_paired_error_changes_from_block_sums():
+    from scorekeeper.tasks.heads_compare import paired_error_changes
+
+    rng = np.random.default_rng(3)
+    y = rng.normal(size=200)
+    this, other = y + rng.normal(scale=0.5, size=200), y + rng.normal(scale=0.7, size=200)
+    e1, e0 = this - y, other - y
+    sums = np.column_stack([np.ones(200), np.abs(e1), np.abs(e0), e1**2, e0**2])  # one row per block
+    found = paired_error_changes(sums)
+    assert found["mae"]["delta"] == pytest.approx(np.abs(e1).mean() - np.abs(e0).mean(), rel=1e-12)
+    assert found["rmse"]["delta"] == pytest.approx(np.sqrt((e1**2).mean()) - np.sqrt((e0**2).mean()), rel=1e-12)
+    for name in ("mae", "rmse"):
+        low, high = found[name]["ci"]
+        assert low < found[name]["delta"] < high < 0  # the noisier run is worse, and the interval says so
+    same = paired_error_changes(np.column_stack([np.ones(5), np.ones(5), np.ones(5), np.ones(5), np.ones(5)]))
+    assert same["mae"]["delta"] == 0.0 and same["mae"]["ci"] == [0.0, 0.0]
