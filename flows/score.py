@@ -20,7 +20,7 @@ from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials
-from scorekeeper.tasks.evaluate import evaluate_task
+from scorekeeper.tasks.evaluation import evaluate_task
 from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task

@@ -12,12 +12,10 @@ from datetime import UTC, datetime
 from importlib import resources
 
 import numpy as np
-from prefect import task
 
 from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks import duck
-from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
 ECE_BINS = 15
@@ -44,28 +42,28 @@ def _uri(run: Location, rel: str) -> str:
     return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
-def evaluate(
-    run: RunFolder,
-    labels: list[str],
-    manifest: StagedManifest,
-    slice_columns: list[str],
-    baseline: Location | None = None,
-    head: str = "single_label",
-    thresholds: float | dict = 0.5,
-) -> dict:
-    """metrics.json's content (docs/contracts.md, sections 3, 6 and 7); `baseline` is a completed run to compare with.
-    Multi-label and regression heads are evaluated by tasks/heads_evaluate.py."""
+def open_evaluation(run: RunFolder, labels: list[str]):
+    """A connection holding the run's `predictions` and `staged` views and the `labels` table."""
     con = _connect(run)
     try:
-        con.execute(sql("wilson.sql"))
         con.read_parquet(_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
         con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
         con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
         con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
-        if head != "single_label":
-            from scorekeeper.tasks.heads_evaluate import evaluate_head
+    except BaseException:
+        con.close()
+        raise
+    return con
 
-            return evaluate_head(con, run, labels, manifest, head, thresholds, baseline)
+
+def evaluate(
+    run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
+) -> dict:
+    """metrics.json's content of a single-label run (docs/contracts.md, sections 3 and 6); `baseline` is a
+    completed run to compare with. tasks/evaluation.py dispatches the other heads to tasks/heads_evaluate.py."""
+    con = open_evaluation(run, labels)
+    try:
+        con.execute(sql("wilson.sql"))
         ground_truth = manifest.ground_truth
         if ground_truth:
             con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
@@ -100,7 +98,7 @@ def evaluate(
         slices, slices_truncated = _slices(con, slice_columns) if evaluated else ({}, {})
         ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
         result = {
-            "head": head,
+            "head": "single_label",
             "rows": manifest.total_rows,
             "scored": int(scored),
             "evaluated": int(evaluated),
@@ -241,21 +239,3 @@ def _number(value) -> float | None:
         return None
     value = float(value)
     return None if math.isnan(value) else value
-
-
-@task(name="evaluate", **IO_RETRIES)
-def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> dict:
-    """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
-    `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
-    from scorekeeper.gates import evaluate_gates
-    from scorekeeper.tasks.history import run_history
-
-    output = Location.from_uri(request.output_uri)
-    metrics = evaluate(
-        context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None,
-        head=context.head, thresholds=request.thresholds,
-    )  # fmt: skip
-    metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
-    if request.gates:
-        metrics["gates"] = evaluate_gates(request.gates, metrics)
-    return metrics

@@ -72,10 +72,19 @@ def _regression(con, labels: list[str]) -> dict:
 
 
 def evaluate_head(
-    con, run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None = None
+    run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None = None
 ) -> dict:
-    """metrics.json's content for a multi_label or regression run (docs/contracts.md, section 7), on a
-    connection that holds the `predictions`, `staged` and `labels` views."""
+    """metrics.json's content for a multi_label or regression run (docs/contracts.md, section 7)."""
+    from scorekeeper.tasks.evaluate import open_evaluation
+
+    con = open_evaluation(run, labels)
+    try:
+        return _evaluate(con, run, labels, manifest, head, thresholds, baseline)
+    finally:
+        con.close()
+
+
+def _evaluate(con, run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None) -> dict:
     from scorekeeper.tasks.evaluate import sql
 
     source = _truth(con, run, manifest, head)

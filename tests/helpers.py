@@ -16,7 +16,7 @@ from scorekeeper.launch import Progress, ScoringProcesses
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import StagedManifest
 from scorekeeper.storage import is_local
-from scorekeeper.tasks.evaluate import evaluate
+from scorekeeper.tasks.evaluation import evaluate_run
 from scorekeeper.tasks.gather import gather_predictions
 from scorekeeper.tasks.open_run import open_run
 from scorekeeper.tasks.plan import plan_run
@@ -90,7 +90,7 @@ def read_predictions(context) -> pa.Table:
 def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params) -> Result:
     """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
     request, context, manifest, progress = score_and_gather(num_processes, stall_timeout_s, on_progress, **params)
-    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, head=context.head, thresholds=request.thresholds)
+    metrics = evaluate_run(context.run, context.labels, manifest, request.slice_columns, None, context.head, request.thresholds)
     publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})
     run = context.run
     return Result(Path(run.path) if is_local(run.fs) else run.uri, read_predictions(context), metrics, progress)

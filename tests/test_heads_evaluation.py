@@ -138,7 +138,7 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
 
     from scorekeeper.storage import Location
     from scorekeeper.tasks.compare import mcnemar_exact
-    from scorekeeper.tasks.evaluate import evaluate
+    from scorekeeper.tasks.evaluation import evaluate_run
     from tests.helpers import open_run_and_plan
 
     truth = _multi_label_input(tmp_path / "in.parquet")
@@ -152,7 +152,7 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     pq.write_table(table.set_column(2, "predicted_labels", pa.array(before, pa.list_(pa.string()))), other / "predictions.parquet")
 
     request, context, manifest, _ = open_run_and_plan(id_column="review_id", label_column="labels", run_name="ml", **common)
-    comparison = evaluate(context.run, context.labels, manifest, [], Location.from_uri(str(other)), head="multi_label")["comparison"]
+    comparison = evaluate_run(context.run, context.labels, manifest, [], Location.from_uri(str(other)), head="multi_label")["comparison"]
     after = this.predictions.column("predicted_labels").to_pylist()
     kept = [i for i in range(14) if i != 7]
     right = lambda predicted, i: set(predicted) == set(truth[i])  # noqa: E731

@@ -88,7 +88,7 @@ def test_a_completed_state_is_not_retried():
 
 
 def test_every_io_task_retries_with_this_condition():
-    from scorekeeper.tasks.evaluate import evaluate_task
+    from scorekeeper.tasks.evaluation import evaluate_task
     from scorekeeper.tasks.gather import gather_task
     from scorekeeper.tasks.open_run import open_run_task
     from scorekeeper.tasks.plan import plan_run_task
