@@ -27,6 +27,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.errors import InputError, ModelError, RunConflict
+from scorekeeper.model_folder import check_safetensors_folder
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
@@ -35,7 +36,6 @@ from scorekeeper.tasks.prepare import folder_fingerprint, localize_folder
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.score import score_job
 from scorekeeper.worker.job import IndexRange, Job
-from scorekeeper.worker.model import check_safetensors_folder
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ class Progress:
     truncated: int = 0
     ranges_done: int = 0
     started: float = field(default_factory=time.time)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # each failing rank's own one-line error, in order of arrival
+    crashed: bool = False  # one of them is a bug (not a problem the user can fix): its traceback matters
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
     engine: dict | None = None  # how rank 0 fed its device (worker/runtime.py engine_facts)
 
@@ -48,6 +49,7 @@ class Progress:
             self.pipeline.append({k: v for k, v in event.items() if k not in ("event", "t")})
         elif event.get("event") == "error":
             self.errors.append(f"rank {event.get('rank')}: {event.get('message')}")
+            self.crashed = self.crashed or bool(event.get("crash"))
 
     @property
     def elapsed(self) -> float:

@@ -124,9 +124,12 @@ class Launched:
             raise ScoringFailed(stalled[0])
         if rc != 0:
             time.sleep(0.2)  # let the stderr reader drain
+            tail = "\nlast lines of its stderr:\n" + "\n".join(self.tail)
             if progress.errors:
-                raise ScoringFailed("; ".join(dict.fromkeys(progress.errors)))
-            raise ScoringFailed(failure_message(rc, list(self.tail)) + "\nlast lines of its stderr:\n" + "\n".join(self.tail))
+                # Each failing rank said why itself; the one torchrun names as the root cause first.
+                message = "; ".join(root_cause_first(dict.fromkeys(progress.errors), list(self.tail)))
+                raise ScoringFailed(message + (tail if progress.crashed else ""))
+            raise ScoringFailed(failure_message(rc, list(self.tail)) + tail)
         return progress
 
     def kill(self) -> None:
@@ -134,6 +137,17 @@ class Launched:
         (its pid may belong to another process by then)."""
         if self.proc.poll() is None:
             _kill_tree(self.proc, _descendants(self.proc.pid))
+
+
+def root_cause_first(errors, stderr_tail: list[str]) -> list[str]:
+    """The ranks' own errors ("rank N: ..."), the rank torchrun's summary names as the root cause
+    first: the others often fail only because it went (a collective whose peer is gone)."""
+    errors, text = list(errors), "\n".join(stderr_tail)
+    rank = re.search(r"rank\s*:\s*(\d+)", text.split("Root Cause", 1)[1]) if "Root Cause" in text else None
+    if rank is None:
+        return errors
+    first = f"rank {rank.group(1)}: "
+    return sorted(errors, key=lambda e: not e.startswith(first))
 
 
 def failure_message(rc: int, stderr_tail: list[str]) -> str:
