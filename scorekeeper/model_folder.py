@@ -1,6 +1,6 @@
 """What a model folder (and its adapter) must hold, read from its files alone: no torch, no transformers.
 
-The flow checks a folder with these rules before anything is written (tasks/prepare.py), so a
+The flow checks a folder with these rules before anything is written (tasks/open_run.py), so a
 folder the scoring processes would refuse never gets a run folder, and the flow process never
 imports torch. The scoring processes apply the same rules to what they load (worker/model.py),
 where transformers can say more: every tensor the architecture needs, not only the head.

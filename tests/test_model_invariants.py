@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from scorekeeper.errors import ModelError
 from scorekeeper.model_folder import check_model_folder, check_safetensors_folder, tensors
+from scorekeeper.run_folder import IndexRange
 from scorekeeper.worker.families import find_family
-from scorekeeper.worker.job import IndexRange
 from scorekeeper.worker.shards import non_finite_rows, refuse_non_finite
 from tests.helpers import make_rows, open_run_and_plan, write_rows
 
