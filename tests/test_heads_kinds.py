@@ -178,3 +178,14 @@ def test_paired_error_changes_from_block_sums():
         assert low < found[name]["delta"] < high < 0  # the noisier run is worse, and the interval says so
     same = paired_error_changes(np.column_stack([np.ones(5), np.ones(5), np.ones(5), np.ones(5), np.ones(5)]))
     assert same["mae"]["delta"] == 0.0 and same["mae"]["ci"] == [0.0, 0.0]
+
+
+def test_the_finite_score_check_reads_every_heads_table():
+    from scorekeeper.worker.shards import non_finite_rows
+
+    multi = HeadOutputs.of("multi_label", LABELS, 0.5).table(_rows(3), np.array([[0.1, 0.9, 0.5], [np.nan, 0.2, 0.3], [0.0, 1.0, 1.0]]))
+    assert non_finite_rows(multi).tolist() == [1]
+    one = HeadOutputs.of("regression", ["score"], 0.5).table(_rows(3), np.array([[1.0], [np.inf], [-2.0]]))
+    assert non_finite_rows(one).tolist() == [1]
+    several = HeadOutputs.of("regression", ["a", "b"], 0.5).table(_rows(2), np.array([[1.0, np.nan], [3.0, 4.0]]))
+    assert non_finite_rows(several).tolist() == [0]

@@ -72,9 +72,10 @@ def non_finite_rows(table: pa.Table) -> np.ndarray:
         column = column.combine_chunks()
         rows = None
         if pa.types.is_list(column.type) or pa.types.is_large_list(column.type) or pa.types.is_fixed_size_list(column.type):
-            if pa.types.is_floating(column.type.value_type):
-                rows = pc.list_parent_indices(column).to_numpy()
-                column = pc.list_flatten(column)
+            if not pa.types.is_floating(column.type.value_type):
+                continue  # a multi-label head's predicted_labels: names, not scores
+            rows = pc.list_parent_indices(column).to_numpy()
+            column = pc.list_flatten(column)
         elif not pa.types.is_floating(column.type):
             continue
         values = column.to_numpy(zero_copy_only=False)
