@@ -15,6 +15,7 @@ Pure functions, no Prefect: the parameter model validates gates with them before
 
 from __future__ import annotations
 
+import difflib
 import json
 import operator
 import re
@@ -55,8 +56,8 @@ def gate_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> dict[st
 
 # Every head's names: a gate is parsed before the model (and so the head kind) is known.
 GATE_METRICS = gate_metrics(None)
-SCALAR_METRICS = {name: g.path for name, g in GATE_METRICS.items() if not g.comparison}
-COMPARISON_METRICS = {name: g.path for name, g in GATE_METRICS.items() if g.comparison}
+# The names that need compare_to (the parameter model refuses them without it).
+COMPARISON_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.comparison)
 OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -105,8 +106,6 @@ def parse_gate(metric: str, spec: str, head: HeadKind | str | None = None) -> Ga
 
 
 def _did_you_mean(metric: str, names: Iterable[str]) -> str:
-    import difflib
-
     close = difflib.get_close_matches(metric, list(names), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
