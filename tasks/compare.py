@@ -17,7 +17,15 @@ import numpy as np
 from prefect import task
 
 from scorekeeper.errors import InputError
-from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.document import (
+    ClassDelta,
+    Comparison,
+    FlipCounts,
+    FlipSample,
+    MetricsDocument,
+    RecordedMetrics,
+    SliceDelta,
+)
 from scorekeeper.metrics.registry import Metric, compared_metrics
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
@@ -87,7 +95,7 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
         samples[direction] = [
-            {"row_index": int(i), "id": row_id, "truth": truth, "before": before, "after": after, "score_before": sb, "score_after": sa}
+            FlipSample(row_index=int(i), id=row_id, truth=truth, before=before, after=after, score_before=sb, score_after=sa)
             for i, row_id, truth, before, after, sb, sa in con.execute(
                 sql("flipped_samples.sql"), {"right_before": right_before, "limit": SAMPLES}
             ).fetchall()
@@ -97,14 +105,15 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
         sides.setdefault(name, {})[side] = {"precision": precision, "recall": recall, "f1": f1}
     zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
     per_class = {
-        name: {k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")} for name, s in sides.items()
+        name: ClassDelta(**{k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")})
+        for name, s in sides.items()
     }
     slice_deltas = {}
     for i, column in enumerate(slice_columns):
         groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in groups if not is_null})
         slice_deltas[column] = {
-            (null_key if is_null else value): {"accuracy": delta, "rows": int(n)} for is_null, value, n, delta in groups
+            (null_key if is_null else value): SliceDelta(accuracy=delta, rows=int(n)) for is_null, value, n, delta in groups
         }
     if rows == 0:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
@@ -112,7 +121,7 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
         run=posixpath.basename(other.path),
         rows_compared=int(rows),
         matched_on=matched_on,
-        flipped={"right_to_wrong": int(right_to_wrong), "wrong_to_right": int(wrong_to_right), "other": int(other_flips)},
+        flipped=FlipCounts(right_to_wrong=int(right_to_wrong), wrong_to_right=int(wrong_to_right), other=int(other_flips)),
         mcnemar_p=mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
         accuracy_delta_paired=(int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
         accuracy_delta_ci=paired_bootstrap_ci(int(right_to_wrong), int(wrong_to_right), int(rows)),

@@ -14,7 +14,16 @@ import numpy as np
 from prefect import task
 
 from scorekeeper.gates import evaluate_gates
-from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.metrics.document import (
+    CalibrationBin,
+    ClassAreas,
+    ClassScores,
+    ConfidentError,
+    MetricsDocument,
+    ScoreHistogram,
+    SliceGroup,
+    ThresholdRow,
+)
 from scorekeeper.metrics.registry import TOP_K_MAX, HeadKind
 from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location
@@ -66,7 +75,7 @@ def evaluate(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
         ).fetchone()
         per_class = {
-            name: {"precision": p, "recall": r, "f1": f1, "support": int(s)}
+            name: ClassScores(precision=p, recall=r, f1=f1, support=int(s))
             for name, p, r, f1, s in con.execute(sql("per_class.sql")).fetchall()
         }
         confusion: dict[str, dict[str, int]] = {}
@@ -92,7 +101,7 @@ def evaluate(
             ece=_number(ece),
             ece_bins=ECE_BINS,
             calibration=[
-                {"bin": int(b), "lower": b / ECE_BINS, "upper": (b + 1) / ECE_BINS, "rows": int(n), "confidence": conf, "accuracy": acc}
+                CalibrationBin(bin=int(b), lower=b / ECE_BINS, upper=(b + 1) / ECE_BINS, rows=int(n), confidence=conf, accuracy=acc)
                 for b, n, conf, acc in bins
             ],
             per_class=per_class,
@@ -131,15 +140,15 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
         top_k = {str(k): hits.get(k, 0) / evaluated for k in range(2, kmax + 1)}
     con.execute("CREATE OR REPLACE TEMP TABLE cuts AS SELECT unnest(?::DOUBLE[]) AS threshold", [THRESHOLDS])
     thresholds = [
-        {
-            "threshold": t,
-            "rows": int(n),
-            "coverage": n / evaluated,
-            "accuracy": _number(acc),
-            "macro_precision": _number(p),
-            "macro_recall": _number(r),
-            "macro_f1": _number(f1),
-        }
+        ThresholdRow(
+            threshold=t,
+            rows=int(n),
+            coverage=n / evaluated,
+            accuracy=_number(acc),
+            macro_precision=_number(p),
+            macro_recall=_number(r),
+            macro_f1=_number(f1),
+        )
         for t, n, acc, p, r, f1 in con.execute(sql("thresholds.sql")).fetchall()
     ]
     curves: dict[str, dict] = {"roc": {}, "pr": {}}
@@ -149,23 +158,20 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
         points = curves[curve].setdefault(name, {keys[0]: [start[0]], keys[1]: [start[1]]})
         points[keys[0]].append(x)
         points[keys[1]].append(y)
-    histogram = {
-        "edges": [b / HISTOGRAM_BINS for b in range(HISTOGRAM_BINS + 1)],
-        "correct": [0] * HISTOGRAM_BINS,
-        "wrong": [0] * HISTOGRAM_BINS,
-    }
+    correct, wrong = [0] * HISTOGRAM_BINS, [0] * HISTOGRAM_BINS
     for b, right_n, wrong_n in con.execute(sql("score_histogram.sql")).fetchall():
-        histogram["correct"][b], histogram["wrong"][b] = int(right_n), int(wrong_n)
+        correct[b], wrong[b] = int(right_n), int(wrong_n)
+    histogram = ScoreHistogram(edges=[b / HISTOGRAM_BINS for b in range(HISTOGRAM_BINS + 1)], correct=correct, wrong=wrong)
     errors = [
-        {"row_index": int(i), "id": row_id, "text": text, "truth": truth, "predicted": predicted, "score": score}
+        ConfidentError(row_index=int(i), id=row_id, text=text, truth=truth, predicted=predicted, score=score)
         for i, row_id, text, truth, predicted, score in con.execute(
             sql("confident_errors.sql"), {"chars": EXCERPT_CHARS, "limit": CONFIDENT_ERRORS}
         ).fetchall()
     ]
     return {
         "accuracy_ci": accuracy_ci,
-        "roc_auc": {"macro": _mean(roc.values()), "per_class": roc},
-        "average_precision": {"macro": _mean(ap.values()), "per_class": ap},
+        "roc_auc": ClassAreas(macro=_mean(roc.values()), per_class=roc),
+        "average_precision": ClassAreas(macro=_mean(ap.values()), per_class=ap),
         "top_k_accuracy": top_k,
         "thresholds": thresholds,
         "curves": curves,
@@ -182,7 +188,8 @@ def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
         rows = con.execute(sql("slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in rows if not is_null})
         slices[column] = {
-            (null_key if is_null else value): {"rows": int(n), "accuracy": acc, "accuracy_ci": ci} for is_null, value, n, acc, ci, _ in rows
+            (null_key if is_null else value): SliceGroup(rows=int(n), accuracy=acc, accuracy_ci=ci)
+            for is_null, value, n, acc, ci, _ in rows
         }
         groups = rows[0][-1] if rows else 0
         if groups > len(rows):

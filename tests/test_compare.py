@@ -275,3 +275,18 @@ def test_history_and_comparison_over_object_storage(moto, tmp_path):
     m = evaluate(output.child("cand"), LABELS, manifest, [], baseline=output.child("base")).as_dict()
     assert m["comparison"]["flipped"] == {"right_to_wrong": len(r2w), "wrong_to_right": len(w2r), "other": len(other)}
     assert [h.run_id for h in run_history(output, "cand", RecordedMetrics.parse(m), {})] == ["base", "cand"]
+
+
+def test_a_baseline_written_before_fields_existed_is_compared_on_what_it_has(tmp_path):
+    """compare_to an early run: its metrics.json lacks `head`, `roc_auc`, `average_precision` and
+    `finished_at` (fields added since). The deltas it can give are given, the others are null."""
+    truth, before, after, *_ = two_runs_differing_in_known_rows(2, n=80)
+    base, _ = write_run(tmp_path, "base", before, truth)
+    path = tmp_path / "base" / "report" / "metrics.json"
+    early = {k: v for k, v in json.loads(path.read_text()).items() if k not in {"head", "roc_auc", "average_precision", "finished_at"}}
+    path.write_text(json.dumps(early))
+    run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
+    c = evaluate(run, LABELS, manifest, [], baseline=base).as_dict()["comparison"]
+    assert c["deltas"]["roc_auc_macro"] is None and c["deltas"]["average_precision_macro"] is None
+    assert c["deltas"]["accuracy"] == pytest.approx(c["accuracy_delta_paired"]) and c["deltas"]["macro_f1"] is not None
+    assert [h["run_id"] for h in completed_runs(Location.from_uri(str(tmp_path)))] == ["base"]
