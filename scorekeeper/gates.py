@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from scorekeeper.metrics.document import GateResult
-from scorekeeper.metrics.registry import HeadKind, Metric, Path, Scope, compared_metrics, metrics_of, number_at, run_metrics
+from scorekeeper.metrics.registry import (
+    HeadKind,
+    Metric,
+    Path,
+    Scope,
+    compared_metrics,
+    metrics_of,
+    number_at,
+    run_metrics,
+)
 
 SIGNIFICANCE = 0.05
 
@@ -88,9 +97,10 @@ class Gate:
         return f"{self.metric} {self.op} {self.limit:g}" + (" if significant" if self.if_significant else "")
 
 
-def parse_gate(metric: str, spec: str, head: HeadKind | str | None = None) -> Gate:
+def parse_gate(metric: str, spec: str, head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> Gate:
     """One gate from its metric name and its condition; ValueError with a message naming both.
-    `head`: the run's head kind when known (None: a metric of any head is accepted)."""
+    `head`: the run's head kind, whose metrics the gate may name (None, while it is not known yet:
+    any head's). Every run is single-label until the model's head kind is a parameter."""
     names = gate_metrics(head)
     if metric not in names:
         raise ValueError(f"gate {metric!r}: unknown metric{_did_you_mean(metric, names)}; gates read {_known(head)}")
@@ -111,7 +121,8 @@ def _did_you_mean(metric: str, names: Iterable[str]) -> str:
 
 
 def _known(head: HeadKind | str | None) -> str:
-    """The gate names, per head kind: each head's own metrics, then what compare_to adds."""
+    """The gate names of a head kind (of each, when it is not known): its own metrics, then what
+    compare_to adds."""
     heads = list(HeadKind) if head is None else [HeadKind(head)]
     parts = []
     for kind in heads:
@@ -119,14 +130,15 @@ def _known(head: HeadKind | str | None) -> str:
         compared = ", ".join(m.name for m in compared_metrics(kind))
         statistics = ", ".join(m.name for m in metrics_of(kind, Scope.COMPARISON))
         parts.append(
-            f"{kind.value} runs: {own}, and with compare_to <metric>_drop / <metric>_delta (for {compared})"
+            ("" if head else f"in {kind.value} runs ")
+            + f"{own}, and with compare_to <metric>_drop / <metric>_delta (for {compared})"
             + (f", {statistics}" if statistics else "")
         )
     return "; ".join(parts)
 
 
-def parse_gates(gates: dict[str, str]) -> list[Gate]:
-    return [parse_gate(metric, spec) for metric, spec in gates.items()]
+def parse_gates(gates: dict[str, str], head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Gate]:
+    return [parse_gate(metric, spec, head) for metric, spec in gates.items()]
 
 
 def gates_from_options(items: list[str]) -> dict[str, str]:
@@ -165,7 +177,8 @@ def gate_value(metrics: Any, metric: str) -> float | None:
 def evaluate_gates(gates: dict[str, str], metrics: Any) -> list[GateResult]:
     """metrics.json's `gates`: one verdict per gate, in the order given."""
     results = []
-    for gate in parse_gates(gates):
+    # Refused up front when the run's head kind lacks the metric; any that gets here has no value.
+    for gate in parse_gates(gates, head=None):
         value = gate_value(metrics, gate.metric)
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
         significance = {}

@@ -97,11 +97,15 @@ def test_lookups_follow_the_head_kind():
         assert all(m.direction != Direction.NEITHER for m in compared_metrics(head))
         assert all(head in m.heads for m in headline_metrics(head))
     assert "hamming_loss" not in gate_metrics(HeadKind.SINGLE_LABEL) and "hamming_loss_drop" in gate_metrics(HeadKind.MULTI_LABEL)
-    with pytest.raises(ValueError, match="gate 'accuracy': unknown metric.*regression runs: mae"):
+    with pytest.raises(ValueError, match="gate 'accuracy': unknown metric; gates read mae, mse"):
         parse_gate("accuracy", ">=0.9", head=HeadKind.REGRESSION)
+    with pytest.raises(ValueError, match="gate 'mae': unknown metric.*gates read accuracy, macro_f1"):
+        parse_gate("mae", "<=0.1")  # every run is single-label until the head kind is a parameter
     with pytest.raises(ValueError, match="did you mean 'accuracy'"):
         parse_gate("acuracy", ">=0.9")
-    assert parse_gate("mae_drop", "<=0.1 if significant").comparison  # the head is not known yet: any head's names
+    assert parse_gate("mae_drop", "<=0.1 if significant", head=None).comparison  # the head not known yet: any head's names
+    with pytest.raises(ValueError, match="in single_label runs accuracy.*; in regression runs mae"):
+        parse_gate("nope", ">=0.9", head=None)
 
 
 def test_the_report_fixture_is_a_metrics_document_and_round_trips():
