@@ -32,6 +32,8 @@ from scorekeeper.metrics.registry import (
     metrics_of,
     run_metrics,
 )
+from scorekeeper.storage import Location
+from scorekeeper.tasks.history import completed_runs
 from tests.report_fixture import full_metrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -142,7 +144,7 @@ def test_nan_and_infinity_are_never_written():
     assert written["accuracy"] is None and written["log_loss"] is None and written["roc_auc"] == {"macro": None, "per_class": {"a": None}}
 
 
-def test_other_runs_are_read_tolerantly():
+def test_other_runs_are_read_tolerantly(tmp_path, caplog):
     """A metrics.json of an early run (no head, no finished_at, fields since added missing) still
     gives its history line and its metrics; something that is not a document gives None."""
     legacy = {"rows": 10, "scored": 10, "evaluated": 8, "accuracy": 0.75, "per_class": {}, "some_field_of_old": [1, 2]}
@@ -153,6 +155,14 @@ def test_other_runs_are_read_tolerantly():
     assert entry == {"run_id": "old", "finished_at": None, "rows": 10, "evaluated": 8, "accuracy": 0.75, "macro_f1": None,
                      "model_fingerprint": "m", "input_fingerprint": None}  # fmt: skip
     assert RecordedMetrics.parse([1, 2]) is None and RecordedMetrics.parse({"rows": "many"}) is None
+
+    for name, data in (("early", legacy), ("odd", {"rows": "many"}), ("list", [1, 2])):
+        (tmp_path / name / "report").mkdir(parents=True)
+        (tmp_path / name / "report" / "metrics.json").write_text(json.dumps(data))
+    with caplog.at_level("WARNING"):
+        runs = completed_runs(Location.from_uri(str(tmp_path)))
+    assert [r["run_id"] for r in runs] == ["early"] and runs[0]["accuracy"] == 0.75
+    assert "ignoring run odd" in caplog.text and "ignoring run list" in caplog.text
 
 
 def test_metric_names_and_directions_are_declared_once():
