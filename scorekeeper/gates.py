@@ -181,12 +181,14 @@ def evaluate_gates(gates: dict[str, str], metrics: Any) -> list[GateResult]:
     for gate in parse_gates(gates, head=None):
         value = gate_value(metrics, gate.metric)
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
-        significance = {}
+        p = gate_value(metrics, "mcnemar_p")
+        significant = p is not None and p < SIGNIFICANCE
         if gate.if_significant:
-            p = gate_value(metrics, "mcnemar_p")
-            significance = {"mcnemar_p": p, "significant": p is not None and p < SIGNIFICANCE}
-            passed = passed or (value is not None and not significance["significant"])
-        results.append(GateResult(gate=str(gate), metric=gate.metric, value=value, limit=gate.limit, **significance, passed=passed))
+            passed = passed or (value is not None and not significant)
+        result = GateResult(gate=str(gate), metric=gate.metric, value=value, limit=gate.limit, passed=passed)
+        if gate.if_significant:  # set, so written (p null included); absent on the other gates
+            result.mcnemar_p, result.significant = p, significant
+        results.append(result)
     return results
 
 

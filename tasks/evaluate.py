@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 from prefect import task
@@ -19,6 +20,7 @@ from scorekeeper.metrics.document import (
     ClassAreas,
     ClassScores,
     ConfidentError,
+    GroundTruthSource,
     MetricsDocument,
     ScoreHistogram,
     SliceGroup,
@@ -54,6 +56,7 @@ def evaluate(
         con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
         con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
         ground_truth = manifest.ground_truth
+        source: GroundTruthSource | None
         if ground_truth:
             con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
             id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
@@ -125,7 +128,7 @@ def evaluate(
     return result
 
 
-def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
+def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
     """The docs/contracts.md section 8 fields and the report's extra fields, over the `evaluated` table."""
     right = con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated").fetchone()[0]
     accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]

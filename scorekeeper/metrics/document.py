@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
 
 Number = float | None
+GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column
 
 
 class Part(BaseModel):
@@ -204,7 +205,7 @@ class MetricsDocument(Part):
     rows: int
     scored: int
     evaluated: int
-    ground_truth_source: Literal["ground_truth_uri", "label_column"] | None
+    ground_truth_source: GroundTruthSource | None
     scoring_only: bool
     head: HeadKind
     # single-label scores (sections 3 and 8)
@@ -329,12 +330,7 @@ class RecordedMetrics(BaseModel):
 def history_entry(run_id: str, metrics: MetricsDocument | RecordedMetrics, plan: dict | None) -> HistoryEntry:
     """A run's line in metrics.json `history`: its counts, its history metrics, what it scored."""
     plan = plan or {}
-    return HistoryEntry(
-        run_id=run_id,
-        finished_at=metrics.finished_at,
-        rows=metrics.rows,
-        evaluated=metrics.evaluated,
-        **{m.name: m.value(metrics) for m in history_metrics(metrics.head)},
-        model_fingerprint=plan.get("model_fingerprint"),
-        input_fingerprint=plan.get("input_fingerprint"),
-    )
+    entry: dict[str, Any] = {"run_id": run_id, "finished_at": metrics.finished_at, "rows": metrics.rows, "evaluated": metrics.evaluated}
+    entry |= {m.name: m.value(metrics) for m in history_metrics(metrics.head)}
+    entry |= {"model_fingerprint": plan.get("model_fingerprint"), "input_fingerprint": plan.get("input_fingerprint")}
+    return HistoryEntry.model_validate(entry)
