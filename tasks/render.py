@@ -121,5 +121,16 @@ def plot_files(metrics: dict) -> dict[str, str]:
         "scores.svg": plots.score_histogram_svg(metrics),
         "coverage.svg": plots.coverage_svg(metrics),
         "history.svg": plots.history_svg(metrics),
+        "label_calibration.svg": plots.label_calibration_svg(metrics),
     }
+    outputs = metrics.get("outputs") or []
+    for i, output in enumerate(outputs):
+        made[regression_plot_name("predicted_vs_true", i, len(outputs))] = plots.predicted_vs_true_svg(metrics, output)
+        made[regression_plot_name("residuals", i, len(outputs))] = plots.residual_histogram_svg(metrics, output)
+        made[regression_plot_name("deciles", i, len(outputs))] = plots.deciles_svg(metrics, output)
     return {name: svg for name, svg in made.items() if svg}
+
+
+def regression_plot_name(kind: str, index: int, outputs: int) -> str:
+    """The file of one output's regression plot: one file per output when the head has several."""
+    return f"{kind}.svg" if outputs == 1 else f"{kind}-{index}.svg"

@@ -17,7 +17,7 @@ from pathlib import Path
 from prefect import task
 
 from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.metrics.registry import head_of, history_metrics, lower_is_better, metric_value
+from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import artifacts, plots
 from scorekeeper.tasks.render import (
@@ -30,10 +30,15 @@ from scorekeeper.tasks.render import (
     headline,
     md,
     plot_files,
+    regression_plot_name,
     signed,
     sorted_slices,
 )
 from scorekeeper.tasks.retries import IO_RETRIES
+
+# The per-output table of a regression run: every metric only a regression head has, in the registry's order.
+REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION})
+REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
 def render_markdown(metrics: dict, run_info: dict) -> str:
@@ -69,10 +74,11 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         ]
     lines += groups_markdown(throughput)
     lines += _markdown_comparison(metrics.get("comparison"))
-    if metrics["unknown_labels"]:
+    lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
+    if metrics.get("unknown_labels"):
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
-    if metrics["per_class"]:
+    if metrics.get("per_class"):
         lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
         lines += [
             f"| {md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
@@ -89,6 +95,73 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"| {md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
     return "\n".join(lines)
+
+
+PER_LABEL_HEADER = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
+PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
+
+
+def per_label_rows(metrics: dict) -> list[tuple[str, list[tuple[list, object, int]]]]:
+    """Multi-label: per label, its cells as (JSON path, value, digits), in PER_LABEL_HEADER's order."""
+    rows = []
+    for label, c in (metrics.get("per_label") or {}).items():
+        cells = [(["per_label", label, k], c.get(k), 4) for k in ("precision", "recall", "f1", "support", "prevalence", "threshold")]
+        cells += [(["per_label", label, k], c.get(k), 4) for k in ("tuned_threshold", "tuned_f1_in_sample", "tuned_f1_heldout")]
+        cells.append((["per_label", label, "heldout_f1_at_threshold"], c.get("heldout_f1_at_threshold"), 4))
+        for area in ("roc_auc", "average_precision"):
+            cells.append(([area, "per_label", label], ((metrics.get(area) or {}).get("per_label") or {}).get(label), 4))
+        rows.append((label, cells))
+    return rows
+
+
+def _markdown_multilabel(metrics: dict) -> list[str]:
+    if head_of(metrics) != "multi_label" or not metrics.get("per_label"):
+        return []
+    lines = ["## Per label", ""]
+    tuning = metrics.get("threshold_tuning") or {}
+    if tuning:
+        lines += [
+            f"Tuned thresholds are F1-optimal on one half of the rows ({md(tuning['split'])}: {tuning['tuning_rows']} rows) "
+            f"and measured on the other ({tuning['heldout_rows']} rows); the gap between the two F1s is the optimism of tuning in-sample.",
+            "",
+        ]
+    lines += ["| " + " | ".join(PER_LABEL_HEADER) + " |", "|---" * len(PER_LABEL_HEADER) + "|"]
+    lines += ["| " + md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
+    card = metrics.get("label_cardinality") or {}
+    if card:
+        lines += [
+            "",
+            f"Labels per row: {fmt(card.get('truth'))} in the truth, {fmt(card.get('predicted'))} predicted; "
+            f"{card.get('rows_without_prediction')} rows with no label predicted.",
+        ]
+    errors = metrics.get("confident_wrong_labels") or []
+    if errors:
+        lines += ["", "## Most confident wrong labels", "", "| row | id | label | truth | probability |", "|---|---|---|---|---|"]
+        lines += [f"| {e['row_index']} | {md(e['id'])} | {md(e['label'])} | {e['truth']} | {fmt(e['probability'])} |" for e in errors]
+    return lines + [""]
+
+
+def _markdown_regression(metrics: dict) -> list[str]:
+    if head_of(metrics) != "regression" or not metrics.get("per_output"):
+        return []
+    outputs = metrics["per_output"]
+    lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
+    lines += ["| metric | " + " | ".join(md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
+    lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in REGRESSION_TABLE]
+    for output in outputs:
+        title = f" ({md(output)})" if len(outputs) > 1 else ""
+        deciles = (metrics.get("calibration_deciles") or {}).get(output) or []
+        if deciles:
+            lines += ["", f"## Calibration by decile{title}", "", "| decile | rows | mean prediction | mean truth |", "|---|---|---|---|"]
+            lines += [f"| {d['decile']} | {d['rows']} | {fmt(d['mean_prediction'])} | {fmt(d['mean_truth'])} |" for d in deciles]
+        errors = (metrics.get("largest_errors") or {}).get(output) or []
+        if errors:
+            lines += ["", f"## Largest errors{title}", "", "| row | id | truth | prediction | error | text |", "|---|---|---|---|---|---|"]
+            lines += [
+                f"| {e['row_index']} | {md(e['id'])} | {fmt(e['truth'])} | {fmt(e['prediction'])} | {fmt(e['error'])} | {md(e.get('text') or '')} |"
+                for e in errors
+            ]
+    return lines + [""]
 
 
 def _markdown_comparison(comparison: dict | None) -> list[str]:
@@ -163,8 +236,23 @@ def render_html(metrics: dict, run_info: dict) -> str:
             group_header=GROUP_HEADER,
             groups=group_rows(run_info.get("throughput") or metrics.get("scoring")),
             max_curves=plots.MAX_CURVES,
+            per_label_header=PER_LABEL_HEADER,
+            per_label=per_label_rows(metrics),
+            regression_table=REGRESSION_TABLE,
+            regression_plots=_regression_svgs(metrics, svgs),
         )
     )
+
+
+def _regression_svgs(metrics: dict, svgs: dict) -> dict[str, list]:
+    """Per regression output, its plots in REGRESSION_PLOTS' order."""
+    outputs = metrics.get("outputs") or []
+    return {
+        output: [
+            svgs[stem] for kind in REGRESSION_PLOTS if (stem := regression_plot_name(kind, i, len(outputs)).removesuffix(".svg")) in svgs
+        ]
+        for i, output in enumerate(outputs)
+    }
 
 
 def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:

@@ -122,6 +122,27 @@ def test_the_report_fixture_is_a_metrics_document_and_round_trips():
     assert json.loads(document.to_json_bytes()) == metrics
 
 
+def test_the_other_heads_documents_are_metrics_documents():
+    """What the multi-label and regression evaluations compute validates as the typed document and
+    round-trips: their fields are declared, with their shapes."""
+    import numpy as np
+
+    from tests import test_multilabel_metrics as ml
+    from tests import test_regression_metrics as reg
+
+    truth, probs = ml.random_case(np.random.default_rng(4), 120, decimals=2, always=False)
+    y, p = reg.random_case(np.random.default_rng(9), 60, decimals=2)
+    documents = [
+        ml.report_metrics(ml.LABELS, truth, probs),
+        reg.report_metrics(p.tolist(), y.tolist(), ["score"]),
+        reg.report_metrics(np.c_[p, y].tolist(), np.c_[y, p].tolist(), ["a", "b"]),
+        reg.report_metrics(p.tolist() * 70, y.tolist() * 70, ["score"]),  # past the scatter's rows: a 2-D histogram
+    ]
+    for metrics in documents:
+        metrics = json.loads(json.dumps(metrics | {"ground_truth_source": "label_column"}))
+        assert MetricsDocument.model_validate(metrics).as_dict() == metrics
+
+
 def test_a_field_is_written_when_set_null_included_and_absent_when_not():
     document = MetricsDocument(
         rows=3, scored=3, evaluated=0, ground_truth_source=None, scoring_only=True, head="single_label", accuracy=None

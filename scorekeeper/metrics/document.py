@@ -102,24 +102,97 @@ class LabelAreas(Part):
 
 
 class MacroMicro(Part):
-    """ece of a multi-label run: per label, averaged, and over every (row, label) cell."""
+    """ece of a multi-label run: averaged over the labels, over every (row, label) cell, and per label."""
 
     macro: Number
     micro: Number
+    per_label: dict[str, Number] | None = None
 
 
 class LabelScores(Part):
+    """per_label: at the label's threshold, and what a threshold tuned on half the rows gives."""
+
     precision: Number
     recall: Number
     f1: Number
     support: int
+    prevalence: Number = None
     threshold: float
+    tuned_threshold: Number = None
+    tuned_f1_in_sample: Number = None
+    tuned_f1_heldout: Number = None
+    heldout_f1_at_threshold: Number = None
+
+
+class ThresholdTuning(Part):
+    split: str
+    tuning_rows: int
+    heldout_rows: int
 
 
 class LabelCardinality(Part):
     truth: Number
     predicted: Number
     rows_without_prediction: int
+
+
+class LabelCalibrationBin(Part):
+    bin: int
+    lower: float
+    upper: float
+    rows: int
+    confidence: Number
+    frequency: Number
+
+
+class WrongLabel(Part):
+    """confident_wrong_labels: a (row, label) cell the model was surest of and wrong about."""
+
+    row_index: int
+    id: Any
+    label: str
+    truth: bool
+    probability: Number
+
+
+# -- regression evaluation (section 9) ------------------------------------------------------------------
+
+
+class ResidualHistogram(Part):
+    edges: list[float]
+    counts: list[int]
+
+
+class PredictedPoints(Part):
+    kind: Literal["points"]
+    truth: list[float]
+    prediction: list[float]
+
+
+class PredictedDensity(Part):
+    kind: Literal["density"]
+    lo: float
+    hi: float
+    bins: int
+    cells: list[list[int]]  # [truth bin, prediction bin, rows]
+
+
+class Decile(Part):
+    decile: int
+    rows: int
+    mean_prediction: Number
+    mean_truth: Number
+    min_prediction: Number
+    max_prediction: Number
+
+
+class LargestError(Part):
+    row_index: int
+    id: Any
+    text: str | None
+    truth: Number
+    prediction: Number
+    error: Number
 
 
 # -- comparison, history, gates ---------------------------------------------------------------------------
@@ -248,8 +321,12 @@ class MetricsDocument(Part):
     coverage_error: Number = None
     ranking_loss: Number = None
     per_label: dict[str, LabelScores] | None = None
+    threshold_tuning: ThresholdTuning | None = None
     label_cardinality: LabelCardinality | None = None
-    # regression (section 9)
+    label_calibration: dict[str, list[LabelCalibrationBin]] | None = None
+    confident_wrong_labels: list[WrongLabel] | None = None
+    # regression (section 9): with several outputs, the mean of the outputs' values; each under per_output
+    outputs: list[str] | None = None
     mae: Number = None
     mse: Number = None
     rmse: Number = None
@@ -265,6 +342,14 @@ class MetricsDocument(Part):
     kendall_tau_b: Number = None
     mean_truth: Number = None
     mean_prediction: Number = None
+    no_truth_rows: int | None = None
+    partial_truth_rows: int | None = None
+    not_finite_rows: int | None = None
+    per_output: dict[str, dict[str, int | float | None]] | None = None
+    residual_histogram: dict[str, ResidualHistogram] | None = None
+    predicted_vs_true: dict[str, PredictedPoints | PredictedDensity] | None = None
+    calibration_deciles: dict[str, list[Decile]] | None = None
+    largest_errors: dict[str, list[LargestError]] | None = None
     # filled in after the evaluation: compare_to, the history, the gates, the scoring step's facts
     comparison: Comparison | None = None
     history: list[HistoryEntry] | None = None

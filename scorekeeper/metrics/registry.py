@@ -117,7 +117,6 @@ METRICS: tuple[Metric, ...] = (
         summary=True,
     ),
     Metric("subset_accuracy", ("subset_accuracy",), Direction.HIGHER, MULTI, compared=Pairing.COUNT, headline=Headline.ALWAYS),
-    Metric("hamming_loss", ("hamming_loss",), Direction.LOWER, MULTI, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS),
     Metric("micro_f1", ("micro_f1",), Direction.HIGHER, MULTI, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
     Metric(
         "macro_f1",
@@ -131,6 +130,7 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("weighted_f1", ("weighted_f1",), Direction.HIGHER, CLASSIFIERS, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
     Metric("samples_f1", ("samples_f1",), Direction.HIGHER, MULTI, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS),
+    Metric("hamming_loss", ("hamming_loss",), Direction.LOWER, MULTI, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS),
     Metric("micro_precision", ("micro_precision",), Direction.HIGHER, MULTI, compared=Pairing.RESAMPLED),
     Metric("micro_recall", ("micro_recall",), Direction.HIGHER, MULTI, compared=Pairing.RESAMPLED),
     Metric(
@@ -143,7 +143,7 @@ METRICS: tuple[Metric, ...] = (
         summary=True,
     ),
     Metric("ece", ("ece",), Direction.LOWER, SINGLE, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
-    Metric("ece_macro", ("ece", "macro"), Direction.LOWER, MULTI, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
+    Metric("ece_macro", ("ece", "macro"), Direction.LOWER, MULTI, compared=Pairing.RESAMPLED),
     Metric("ece_micro", ("ece", "micro"), Direction.LOWER, MULTI, compared=Pairing.RESAMPLED),
     Metric(
         "roc_auc_macro",
@@ -165,7 +165,7 @@ METRICS: tuple[Metric, ...] = (
         title="average precision (macro)",
     ),
     Metric("average_precision_micro", ("average_precision", "micro"), Direction.HIGHER, MULTI, compared=Pairing.RANKING),
-    Metric("lrap", ("lrap",), Direction.HIGHER, MULTI, compared=Pairing.ROW_MEAN, headline=Headline.IF_DEFINED),
+    Metric("lrap", ("lrap",), Direction.HIGHER, MULTI, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS),
     Metric("coverage_error", ("coverage_error",), Direction.LOWER, MULTI, compared=Pairing.ROW_MEAN),
     Metric("ranking_loss", ("ranking_loss",), Direction.LOWER, MULTI, compared=Pairing.ROW_MEAN),
     Metric("accuracy_ci_low", ("accuracy_ci", 0), Direction.HIGHER, SINGLE),
@@ -176,18 +176,18 @@ METRICS: tuple[Metric, ...] = (
     Metric("rows_without_prediction", ("label_cardinality", "rows_without_prediction"), Direction.LOWER, MULTI, count=True),
     # -- regression (section 9) ----------------------------------------------------------------------
     Metric("mae", ("mae",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS, summary=True),
-    Metric("mse", ("mse",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS),
+    Metric("mse", ("mse",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN),
     Metric("rmse", ("rmse",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
     Metric("r2", ("r2",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
     Metric("explained_variance", ("explained_variance",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED),
     Metric("max_error", ("max_error",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED),
     Metric("median_absolute_error", ("median_absolute_error",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED),
-    Metric("mape", ("mape",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.IF_DEFINED),
+    Metric("mape", ("mape",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS),
     Metric("mape_rows", ("mape_rows",), Direction.NEITHER, REGRESSION, count=True),
-    Metric("wmape", ("wmape",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED),
-    Metric("pearson", ("pearson",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.IF_DEFINED),
-    Metric("spearman", ("spearman",), Direction.HIGHER, REGRESSION, compared=Pairing.RANKING, headline=Headline.IF_DEFINED),
-    Metric("kendall_tau_b", ("kendall_tau_b",), Direction.HIGHER, REGRESSION, compared=Pairing.RANKING),
+    Metric("wmape", ("wmape",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
+    Metric("pearson", ("pearson",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
+    Metric("spearman", ("spearman",), Direction.HIGHER, REGRESSION, compared=Pairing.RANKING, headline=Headline.ALWAYS),
+    Metric("kendall_tau_b", ("kendall_tau_b",), Direction.HIGHER, REGRESSION, compared=Pairing.RANKING, headline=Headline.ALWAYS),
     Metric("mean_truth", ("mean_truth",), Direction.NEITHER, REGRESSION),
     Metric("mean_prediction", ("mean_prediction",), Direction.NEITHER, REGRESSION),
     # -- coverage of the evaluation, every head --------------------------------------------------------
@@ -235,6 +235,12 @@ def run_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Met
 def compared_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     """The metrics whose change between two runs `comparison.deltas` reports, in its key order."""
     return [m for m in run_metrics(head) if m.compared is not None]
+
+
+def scalar_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
+    """The run's metrics that are one top-level number of metrics.json (not a row count): what a
+    head's evaluation computes as one value each."""
+    return [m for m in run_metrics(head) if len(m.path) == 1 and not m.count]
 
 
 def headline_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
