@@ -9,6 +9,9 @@ single-label field in a regression run). Pydantic's "fields set" is exactly that
 writer dumps with `exclude_unset`. NaN is never written: a value that is not a finite number is
 null (strict JSON, `allow_nan=False`).
 
+Every part refuses keys it does not declare (a misspelt field is a bug, not a new key): a new field
+of metrics.json is declared here, and a new metric also gets its entry in registry.py.
+
 Other runs' metrics.json (compare_to, the history) are read tolerantly with `RecordedMetrics`:
 runs written by earlier versions lack fields this one writes.
 """
@@ -33,7 +36,7 @@ class Part(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-# -- single-label evaluation (sections 3 and 8) ------------------------------------------------------
+# -- single-label evaluation (docs/contracts.md sections 3 and 6) ------------------------------------
 
 
 class ClassScores(Part):
@@ -90,7 +93,7 @@ class SliceGroup(Part):
     accuracy_ci: list[float] | None = None
 
 
-# -- multi-label evaluation (section 9) -----------------------------------------------------------------
+# -- multi-label evaluation -----------------------------------------------------------------------------
 
 
 class LabelAreas(Part):
@@ -155,7 +158,7 @@ class WrongLabel(Part):
     probability: Number
 
 
-# -- regression evaluation (section 9) ------------------------------------------------------------------
+# -- regression evaluation ------------------------------------------------------------------------------
 
 
 class ResidualHistogram(Part):
@@ -281,7 +284,7 @@ class MetricsDocument(Part):
     ground_truth_source: GroundTruthSource | None
     scoring_only: bool
     head: HeadKind
-    # single-label scores (sections 3 and 8)
+    # single-label scores (docs/contracts.md sections 3 and 6)
     accuracy: Number = None
     macro_f1: Number = None
     weighted_f1: Number = None
@@ -310,7 +313,7 @@ class MetricsDocument(Part):
     curves: dict[str, dict[str, dict[str, list[float]]]] | None = None
     score_histogram: ScoreHistogram | None = None
     confident_errors: list[ConfidentError] | None = None
-    # multi-label (section 9)
+    # multi-label
     subset_accuracy: Number = None
     hamming_loss: Number = None
     micro_f1: Number = None
@@ -325,7 +328,7 @@ class MetricsDocument(Part):
     label_cardinality: LabelCardinality | None = None
     label_calibration: dict[str, list[LabelCalibrationBin]] | None = None
     confident_wrong_labels: list[WrongLabel] | None = None
-    # regression (section 9): with several outputs, the mean of the outputs' values; each under per_output
+    # regression: with several outputs, the mean of the outputs' values; each under per_output
     outputs: list[str] | None = None
     mae: Number = None
     mse: Number = None

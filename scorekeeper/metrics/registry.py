@@ -104,7 +104,7 @@ TOP_K_MAX = 5  # top-k accuracy for k = 2..5 (fewer with fewer labels)
 
 # The order is the order of the gates' list, of `comparison.deltas` and of the headline.
 METRICS: tuple[Metric, ...] = (
-    # -- single-label (sections 3 and 8), some shared with multi-label ------------------------------
+    # -- single-label (docs/contracts.md sections 3 and 6), some shared with multi-label --------------
     Metric(
         "accuracy",
         ("accuracy",),
@@ -174,7 +174,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("label_cardinality_truth", ("label_cardinality", "truth"), Direction.NEITHER, MULTI),
     Metric("label_cardinality_predicted", ("label_cardinality", "predicted"), Direction.NEITHER, MULTI),
     Metric("rows_without_prediction", ("label_cardinality", "rows_without_prediction"), Direction.LOWER, MULTI, count=True),
-    # -- regression (section 9) ----------------------------------------------------------------------
+    # -- regression ----------------------------------------------------------------------------------------
     Metric("mae", ("mae",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS, summary=True),
     Metric("mse", ("mse",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN),
     Metric("rmse", ("rmse",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
