@@ -75,9 +75,9 @@ def check_head_options(head: str, labels: Sequence[str], thresholds, label_colum
     thresholds only for multi_label heads and naming only the model's labels; label_columns only for
     multi_label heads, naming every label of the model and nothing else; gates only on metrics this
     kind of head has (a gate on a metric without a value would fail every run)."""
-    from scorekeeper.gates import gate_metrics_of
+    from scorekeeper.gates import gate_metrics
 
-    known = gate_metrics_of(head)
+    known = set(gate_metrics(head))
     foreign = [name for name in gates if name not in known]
     if foreign:
         raise InputError(

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from prefect import task
 
+from scorekeeper.gates import evaluate_gates
+from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.heads_evaluate import evaluate_head
+from scorekeeper.tasks.history import run_history
 from scorekeeper.tasks.retries import IO_RETRIES
 
 
@@ -24,7 +27,7 @@ def evaluate_run(
     baseline: Location | None = None,
     head: str = "single_label",
     thresholds: float | dict = 0.5,
-) -> dict:
+) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head` (scorekeeper.heads)."""
     if head == "single_label":
         return evaluate(run, labels, manifest, slice_columns, baseline)
@@ -32,16 +35,13 @@ def evaluate_run(
 
 
 @task(name="evaluate", **IO_RETRIES)
-def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> dict:
+def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
-    from scorekeeper.gates import evaluate_gates
-    from scorekeeper.tasks.history import run_history
-
     output = Location.from_uri(request.output_uri)
     baseline_run = output.child(baseline) if baseline else None
     metrics = evaluate_run(context.run, context.labels, manifest, request.slice_columns, baseline_run, context.head, request.thresholds)
-    metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
-        metrics["gates"] = evaluate_gates(request.gates, metrics)
+        metrics.gates = evaluate_gates(request.gates, metrics)
     return metrics

@@ -10,8 +10,8 @@ id) and both runs' predictions are judged against this run's ground truth:
   block up to BOOTSTRAP_BLOCKS rows (the plain paired bootstrap), past that rows hashed into that
   many blocks, so its cost does not grow with the row count.
 
-`deltas` holds this - other for every scalar of the kind (scorekeeper.gates.HEAD_DELTA_METRICS),
-from the two metrics.json files.
+`deltas` holds this - other for every compared metric of the kind (the metric registry's
+compared_metrics), from the two metrics documents.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import posixpath
 
 import numpy as np
 
-from scorekeeper.gates import HEAD_DELTA_METRICS
+from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.registry import compared_metrics
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _delta, mcnemar_exact, open_other
@@ -147,17 +148,18 @@ def _regression(con, keys: tuple[str, str], outputs: int) -> dict:
     return result | {"per_output": per_output}
 
 
-def compare_head(con, run: Location, other: Location, metrics: dict, head: str) -> dict:
+def compare_head(con, run: Location, other: Location, metrics: MetricsDocument, head: str) -> Comparison:
     """metrics.json's `comparison` for a multi_label or regression run."""
-    other_metrics = other.read_json(RunFolder.METRICS)
-    other_head = other_metrics.get("head", "single_label")
+    recorded = other.read_json(RunFolder.METRICS)
+    other_head = recorded.get("head", "single_label")
     if other_head != head:
         from scorekeeper.errors import InputError
 
         raise InputError(f"compare_to: run {posixpath.basename(other.path)!r} scored a {other_head} head, this run a {head} head")
+    other_metrics = RecordedMetrics.parse(recorded) or RecordedMetrics()
     matched_on, keys = open_other(con, run, other)
-    found = _multi_label(con, keys) if head == "multi_label" else _regression(con, keys, len(metrics["labels"]))
+    found = _multi_label(con, keys) if head == "multi_label" else _regression(con, keys, len(metrics.labels or []))
     if not found["rows_compared"]:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
-    deltas = {m: _delta(metrics, other_metrics, m) for m in HEAD_DELTA_METRICS[head]}
-    return {"run": posixpath.basename(other.path), "matched_on": matched_on, **found, "deltas": deltas}
+    deltas = {m.name: _delta(metrics, other_metrics, m) for m in compared_metrics(head)}
+    return Comparison.model_validate({"run": posixpath.basename(other.path), "matched_on": matched_on, **found, "deltas": deltas})

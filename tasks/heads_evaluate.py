@@ -19,17 +19,18 @@ from datetime import UTC, datetime
 
 from scorekeeper.errors import InputError
 from scorekeeper.heads import threshold_vector
+from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 
 
 def _truth(con, run: RunFolder, manifest: StagedManifest, head: str) -> str | None:
     """The `truth` table (row_index, id, value in its staged type); returns where it came from."""
-    from scorekeeper.tasks.evaluate import _uri, sql
+    from scorekeeper.tasks.duck import parquet_uri, sql
 
     ground_truth = manifest.ground_truth
     if ground_truth:
-        con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+        con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
         id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
         con.execute(sql("heads_truth_from_files.sql", id_cast=id_cast))
         return "ground_truth_uri"
@@ -43,7 +44,7 @@ def _truth(con, run: RunFolder, manifest: StagedManifest, head: str) -> str | No
 
 def _multi_label(con, labels: list[str], thresholds) -> dict:
     from scorekeeper.tasks import heads_metrics
-    from scorekeeper.tasks.evaluate import sql
+    from scorekeeper.tasks.duck import sql
 
     con.execute(sql("multi_label_evaluated.sql"))
     unknown = {str(name): int(n) for name, n in con.execute(sql("multi_label_unknown.sql")).fetchall()}
@@ -54,7 +55,7 @@ def _multi_label(con, labels: list[str], thresholds) -> dict:
 
 def _regression(con, labels: list[str]) -> dict:
     from scorekeeper.tasks import heads_metrics
-    from scorekeeper.tasks.evaluate import sql
+    from scorekeeper.tasks.duck import sql
 
     if len(labels) > 1:
         wrong = con.execute(
@@ -73,8 +74,9 @@ def _regression(con, labels: list[str]) -> dict:
 
 def evaluate_head(
     run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None = None
-) -> dict:
-    """metrics.json's content for a multi_label or regression run (docs/contracts.md, section 7)."""
+) -> MetricsDocument:
+    """metrics.json's content for a multi_label or regression run (docs/contracts.md, section 7), the
+    history and gates not yet filled in."""
     from scorekeeper.tasks.evaluate import open_evaluation
 
     con = open_evaluation(run, labels)
@@ -84,8 +86,10 @@ def evaluate_head(
         con.close()
 
 
-def _evaluate(con, run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None) -> dict:
-    from scorekeeper.tasks.evaluate import sql
+def _evaluate(
+    con, run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None
+) -> MetricsDocument:
+    from scorekeeper.tasks.duck import sql
 
     source = _truth(con, run, manifest, head)
     missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
@@ -106,8 +110,9 @@ def _evaluate(con, run: RunFolder, labels: list[str], manifest: StagedManifest, 
         result |= _multi_label(con, labels, thresholds)  # each label's threshold is in per_label
     else:
         result |= _regression(con, labels)
-    if baseline is not None and result.get("evaluated"):
+    document = MetricsDocument.model_validate(result | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
+    if baseline is not None and document.evaluated:
         from scorekeeper.tasks.heads_compare import compare_head
 
-        result["comparison"] = compare_head(con, run, baseline, result, head)
-    return result | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        document.comparison = compare_head(con, run, baseline, document, head)
+    return document

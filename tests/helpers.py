@@ -93,7 +93,7 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
     metrics = evaluate_run(context.run, context.labels, manifest, request.slice_columns, None, context.head, request.thresholds)
     publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})
     run = context.run
-    return Result(Path(run.path) if is_local(run.fs) else run.uri, read_predictions(context), metrics, progress)
+    return Result(Path(run.path) if is_local(run.fs) else run.uri, read_predictions(context), metrics.as_dict(), progress)
 
 
 def reference_probabilities(
