@@ -336,7 +336,7 @@ class ScoreRequest(BaseModel):
     def _gates(cls, value: dict[str, str]) -> dict[str, str]:
         from scorekeeper.gates import parse_gates
 
-        parse_gates(value)
+        parse_gates(value, head=None)  # any head's metrics: the model's head is known once the run opens (heads.check_head_options)
         return value
 
     @field_validator("run_name")
