@@ -152,7 +152,9 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     pq.write_table(table.set_column(2, "predicted_labels", pa.array(before, pa.list_(pa.string()))), other / "predictions.parquet")
 
     request, context, manifest, _ = open_run_and_plan(id_column="review_id", label_column="labels", run_name="ml", **common)
-    comparison = evaluate_run(context.run, context.labels, manifest, [], Location.from_uri(str(other)), head="multi_label")["comparison"]
+    comparison = evaluate_run(context.run, context.labels, manifest, [], Location.from_uri(str(other)), head="multi_label").as_dict()[
+        "comparison"
+    ]
     after = this.predictions.column("predicted_labels").to_pylist()
     kept = [i for i in range(14) if i != 7]
     right = lambda predicted, i: set(predicted) == set(truth[i])  # noqa: E731
