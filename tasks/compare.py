@@ -133,7 +133,7 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
     not this run, and its rows can be matched with this run's (same input, or ids on both sides)."""
     if request.compare_to is None:
         return None
-    from scorekeeper.tasks.read import list_input_files
+    from scorekeeper.staging.listing import list_input_files
 
     output = Location.from_uri(request.output_uri)
     if request.compare_to == run_id:
