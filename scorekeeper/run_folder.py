@@ -35,11 +35,30 @@ class InputFile(BaseModel):
         return self.model_copy(update={"uri": redact_uri(self.uri)})
 
 
+class SkippedFiles(BaseModel):
+    """Files below the input (or ground-truth) folder that were not read because a folder or file
+    name below it starts with "." or "_", as pyarrow's and Spark's dataset readers skip them
+    (.ipynb_checkpoints/, _temporary/, _SUCCESS, .crc files). plan.json's `skipped_files`."""
+
+    LISTED: ClassVar[int] = 1000  # URIs kept in the record; `count` counts them all
+
+    count: int = 0
+    files: list[str] = []  # redacted URIs, sorted, the first LISTED
+
+    @classmethod
+    def of(cls, uris: list[str]) -> SkippedFiles:
+        return cls(count=len(uris), files=[redact_uri(u) for u in sorted(uris)[: cls.LISTED]])
+
+    def plus(self, other: SkippedFiles) -> SkippedFiles:
+        return SkippedFiles(count=self.count + other.count, files=sorted(self.files + other.files)[: self.LISTED])
+
+
 class StagedGroundTruth(BaseModel):
     """The ground-truth files staged beside the input (when ground_truth_uri is given)."""
 
     files: list[InputFile]
     id_type: str
+    skipped: SkippedFiles = SkippedFiles()
 
 
 class StagedManifest(BaseModel):
@@ -55,6 +74,11 @@ class StagedManifest(BaseModel):
     slice_columns: list[str]
     staging_key: str
     ground_truth: StagedGroundTruth | None = None
+    skipped: SkippedFiles = SkippedFiles()
+
+    def all_skipped(self) -> SkippedFiles:
+        """The hidden files of the input and of the ground truth, together."""
+        return self.skipped.plus(self.ground_truth.skipped) if self.ground_truth else self.skipped
 
     @property
     def input_fingerprint(self) -> str:
@@ -74,6 +98,7 @@ class Plan(BaseModel):
     rows_per_range: int
     ranges: list[tuple[int, int]]  # [start, end) of range k at position k
     labels: list[str]
+    skipped_files: SkippedFiles = SkippedFiles()  # hidden files below the input and ground-truth folders, not read
 
 
 class CommitRecord(BaseModel):

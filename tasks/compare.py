@@ -20,6 +20,7 @@ from scorekeeper.errors import InputError
 from scorekeeper.gates import DELTA_METRICS, metric_value
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.staging.truth import TruthMatching
 from scorekeeper.storage import Location
 from scorekeeper.tasks.history import completed_runs
 from scorekeeper.tasks.retries import IO_RETRIES
@@ -66,11 +67,15 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
-def compare(con, run: Location, other: Location, metrics: dict, slice_columns: list[str]) -> dict:
-    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
+def compare(
+    con, run: Location, other: Location, metrics: dict, slice_columns: list[str], matching: TruthMatching, truth_column: str = "label"
+) -> dict:
+    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`,
+    `truth` and `labels`; `matching` is how this run's truth was matched to its labels."""
     from scorekeeper.tasks.evaluate import SLICE_GROUPS, _uri, null_group_key, sql
 
     plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
+    other_matching = _other_matching(con, other_plan.get("labels") or [], matching, truth_column)
     other_metrics = other.read_json(RunFolder.METRICS)
     con.read_parquet(_uri(other, RunFolder.PREDICTIONS)).create_view("other")
     if same_input(plan, other_plan):
@@ -82,7 +87,7 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
         }
         cast = "::VARCHAR" if len(types) > 1 else ""
         keys = (f"o.id{cast}", f"s.id{cast}")
-    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]))
+    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]), {"other_rule": other_matching.rule.value})
     rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
@@ -112,6 +117,7 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
         "run": posixpath.basename(other.path),
         "rows_compared": int(rows),
         "matched_on": matched_on,
+        "truth_matching": other_matching.model_dump(mode="json"),
         "flipped": {"right_to_wrong": int(right_to_wrong), "wrong_to_right": int(wrong_to_right), "other": int(other_flips)},
         "mcnemar_p": mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
         "accuracy_delta_paired": (int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
@@ -121,6 +127,26 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
         "per_class_deltas": per_class,
         "slice_deltas": slice_deltas,
     }
+
+
+def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
+    """How the other run's predictions are judged against this truth: by the rule this truth column
+    has against the other run's labels (the rule that run's own evaluation of it uses), so that the
+    paired delta is the difference of the accuracies. A column that would mix names and ids against
+    the other run's labels is paired by this run's rule (said in the log)."""
+    from scorekeeper.tasks.evaluate import label_table, match_truth
+
+    if not other_labels:  # a plan.json that does not record its labels: taken as this run's
+        con.execute("CREATE OR REPLACE TEMP TABLE other_labels AS SELECT * FROM labels")
+        return matching
+    label_table(con, "other_labels", other_labels)
+    try:
+        return match_truth(con, matching.column_type, other_labels, truth_column, "other_labels", quiet=True)
+    except InputError as exc:
+        log.warning(
+            "compare_to: %s (against the other run's labels); its predictions are judged by this run's rule, %s", exc, matching.rule
+        )
+        return matching
 
 
 def _delta(metrics: dict, other_metrics: dict, metric: str) -> float | None:

@@ -15,6 +15,16 @@ import numpy as np
 from prefect import task
 
 from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
+from scorekeeper.staging.truth import (
+    ColumnKind,
+    TruthMatching,
+    TruthRule,
+    TruthValues,
+    column_kind,
+    conflict_note,
+    decide,
+    why_nothing_evaluated,
+)
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks import duck
 from scorekeeper.tasks.retries import IO_RETRIES
@@ -45,29 +55,25 @@ def _uri(run: Location, rel: str) -> str:
 
 
 def evaluate(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    slice_columns: list[str],
+    baseline: Location | None = None,
+    truth_column: str = "label",
 ) -> dict:
-    """metrics.json's content (docs/contracts.md, sections 3 and 8); `baseline` is a completed run to compare with."""
+    """metrics.json's content (docs/contracts.md, sections 3 and 8); `baseline` is a completed run to
+    compare with; `truth_column` is the user's name of the ground-truth column (for messages)."""
     con = _connect(run)
     try:
         con.execute(sql("wilson.sql"))
         con.read_parquet(_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
         con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
-        con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
-        con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
+        label_table(con, "labels", labels)
         ground_truth = manifest.ground_truth
-        if ground_truth:
-            con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
-            id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
-            con.execute(sql("truth_from_files.sql", id_cast=id_cast))
-            source = "ground_truth_uri"
-        elif manifest.has_label:
-            con.execute(sql("truth_from_input.sql"))
-            source = "label_column"
-        else:
-            con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
-            source = None
-        con.execute(sql("evaluated.sql"))
+        source, kind = truth_table(con, run, manifest)
+        matching = match_truth(con, kind, labels, truth_column) if kind else None
+        con.execute(sql("evaluated.sql", rule=repr((matching.rule if matching else TruthRule.ID).value)))
         con.execute(sql("class_counts.sql"))
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
         truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
@@ -76,6 +82,9 @@ def evaluate(
         evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
         ).fetchone()
+        why = why_nothing_evaluated(source, truth_rows, missing) if not evaluated else None
+        if why:
+            run_logger(__name__).warning("evaluated no row: %s", why)
         per_class = {
             name: {"precision": p, "recall": r, "f1": f1, "support": int(s)}
             for name, p, r, f1, s in con.execute(sql("per_class.sql")).fetchall()
@@ -93,6 +102,7 @@ def evaluate(
             "scored": int(scored),
             "evaluated": int(evaluated),
             "ground_truth_source": source,
+            "truth_matching": matching.model_dump(mode="json") if matching else None,
             "scoring_only": source is None,
             "accuracy": _number(accuracy),
             "macro_f1": _number(macro_f1),
@@ -121,10 +131,79 @@ def evaluate(
         if baseline is not None and evaluated:
             from scorekeeper.tasks.compare import compare
 
-            result["comparison"] = compare(con, run, baseline, result, slice_columns)
+            result["comparison"] = compare(con, run, baseline, result, slice_columns, matching, truth_column)
     finally:
         con.close()
     return result
+
+
+def label_table(con, name: str, labels: list[str]) -> None:
+    """A temp table `name` (label_id, label_name) of a model's labels."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} (label_id BIGINT, label_name VARCHAR)")
+    if labels:
+        con.executemany(f"INSERT INTO {name} VALUES (?, ?)", list(enumerate(labels)))
+
+
+def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[str | None, ColumnKind | None]:
+    """The temp table `truth` (row_index, id, raw_label as text) from the staged label column or the
+    staged ground-truth files; returns where the truth came from and the column's kind (None, None
+    for a scoring-only run). Expects the `staged` view."""
+    ground_truth = manifest.ground_truth
+    if ground_truth:
+        con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+        id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
+        con.execute(sql("truth_from_files.sql", id_cast=id_cast))
+        view, source = "ground_truth", "ground_truth_uri"
+    elif manifest.has_label:
+        con.execute(sql("truth_from_input.sql"))
+        view, source = "staged", "label_column"
+    else:
+        con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
+        return None, None
+    column_type = con.execute(f"SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'").fetchone()[0]
+    return source, column_kind(column_type)
+
+
+def truth_values(con, labels_table: str = "labels") -> TruthValues:
+    """The `truth` table's distinct values against a label table (tasks/sql/truth_values.sql)."""
+    distinct, names, ids, ids_not_names, conflicts = con.execute(sql("truth_values.sql", labels=labels_table)).fetchall()[0]
+    return TruthValues(distinct=distinct, names=names, ids=ids, ids_not_names=ids_not_names, conflicts=list(conflicts))
+
+
+def match_truth(con, kind: ColumnKind, labels: list[str], column: str, labels_table: str = "labels", quiet: bool = False) -> TruthMatching:
+    """The ground-truth column's one rule against these labels (scorekeeper/staging/truth.py), said in
+    the run's log; InputError for a column that mixes label names and label ids."""
+    values = truth_values(con, labels_table)
+    matching = decide(kind, values, labels, column)
+    if not quiet:
+        logger = run_logger(__name__)
+        logger.info(
+            "ground truth '%s' (%s) matched to the model's labels by %s: %d of its %d distinct values are labels",
+            column,
+            kind.value,
+            matching.rule.value,
+            matching.matched_values,
+            matching.distinct_values,
+        )
+        note = conflict_note(matching, values, labels)
+        if note:
+            logger.warning(note)
+    return matching
+
+
+def check_truth(run: RunFolder, labels: list[str], manifest: StagedManifest, column: str) -> TruthMatching | None:
+    """Decide the ground truth's rule as soon as it is staged, before anything is scored: a column
+    that mixes label names and ids is refused up front, not after the scoring."""
+    if not (manifest.has_label or manifest.ground_truth):
+        return None
+    con = _connect(run)
+    try:
+        con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        label_table(con, "labels", labels)
+        _, kind = truth_table(con, run, manifest)
+        return match_truth(con, kind, labels, column, quiet=True)
+    finally:
+        con.close()
 
 
 def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
@@ -239,7 +318,14 @@ def evaluate_task(request, context, manifest: StagedManifest, baseline: str | No
     from scorekeeper.tasks.history import run_history
 
     output = Location.from_uri(request.output_uri)
-    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None)
+    metrics = evaluate(
+        context.run,
+        context.labels,
+        manifest,
+        request.slice_columns,
+        output.child(baseline) if baseline else None,
+        truth_column=request.label_column or "label",
+    )
     metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
         metrics["gates"] = evaluate_gates(request.gates, metrics)

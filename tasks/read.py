@@ -15,8 +15,8 @@ from prefect import task
 
 from scorekeeper.errors import InputError, RunConflict
 from scorekeeper.params import ScoreRequest
-from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
-from scorekeeper.staging.listing import SHOWN, list_input_files
+from scorekeeper.run_folder import RunFolder, SkippedFiles, StagedGroundTruth, StagedManifest
+from scorekeeper.staging.listing import SHOWN, list_input, list_input_files
 from scorekeeper.staging.stage import changed_files, new_workdir, stage_ground_truth, stage_input, staging_key
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
@@ -48,14 +48,19 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
     from scorekeeper.tasks.prepare import has_commits
 
     logger = run_logger(__name__)
-    files = list_input_files(request.input_uri, exclude=run, log=logger)
-    truth_files = list_input_files(request.ground_truth_uri, "ground truth", exclude=run, log=logger) if request.ground_truth_uri else []
+    listing = list_input(request.input_uri, exclude=run, log=logger)
+    truth = list_input(request.ground_truth_uri, "ground truth", exclude=run, log=logger) if request.ground_truth_uri else None
+    files, truth_files = listing.files, truth.files if truth else []
     key = staging_key(request, files, truth_files)
     earlier = run.read_manifest()
     if earlier is not None:
         if earlier.staging_key == key and run.exists(RunFolder.STAGED_INPUT):
             log.info("input already staged for this run (%d rows); reusing it", earlier.total_rows)
-            return earlier
+            # The same files are read; what is skipped beside them is as this listing found it.
+            update = {"skipped": SkippedFiles.of(listing.hidden)}
+            if earlier.ground_truth and truth:
+                update["ground_truth"] = earlier.ground_truth.model_copy(update={"skipped": SkippedFiles.of(truth.hidden)})
+            return earlier.model_copy(update=update)
         changed = changed_files(earlier.files, files)
         if changed and has_commits(run):
             raise RunConflict(
@@ -75,7 +80,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
         # with nothing committed yet: the earlier attempt left nothing to protect.)
     workdir = new_workdir()
     try:
-        staged = stage_input(request, files, workdir)
+        staged = stage_input(request, files, workdir, listing.partitions)
         if request.id_column:
             dupes = first_duplicate_ids(staged.local_path)
             if dupes:
@@ -83,14 +88,16 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
         ground_truth = None
         if request.ground_truth_uri:
-            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir)
+            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir, truth.partitions)
             dupes = first_duplicate_ids(gt_path)
             if dupes:
                 shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
                 raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
-            ground_truth = StagedGroundTruth(files=[f.redacted() for f in truth_files], id_type=gt_id_type)
+            ground_truth = StagedGroundTruth(
+                files=[f.redacted() for f in truth_files], id_type=gt_id_type, skipped=SkippedFiles.of(truth.hidden)
+            )
             run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
-        manifest = staged.manifest(key, ground_truth)
+        manifest = staged.manifest(key, ground_truth).model_copy(update={"skipped": SkippedFiles.of(listing.hidden)})
         run.publish_local_file(staged.local_path, RunFolder.STAGED_INPUT)
         run.publish_manifest(manifest)
         return manifest
@@ -100,5 +107,10 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
 
 @task(name="read inputs", **IO_RETRIES)
 def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
-    """Validate, count, fingerprint and stage the input rows (and the ground truth)."""
-    return read_inputs(request, context.run)
+    """Validate, count, fingerprint and stage the input rows (and the ground truth); decide how the
+    ground truth is matched to the model's labels before anything is scored."""
+    from scorekeeper.tasks.evaluate import check_truth
+
+    manifest = read_inputs(request, context.run)
+    check_truth(context.run, context.labels, manifest, request.label_column or "label")
+    return manifest

@@ -84,6 +84,13 @@ def normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, us
         # Integer labels written through pandas with missing values arrive as floats, and the
         # missing values as NaN where the writer kept NumPy's spelling (Polars, pa.array(ndarray)).
         column = pc.if_else(pc.is_nan(column), pa.scalar(None, t), column)
+        infinite = pc.fill_null(pc.invert(pc.is_finite(column)), False)
+        if pc.any(infinite).as_py():
+            position = infinite.to_pylist().index(True)
+            at = f" (first at row_index {first_row + position})" if first_row is not None else ""
+            raise InputError(
+                f"label column '{user_name}' in {where} holds {column[position].as_py()}{at}; labels must be integer ids or label names"
+            )
         valid = pc.drop_null(column)
         if len(valid) and not pc.all(pc.equal(pc.floor(valid), valid)).as_py():
             raise InputError(f"label column '{user_name}' in {where} holds non-integer numbers")

@@ -19,7 +19,7 @@ from scorekeeper.errors import InputError
 from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.run_folder import InputFile, StagedGroundTruth, StagedManifest
 from scorekeeper.staging.columns import ColumnMap, check_type, empty_cells_null, normalise
-from scorekeeper.staging.listing import SHOWN
+from scorekeeper.staging.listing import SHOWN, Partitions
 from scorekeeper.staging.reader import batches_or_explain, open_or_explain
 from scorekeeper.staging.writer import RowGroupWriter
 from scorekeeper.storage import digest_of
@@ -55,13 +55,19 @@ class LocalStaging:
         )
 
 
-def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> LocalStaging:
-    """Validate every input row and write the staged Parquet file into `workdir`."""
+def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, partitions: Partitions | None = None) -> LocalStaging:
+    """Validate every input row and write the staged Parquet file into `workdir`. `partitions` are
+    the listing's hive partition columns: a column named by the request may be one."""
+    partitions = partitions or Partitions()
     first_schema, _ = open_or_explain(files[0], [], [])
     has_label = (
         request.label_column is not None
         and request.ground_truth_uri is None
-        and (request.label_column in first_schema.names or request.label_column != "label")
+        and (
+            request.label_column in first_schema.names
+            or request.label_column in partitions.of(files[0].uri)
+            or request.label_column != "label"
+        )
     )
     columns = ColumnMap.for_input(request, has_label)
     # Columns a CSV file gives as text, whatever they look like: ids keep their spelling (`007` is
@@ -75,18 +81,14 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
     types: dict[str, tuple[pa.DataType, str]] = {}
     for f in files:
         schema, batches = open_or_explain(f, text_names, columns.required)
-        missing = [c for c in columns.required if c not in schema.names]
-        if missing:
-            raise InputError(
-                f"column {', '.join(repr(c) for c in missing)} not found in {f.uri}; its columns are: {', '.join(schema.names)}"
-            )
+        available = _check_columns(f, schema, columns.required, partitions.of(f.uri))
         for batch in batches_or_explain(f, batches):
             n = batch.num_rows
             if n == 0:
                 continue
             out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
             for canonical, user in columns.mapping.items():
-                column = batch.column(user)
+                column = batch.column(user) if available[user] == "file" else partitions.column(f.uri, user, n)
                 if f.format == "csv" and canonical not in ("text", "text_pair"):
                     column = empty_cells_null(column)
                 out_columns[canonical] = normalise(canonical, column, f.uri, user, offset)
@@ -131,23 +133,42 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str) -> 
     )
 
 
-def stage_ground_truth(request: ScoreRequest, files: list[InputFile], workdir: str) -> tuple[str, str]:
+def _check_columns(f: InputFile, schema: pa.Schema, required: list[str], partition: dict, what: str = "") -> dict[str, str]:
+    """Where each required column comes from, "file" or "folder" (a hive partition); InputError for
+    a column found nowhere, twice in the file's header, or both in the file and in its folder names."""
+    repeated = sorted({c for c in required if schema.names.count(c) > 1})
+    if repeated:
+        at = "; ".join(f"'{c}' is columns {', '.join(str(i + 1) for i, n in enumerate(schema.names) if n == c)}" for c in repeated)
+        raise InputError(f"column names repeat in {f.uri}: {at}; give each column a name of its own")
+    both = [c for c in required if c in schema.names and c in partition]
+    if both:
+        raise InputError(
+            f"column '{both[0]}' is both a column of {f.uri} and a folder name above it ({both[0]}={partition[both[0]]}): "
+            "rename one of them"
+        )
+    missing = [c for c in required if c not in schema.names and c not in partition]
+    if missing:
+        found = ", ".join(schema.names) + (f" (and from its folders: {', '.join(partition)})" if partition else "")
+        raise InputError(f"column {', '.join(repr(c) for c in missing)} not found in {what}{f.uri}; its columns are: {found}")
+    return {c: "file" if c in schema.names else "folder" for c in required}
+
+
+def stage_ground_truth(
+    request: ScoreRequest, files: list[InputFile], workdir: str, partitions: Partitions | None = None
+) -> tuple[str, str]:
     """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
+    partitions = partitions or Partitions()
     target = os.path.join(workdir, "ground_truth.parquet")
     writer = None
     types: dict[str, tuple[pa.DataType, str]] = {}
     rows = 0
     try:
         for f in files:
-            schema, batches = open_or_explain(f, [request.id_column], [request.id_column, request.label_column])
-            missing = [c for c in (request.id_column, request.label_column) if c not in schema.names]
-            if missing:
-                raise InputError(
-                    f"column {', '.join(repr(c) for c in missing)} not found in ground truth {f.uri}; "
-                    f"its columns are: {', '.join(schema.names)}"
-                )
+            wanted = [request.id_column, request.label_column]
+            schema, batches = open_or_explain(f, [request.id_column], wanted)
+            available = _check_columns(f, schema, wanted, partitions.of(f.uri), "ground truth ")
             for batch in batches_or_explain(f, batches):
-                ids, labels = batch.column(request.id_column), batch.column(request.label_column)
+                ids, labels = (batch.column(c) if available[c] == "file" else partitions.column(f.uri, c, batch.num_rows) for c in wanted)
                 if f.format == "csv":
                     ids, labels = empty_cells_null(ids), empty_cells_null(labels)
                 ids = normalise("id", ids, f.uri, request.id_column)
