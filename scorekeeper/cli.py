@@ -190,10 +190,8 @@ def summary_line(result: dict) -> str:
         line += "; scoring only"
     else:
         line += f"; evaluated {metrics.get('evaluated', 0)} of {result['rows']}"
-        if not metrics.get("evaluated"):
-            why = why_nothing_evaluated(
-                metrics.get("ground_truth_source"), metrics.get("ground_truth_rows"), metrics.get("missing_predictions")
-            )
+        if not metrics.get("evaluated") and not metrics.get("ground_truth_rows"):  # (unmatched ids are said below)
+            why = why_nothing_evaluated(metrics.get("ground_truth_source"), 0, 0)
             line += f" ({why})" if why else ""
         truth = metrics.get("ground_truth_rows")
         if metrics.get("ground_truth_source") == "ground_truth_uri" and truth is not None:

@@ -14,7 +14,7 @@ import json
 from typing import ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from scorekeeper.redact import redact_uri
 from scorekeeper.storage import Location, digest_of
@@ -35,6 +35,17 @@ class InputFile(BaseModel):
         return self.model_copy(update={"uri": redact_uri(self.uri)})
 
 
+class _Record(BaseModel):
+    """A run-folder record whose fields added later (ADDED) are left out while unset (None): a
+    record written before them is written back byte for byte, as readers of older files expect."""
+
+    ADDED: ClassVar[tuple[str, ...]] = ("skipped", "skipped_files")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset_additions(self, handler):
+        return {k: v for k, v in handler(self).items() if not (k in self.ADDED and v is None)}
+
+
 class SkippedFiles(BaseModel):
     """Files below the input (or ground-truth) folder that were not read because a folder or file
     name below it starts with "." or "_", as pyarrow's and Spark's dataset readers skip them
@@ -53,15 +64,15 @@ class SkippedFiles(BaseModel):
         return SkippedFiles(count=self.count + other.count, files=sorted(self.files + other.files)[: self.LISTED])
 
 
-class StagedGroundTruth(BaseModel):
+class StagedGroundTruth(_Record):
     """The ground-truth files staged beside the input (when ground_truth_uri is given)."""
 
     files: list[InputFile]
     id_type: str
-    skipped: SkippedFiles = SkippedFiles()
+    skipped: SkippedFiles | None = None  # None in records written before it (left out when written back)
 
 
-class StagedManifest(BaseModel):
+class StagedManifest(_Record):
     """work/staged.json: what the read step staged; the plan and the evaluation read it."""
 
     files: list[InputFile]
@@ -74,11 +85,12 @@ class StagedManifest(BaseModel):
     slice_columns: list[str]
     staging_key: str
     ground_truth: StagedGroundTruth | None = None
-    skipped: SkippedFiles = SkippedFiles()
+    skipped: SkippedFiles | None = None  # None in records written before it (left out when written back)
 
     def all_skipped(self) -> SkippedFiles:
         """The hidden files of the input and of the ground truth, together."""
-        return self.skipped.plus(self.ground_truth.skipped) if self.ground_truth else self.skipped
+        skipped = self.skipped or SkippedFiles()
+        return skipped.plus(self.ground_truth.skipped) if self.ground_truth and self.ground_truth.skipped else skipped
 
     @property
     def input_fingerprint(self) -> str:
@@ -86,7 +98,7 @@ class StagedManifest(BaseModel):
         return digest_of([f.fingerprint for f in self.files])
 
 
-class Plan(BaseModel):
+class Plan(_Record):
     """plan.json: the input, the fingerprints the run was planned under, and its index ranges."""
 
     files: list[InputFile]
@@ -98,7 +110,7 @@ class Plan(BaseModel):
     rows_per_range: int
     ranges: list[tuple[int, int]]  # [start, end) of range k at position k
     labels: list[str]
-    skipped_files: SkippedFiles = SkippedFiles()  # hidden files below the input and ground-truth folders, not read
+    skipped_files: SkippedFiles | None = None  # hidden files below the input and ground-truth folders, not read
 
 
 class CommitRecord(BaseModel):

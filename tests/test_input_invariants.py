@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 
 import pyarrow as pa
@@ -208,3 +209,38 @@ def test_an_all_empty_label_column_says_why_nothing_was_evaluated(tmp_path, capl
     assert f"evaluated no row: {why}" in caplog.text
     line = summary_line({"run_id": "r", "rows": 20, "run_uri": str(folder.uri), "metrics": metrics})
     assert f"evaluated 0 of 20 ({why})" in line
+
+
+@pytest.mark.integration
+def test_cli_refuses_a_truth_column_with_two_meanings_in_one_line_before_scoring(tmp_path):
+    """Through the CLI and the flow: the truth rule is decided as soon as the input is staged (the
+    model's labels known), so the refusal is one line, exit 2, and nothing is scored."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.models import build_tiny_classifier
+
+    model = build_tiny_classifier(tmp_path / "stars", "bert", labels=["1", "2", "3"], seed=4)
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps({"text": f"review {i}", "stars": str(i % 3)}) + "\n" for i in range(9)))
+    scorekeeper = str(Path(sys.executable).with_name("scorekeeper"))
+    args = [
+        "run",
+        "--input-uri",
+        "in.jsonl",
+        "--model-uri",
+        str(model),
+        "--output-uri",
+        "runs",
+        "--run-name",
+        "s",
+        "--label-column",
+        "stars",
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(tmp_path / ".prefect")}
+    done = subprocess.run([scorekeeper, *args], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("scorekeeper: error: ground-truth column 'stars' holds both label names and label ids")
+    assert not (tmp_path / "runs" / "s" / "predictions.parquet").exists() and not list((tmp_path / "runs" / "s" / "work").glob("shards/*"))
