@@ -45,7 +45,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
 
     The ground truth is fingerprinted like the input: when it changed since an earlier attempt it
     is staged again and the run is evaluated against it (the predictions do not depend on it)."""
-    from scorekeeper.tasks.prepare import has_commits
+    from scorekeeper.tasks.open_run import has_commits
 
     logger = run_logger(__name__)
     listing = list_input(request.input_uri, exclude=run, log=logger)
