@@ -17,13 +17,24 @@ import numpy as np
 from prefect import task
 
 from scorekeeper.errors import InputError
-from scorekeeper.gates import DELTA_METRICS, metric_value
+from scorekeeper.metrics.document import (
+    ClassDelta,
+    Comparison,
+    FlipCounts,
+    FlipSample,
+    MetricsDocument,
+    RecordedMetrics,
+    SliceDelta,
+)
+from scorekeeper.metrics.registry import Metric, compared_metrics
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.staging.truth import TruthMatching
 from scorekeeper.storage import Location
+from scorekeeper.tasks.duck import SLICE_GROUPS, null_group_key, parquet_uri, sql
 from scorekeeper.tasks.history import completed_runs
 from scorekeeper.tasks.retries import IO_RETRIES
+from scorekeeper.tasks.truth import label_table, match_truth
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +79,20 @@ def same_input(plan: dict, other_plan: dict) -> bool:
 
 
 def compare(
-    con, run: Location, other: Location, metrics: dict, slice_columns: list[str], matching: TruthMatching, truth_column: str = "label"
-) -> dict:
+    con,
+    run: Location,
+    other: Location,
+    metrics: MetricsDocument,
+    slice_columns: list[str],
+    matching: TruthMatching,
+    truth_column: str = "label",
+) -> Comparison:
     """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`,
     `truth` and `labels`; `matching` is how this run's truth was matched to its labels."""
-    from scorekeeper.tasks.evaluate import SLICE_GROUPS, _uri, null_group_key, sql
-
     plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
     other_matching = _other_matching(con, other_plan.get("labels") or [], matching, truth_column)
-    other_metrics = other.read_json(RunFolder.METRICS)
-    con.read_parquet(_uri(other, RunFolder.PREDICTIONS)).create_view("other")
+    other_metrics = RecordedMetrics.parse(other.read_json(RunFolder.METRICS)) or RecordedMetrics()
+    con.read_parquet(parquet_uri(other, RunFolder.PREDICTIONS)).create_view("other")
     if same_input(plan, other_plan):
         matched_on, keys = "row_index", ("o.row_index", "s.row_index")
     else:
@@ -92,7 +107,7 @@ def compare(
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
         samples[direction] = [
-            {"row_index": int(i), "id": row_id, "truth": truth, "before": before, "after": after, "score_before": sb, "score_after": sa}
+            FlipSample(row_index=int(i), id=row_id, truth=truth, before=before, after=after, score_before=sb, score_after=sa)
             for i, row_id, truth, before, after, sb, sa in con.execute(
                 sql("flipped_samples.sql"), {"right_before": right_before, "limit": SAMPLES}
             ).fetchall()
@@ -102,40 +117,39 @@ def compare(
         sides.setdefault(name, {})[side] = {"precision": precision, "recall": recall, "f1": f1}
     zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
     per_class = {
-        name: {k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")} for name, s in sides.items()
+        name: ClassDelta(**{k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")})
+        for name, s in sides.items()
     }
     slice_deltas = {}
     for i, column in enumerate(slice_columns):
         groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in groups if not is_null})
         slice_deltas[column] = {
-            (null_key if is_null else value): {"accuracy": delta, "rows": int(n)} for is_null, value, n, delta in groups
+            (null_key if is_null else value): SliceDelta(accuracy=delta, rows=int(n)) for is_null, value, n, delta in groups
         }
     if rows == 0:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
-    return {
-        "run": posixpath.basename(other.path),
-        "rows_compared": int(rows),
-        "matched_on": matched_on,
-        "truth_matching": other_matching.model_dump(mode="json"),
-        "flipped": {"right_to_wrong": int(right_to_wrong), "wrong_to_right": int(wrong_to_right), "other": int(other_flips)},
-        "mcnemar_p": mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
-        "accuracy_delta_paired": (int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
-        "accuracy_delta_ci": paired_bootstrap_ci(int(right_to_wrong), int(wrong_to_right), int(rows)),
-        "deltas": {m: _delta(metrics, other_metrics, m) for m in DELTA_METRICS},
-        "samples": samples,
-        "per_class_deltas": per_class,
-        "slice_deltas": slice_deltas,
-    }
+    return Comparison(
+        run=posixpath.basename(other.path),
+        rows_compared=int(rows),
+        matched_on=matched_on,
+        truth_matching=other_matching,
+        flipped=FlipCounts(right_to_wrong=int(right_to_wrong), wrong_to_right=int(wrong_to_right), other=int(other_flips)),
+        mcnemar_p=mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
+        accuracy_delta_paired=(int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
+        accuracy_delta_ci=paired_bootstrap_ci(int(right_to_wrong), int(wrong_to_right), int(rows)),
+        deltas={m.name: _delta(metrics, other_metrics, m) for m in compared_metrics(metrics.head)},
+        samples=samples,
+        per_class_deltas=per_class,
+        slice_deltas=slice_deltas,
+    )
 
 
 def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
     """How the other run's predictions are judged against this truth: by the rule this truth column
     has against the other run's labels (the rule that run's own evaluation of it uses), so that the
-    paired delta is the difference of the accuracies. A column that would mix names and ids against
-    the other run's labels is paired by this run's rule (said in the log)."""
-    from scorekeeper.tasks.evaluate import label_table, match_truth
-
+    paired delta is the difference of the accuracies. A column that would resolve differently by
+    name and by id against the other run's labels is paired by this run's rule (said in the log)."""
     if not other_labels:  # a plan.json that does not record its labels: taken as this run's
         con.execute("CREATE OR REPLACE TEMP TABLE other_labels AS SELECT * FROM labels")
         return matching
@@ -149,8 +163,9 @@ def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth
         return matching
 
 
-def _delta(metrics: dict, other_metrics: dict, metric: str) -> float | None:
-    this, other = metric_value(metrics, metric), metric_value(other_metrics, metric)
+def _delta(metrics: MetricsDocument, other_metrics: RecordedMetrics, metric: Metric) -> float | None:
+    """this - other of a metric as each run reported it; None when either has no value."""
+    this, other = metric.value(metrics), metric.value(other_metrics)
     return None if this is None or other is None else this - other
 
 

@@ -109,7 +109,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
 def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth); decide how the
     ground truth is matched to the model's labels before anything is scored."""
-    from scorekeeper.tasks.evaluate import check_truth
+    from scorekeeper.tasks.truth import check_truth
 
     manifest = read_inputs(request, context.run)
     check_truth(context.run, context.labels, manifest, request.label_column or "label")

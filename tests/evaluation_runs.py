@@ -38,9 +38,10 @@ def write_run(
     )  # fmt: skip
     metrics = None
     if complete:
-        metrics = evaluate(folder, labels, manifest, [])
+        document = evaluate(folder, labels, manifest, [])
         (run / "report").mkdir()
-        (run / "report" / "metrics.json").write_text(json.dumps(metrics))
+        (run / "report" / "metrics.json").write_bytes(document.to_json_bytes())
+        metrics = document.as_dict()
     return folder, manifest, metrics
 
 

@@ -24,8 +24,9 @@ from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.staging.listing import list_input
-from scorekeeper.tasks.evaluate import check_truth, evaluate
+from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.read import read_inputs
+from scorekeeper.tasks.truth import check_truth
 from tests.evaluation_runs import one_hot, write_run
 from tests.helpers import make_rows, open_run_and_plan, write_rows
 
@@ -174,7 +175,7 @@ def test_compare_to_the_same_weights_with_labels_spelled_differently_shows_no_fl
     folder, manifest, _ = write_run(
         tmp_path, "cand", probs, ["negative", "neutral", "positive"], pa.array(truth, pa.int64()), complete=False
     )
-    comparison = evaluate(folder, ["negative", "neutral", "positive"], manifest, [], baseline=base)["comparison"]
+    comparison = evaluate(folder, ["negative", "neutral", "positive"], manifest, [], baseline=base).as_dict()["comparison"]
     assert comparison["flipped"] == {"right_to_wrong": 0, "wrong_to_right": 0, "other": 0}
     assert comparison["mcnemar_p"] == 1.0 and comparison["accuracy_delta_paired"] == 0.0 == comparison["deltas"]["accuracy"]
     assert comparison["truth_matching"]["rule"] == "id"

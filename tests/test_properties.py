@@ -212,7 +212,7 @@ def test_truth_is_matched_by_one_rule_per_column(labels, data, fmt, seed):
             with pytest.raises(InputError, match="would resolve differently by name and by id"):
                 evaluate(run, labels, manifest, [])
             return
-        metrics = evaluate(run, labels, manifest, [])
+        metrics = evaluate(run, labels, manifest, []).as_dict()
 
     assert metrics["truth_matching"]["rule"] == rule and metrics["truth_matching"]["column_type"] == ref_kind
     rows = [i for i, v in enumerate(ref_values) if v is not None]
@@ -255,7 +255,7 @@ def test_paired_delta_is_the_difference_of_the_accuracies(labels, data, seed, sa
         try:
             base, _, base_metrics = write_run(Path(tmp), "base", before, other_labels, truth)
             run, manifest, _ = write_run(Path(tmp), "cand", after, labels, truth, complete=False)
-            metrics = evaluate(run, labels, manifest, [], baseline=base)
+            metrics = evaluate(run, labels, manifest, [], baseline=base).as_dict()
         except InputError as exc:
             assert "would resolve differently by name and by id" in str(exc)
             assume(False)
