@@ -3,10 +3,14 @@
 A gate is `{metric: "OP NUMBER"}` with OP one of >=, >, <=, <, e.g. `{"accuracy": ">=0.9"}`.
 Metrics: the scalar metrics of metrics.json (SCALAR_METRICS) and, with `compare_to`, the
 comparison's (COMPARISON_METRICS): `<metric>_drop` = other run - this run, `<metric>_delta` =
-this run - other run, `mcnemar_p`, `right_to_wrong`, `wrong_to_right`. A comparison gate may end in
-`if significant` (or `when significant`): it then fails only when McNemar's exact test on the rows
-both runs scored says the runs differ (mcnemar_p < SIGNIFICANCE). A gate whose metric has no value
-(a scoring-only run, an undefined ROC-AUC) fails: what cannot be checked does not pass.
+this run - other run, `mcnemar_p`, `right_to_wrong`, `wrong_to_right`. Every comparison gate
+carries its metric's paired test (comparison.metric_tests: the accuracy test for the last three):
+`method`, `p`, `ci` (of the gate's value: a drop's interval is the delta's, negated) and the
+`detectable_change` at this row count. A comparison gate may end in `if significant` (or `when
+significant`): it then fails only when that metric's own test says the runs differ (p <
+SIGNIFICANCE); a test without a p-value cannot say so, and the gate is then judged on its value
+alone. A gate whose metric has no value (a scoring-only run, an undefined ROC-AUC) fails: what
+cannot be checked does not pass.
 
 Pure functions, no Prefect: the parameter model validates gates with them before anything runs.
 """
@@ -18,7 +22,9 @@ import operator
 import re
 from dataclasses import dataclass
 
-SIGNIFICANCE = 0.05
+from scorekeeper.paired_tests import ALPHA, detectable_change
+
+SIGNIFICANCE = ALPHA
 
 # gate metric -> path into metrics.json
 SCALAR_METRICS: dict[str, tuple] = {
@@ -149,13 +155,41 @@ def evaluate_gates(gates: dict[str, str], metrics: dict) -> list[dict]:
             value = -value  # deltas are this - other; a drop is other - this
         result = {"gate": str(gate), "metric": gate.metric, "value": value, "limit": gate.limit}
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
-        if gate.if_significant:
-            p = _lookup(metrics, ("comparison", "mcnemar_p"))
-            result["mcnemar_p"] = p
-            result["significant"] = p is not None and p < SIGNIFICANCE
-            passed = passed or (value is not None and not result["significant"])
+        if gate.comparison:
+            result |= gate_test(gate, metrics)
+            if gate.if_significant:
+                p = result["p"]
+                result["significant"] = None if p is None else p < SIGNIFICANCE
+                passed = passed or (value is not None and result["significant"] is False)
         results.append(result | {"passed": passed})
     return results
+
+
+def tested_metric(metric: str) -> str:
+    """The metric of comparison.metric_tests whose test a comparison gate reads."""
+    for suffix in ("_drop", "_delta"):
+        if metric.endswith(suffix) and metric.removesuffix(suffix) in DELTA_METRICS:
+            return metric.removesuffix(suffix)
+    return "accuracy"  # mcnemar_p, right_to_wrong, wrong_to_right: the flips accuracy's test counts
+
+
+def gate_test(gate: Gate, metrics: dict) -> dict:
+    """A comparison gate's `method`, `p`, `ci` (oriented as the gate's value), `detectable_change`,
+    and a `warning` when a change limit is below what this comparison can detect."""
+    test = ((metrics.get("comparison") or {}).get("metric_tests") or {}).get(tested_metric(gate.metric)) or {}
+    ci = test.get("ci")
+    if ci is not None and gate.metric.endswith("_drop"):
+        ci = [-ci[1], -ci[0]]
+    detectable = detectable_change(test.get("se"))
+    out = {"method": test.get("method"), "p": test.get("p"), "ci": ci, "detectable_change": detectable}
+    is_change = gate.metric.endswith(("_drop", "_delta"))
+    if is_change and detectable is not None and abs(gate.limit) < detectable:
+        out["warning"] = (
+            f"{gate}: the limit {gate.limit:g} is below the smallest change this comparison detects ({detectable:.3g}, "
+            f"alpha {ALPHA:g}, 80% power, from the paired standard error): at this row count a real change of the "
+            "limit's size cannot be told from noise"
+        )
+    return out
 
 
 def failure_message(results: list[dict]) -> str | None:
@@ -167,7 +201,7 @@ def failure_message(results: list[dict]) -> str | None:
     for r in failed:
         value = "no value" if r["value"] is None else f"{r['value']:.6g}"
         text = f"{r['gate']}: {r['metric']} is {value}"
-        if "mcnemar_p" in r and r["mcnemar_p"] is not None:
-            text += f" (mcnemar_p {r['mcnemar_p']:.3g})"
+        if r.get("p") is not None:
+            text += f" (p {r['p']:.3g}, {r['method']})"
         parts.append(text)
     return f"{len(failed)} of {len(results)} quality gate(s) failed: " + "; ".join(parts)

@@ -118,6 +118,10 @@ def evaluate(
             "slices_truncated": slices_truncated,
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         } | ranking
+        if evaluated:
+            from scorekeeper.tasks.label_audit import label_audit
+
+            result["label_audit"] = label_audit(con, labels, EXCERPT_CHARS)
         if baseline is not None and evaluated:
             from scorekeeper.tasks.compare import compare
 

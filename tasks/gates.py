@@ -24,7 +24,10 @@ def enforce_gates(metrics: dict, run_uri: str) -> None:
 @task(name="check quality gates", cache_policy=NO_CACHE)
 def check_gates_task(context, metrics: dict) -> None:
     """Fail the run when a quality gate failed (the report is already published)."""
-    enforce_gates(metrics, context.run_uri)
     gates = metrics.get("gates")
+    for gate in gates or []:
+        if gate.get("warning"):
+            get_run_logger().warning(gate["warning"])
+    enforce_gates(metrics, context.run_uri)
     if gates:
         get_run_logger().info("%d quality gate(s) passed", len(gates))
