@@ -41,8 +41,9 @@ Z_POWER = 0.8416212335729143  # the 80% normal quantile (80% power)
 RESAMPLES = 10_000
 SEED = 0
 CHUNK = 500  # resamples drawn at a time: memory is CHUNK x cells
-AP_RESAMPLES = 2_000
-AP_ROWS = 4_000  # rows the average-precision bootstrap resamples at most (cost: AP_RESAMPLES x AP_ROWS x labels)
+AP_RESAMPLES = 1_000
+AP_ROWS = 4_000  # rows the average-precision bootstrap resamples at most...
+AP_CELLS = 8_000_000  # ...and fewer with many labels: resamples x rows x labels stays under this (at least 500 rows)
 
 MCNEMAR, BOOTSTRAP, NORMAL, DELONG = "mcnemar_exact", "paired_bootstrap", "paired_normal", "delong"
 
@@ -341,7 +342,7 @@ def ap_test(
     delta: float | None, truth: np.ndarray, before: np.ndarray, after: np.ndarray, rows: int, resamples: int = AP_RESAMPLES
 ) -> dict:
     """`paired_bootstrap` of the macro average-precision delta. Average precision depends on every
-    row's rank, so it is resampled row by row, over at most AP_ROWS rows: all paired rows when there
+    row's rank, so it is resampled row by row, over at most ap_rows(labels) rows: all paired rows when there
     are no more, else a fixed-seed random subset of M of the N rows, whose resampled deviations are
     scaled by sqrt(M / N) around the delta over all rows (the m-out-of-n bootstrap of a statistic
     with a normal limit). `delta` is the delta over all rows; `truth`, `before`, `after` the subset
@@ -359,6 +360,11 @@ def ap_test(
     draws = np.concatenate(deltas)
     scale = math.sqrt(m / rows) if rows > m else 1.0
     return bootstrap_summary(delta, delta + scale * (draws - sample_delta))
+
+
+def ap_rows(labels: int) -> int:
+    """How many rows the average-precision bootstrap resamples for this many labels."""
+    return max(500, min(AP_ROWS, AP_CELLS // (AP_RESAMPLES * max(labels, 1))))
 
 
 def subset_positions(rows: int, size: int = AP_ROWS) -> np.ndarray:

@@ -3,8 +3,8 @@
 the per-class and the per-slice families.
 
 The per-row work is SQL over the comparison's `paired` table (tasks/sql/paired_*.sql); what comes
-back is a joint table, calibration cells, per-class strata and (for average precision) at most
-AP_ROWS rows, so the cost stays bounded at millions of rows. The statistics are
+back is a joint table, calibration cells, per-class strata and (for average precision) a few
+thousand rows at most, so the cost stays bounded at millions of rows. The statistics are
 scorekeeper/paired_tests.py's pure functions.
 """
 
@@ -61,7 +61,7 @@ def score_tests(con, width: int, eps: float) -> dict:
     tests["roc_auc_macro"] = pt.delong_macro([before[k][0] for k in defined], [after[k][0] for k in defined], strata)
     with_ap = [k for k in sorted(after) if after[k][1] is not None and before.get(k, (None, None))[1] is not None]
     ap_delta = float(np.mean([after[k][1] - before[k][1] for k in with_ap])) if with_ap else None
-    positions_subset = pt.subset_positions(int(n)).tolist()
+    positions_subset = pt.subset_positions(int(n), pt.ap_rows(width)).tolist()
     rows = con.execute(sql("paired_subset.sql"), {"positions": positions_subset}).fetchall()
     truth = np.array([r[0] for r in rows], dtype=np.int64)
     before_probs = np.array([r[1] for r in rows], dtype=np.float64).reshape(len(rows), width)
