@@ -87,6 +87,13 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2.0 * tail)
 
 
+def significant(test: dict | None, holm: bool = False) -> bool:
+    """Whether a test says the runs differ at ALPHA: by its p-value, or by Holm's adjusted p-value
+    (`holm`) for a member of a family, so that only what survives the correction counts."""
+    p = (test or {}).get("p_holm" if holm else "p")
+    return p is not None and p < ALPHA
+
+
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     """Holm's step-down adjustment within one family: the i-th smallest of m p-values becomes
     max over j <= i of min(1, (m - j + 1) p_(j)). Untested entries (None) are not in the family."""

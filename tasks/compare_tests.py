@@ -103,9 +103,16 @@ def comparison_tests(
         "metric_tests": {m: metric_tests[m] for m in DELTA_METRICS},
         "per_class_tests": per_class_tests,
         "slice_tests": slice_tests,
-        "tests_counted": {
-            "metric_tests": sum(t["p"] is not None for t in metric_tests.values()),
-            "per_class_tests": sum(t["p"] is not None for c in per_class_tests.values() for t in c.values()),
-            "slice_tests": sum(t["p"] is not None for t in slice_family.values()),
-        },
+        "tests_counted": _counted(metric_tests, per_class_tests, slice_tests),
     }
+
+
+def _counted(metric_tests: dict, per_class_tests: dict, slice_tests: dict) -> dict:
+    """How many deltas carry a p-value, and how many are significant (the families after Holm)."""
+    families = {
+        "metric_tests": (list(metric_tests.values()), False),
+        "per_class_tests": ([t for c in per_class_tests.values() for t in c.values()], True),
+        "slice_tests": ([t for g in slice_tests.values() for t in g.values()], True),
+    }
+    counted = {name: sum(t["p"] is not None for t in tests) for name, (tests, _) in families.items()}
+    return counted | {"significant": {name: sum(pt.significant(t, holm) for t in tests) for name, (tests, holm) in families.items()}}

@@ -17,6 +17,15 @@ from prefect import task
 
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import plots
+from scorekeeper.tasks.report_stats import (
+    audit_matrix,
+    comparison_tests_markdown,
+    gate_test_text,
+    label_audit_markdown,
+    mark,
+    pvalue,
+    tests_sentence,
+)
 from scorekeeper.tasks.retries import IO_RETRIES
 
 HEADLINE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece")
@@ -84,8 +93,12 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     if gates:
         failed = [g for g in gates if not g["passed"]]
         lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
-        lines += ["| gate | value | limit | result |", "|---|---|---|---|"]
-        lines += [f"| {_md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {'pass' if g['passed'] else '**FAIL**'} |" for g in gates]
+        lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {_md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {gate_test_text(g)} | {'pass' if g['passed'] else '**FAIL**'} |"
+            for g in gates
+        ]
+        lines += [f"- warning: {_md(g['warning'])}" for g in gates if g.get("warning")]
         lines.append("")
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     throughput = run_info.get("throughput")
@@ -105,6 +118,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         ]
     lines += groups_markdown(throughput)
     lines += _markdown_comparison(metrics.get("comparison"))
+    lines += comparison_tests_markdown(metrics.get("comparison"))
     if metrics["unknown_labels"]:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {_md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
@@ -124,6 +138,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"## By {_md(column)} (worst first)", "", "| value | rows | accuracy | 95% CI |", "|---|---|---|---|"]
         lines += [f"| {_md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {_ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
+    lines += label_audit_markdown(metrics.get("label_audit"), metrics["evaluated"], metrics.get("accuracy"))
     return "\n".join(lines)
 
 
@@ -200,6 +215,8 @@ def _environment():
     env.filters["ci"] = _ci
     env.filters["key"] = lambda path: json.dumps(list(path), ensure_ascii=False)
     env.filters["raw"] = lambda value: "" if value is None else repr(value)
+    env.filters["pvalue"] = pvalue
+    env.filters["mark"] = mark
     return env
 
 
@@ -226,6 +243,9 @@ def render_html(metrics: dict, run_info: dict) -> str:
             facts=facts,
             headline_cards=_cards(metrics),
             gates=gates,
+            gate_tests=any(g.get("method") for g in gates),
+            tests_sentence=tests_sentence(metrics["comparison"]) if (metrics.get("comparison") or {}).get("metric_tests") else "",
+            audit_names=audit_matrix(metrics["label_audit"])[0] if metrics.get("label_audit") else [],
             failed_gates=[g for g in gates if not g["passed"]],
             slices=slices,
             slice_intervals=slice_intervals,
