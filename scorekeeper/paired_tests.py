@@ -15,11 +15,12 @@ the detectable change is computed from. Methods:
 - `paired_bootstrap` (F1, precision, recall and their averages; ECE; average precision): resampling
   rows with replacement. For metrics of the joint (truth, other's prediction, this prediction)
   table a resample of N rows is exactly a multinomial draw of N over that table's cells, so it costs
-  nothing per row. Interval: the 2.5% and 97.5% percentiles of the resampled deltas. p-value: the
-  share of resampled deltas on the far side of 0, doubled, `min(1, 2 (1 + min(#<=0, #>=0)) / (R + 1))`
-  (the percentile interval inverted, with the +1 that keeps a Monte Carlo p-value valid): p < 0.05
-  exactly when 0 lies outside the reported 95% interval, so the interval and the p-value never
-  disagree. Fixed seed: reruns give the same numbers.
+  nothing per row (10,000 resamples; over more than 1,000 cells, 10 million draws in all and at
+  least 2,000 resamples). Interval: the 2.5% and 97.5% percentiles of the resampled deltas.
+  p-value: the share of resampled deltas on the far side of 0, doubled,
+  `min(1, 2 (1 + min(#<=0, #>=0)) / (R + 1))` (the percentile interval inverted, with the +1 that
+  keeps a Monte Carlo p-value valid): p < 0.05 exactly when 0 lies outside the reported 95%
+  interval, so the interval and the p-value never disagree. Fixed seed: reruns give the same numbers.
 - `paired_normal` (log loss, and per-row means such as MAE, MSE): mean of the per-row differences,
   SE = sqrt(var / n) (sample variance), normal interval and p.
 - `delong` (macro ROC-AUC): DeLong's paired test on the structural components (placement values)
@@ -38,7 +39,9 @@ import numpy as np
 ALPHA = 0.05
 Z_95 = 1.959963984540054  # the 97.5% normal quantile (two-sided 95%)
 Z_POWER = 0.8416212335729143  # the 80% normal quantile (80% power)
-RESAMPLES = 10_000
+RESAMPLES = 10_000  # bootstrap resamples, and fewer over a table of many cells:
+DRAWS = 10_000_000  # resamples x cells stays under this (the multinomial costs per cell), with at
+MIN_RESAMPLES = 2_000  # least this many resamples
 SEED = 0
 CHUNK = 500  # resamples drawn at a time: memory is CHUNK x cells
 AP_RESAMPLES = 1_000
@@ -140,6 +143,11 @@ def _draws(rng: np.random.Generator, rows: int, counts: np.ndarray, resamples: i
         done += size
 
 
+def resamples_for(cells: int) -> int:
+    """Resamples of a multinomial bootstrap over this many cells: RESAMPLES, fewer past DRAWS draws."""
+    return max(MIN_RESAMPLES, min(RESAMPLES, DRAWS // max(cells, 1)))
+
+
 def accuracy_test(right_to_wrong: int, wrong_to_right: int, rows: int, resamples: int = RESAMPLES) -> dict:
     """`mcnemar_exact`: delta (wrong_to_right - right_to_wrong) / rows, McNemar's exact p, and the
     paired bootstrap interval (a multinomial of the three per-row outcomes -1, +1, 0: exactly the
@@ -214,7 +222,7 @@ class JointTable:
         return out
 
 
-def count_tests(table: JointTable, resamples: int = RESAMPLES) -> tuple[dict, dict]:
+def count_tests(table: JointTable, resamples: int | None = None) -> tuple[dict, dict]:
     """`paired_bootstrap` over the joint table: ({"macro_f1", "weighted_f1"}, {class: {"precision",
     "recall", "f1"}}), each a result. One set of resamples serves every metric."""
     if table.rows == 0:
@@ -222,7 +230,7 @@ def count_tests(table: JointTable, resamples: int = RESAMPLES) -> tuple[dict, di
     point = table.scores(table.count[None, :])
     rng = np.random.default_rng(SEED)
     parts: dict[str, list[np.ndarray]] = {}
-    for weights in _draws(rng, table.rows, table.count, resamples):
+    for weights in _draws(rng, table.rows, table.count, resamples or resamples_for(len(table.count))):
         scored = table.scores(weights)
         for metric in ("macro_f1", "weighted_f1", "precision", "recall", "f1"):
             parts.setdefault(metric, []).append(scored[f"after.{metric}"] - scored[f"before.{metric}"])
@@ -271,7 +279,7 @@ class CalibrationCells:
         return np.abs(gap).sum(1) / counts.sum(1)
 
 
-def ece_test(cells: CalibrationCells, resamples: int = RESAMPLES) -> dict:
+def ece_test(cells: CalibrationCells, resamples: int | None = None) -> dict:
     """`paired_bootstrap` of the ECE delta at a cost independent of the row count: a resample draws
     each cell's row count (multinomial over the cells) and, given it, the two runs' score sums over
     those rows from the bivariate normal of a sum of that many draws from the cell (the cell's
@@ -289,7 +297,7 @@ def ece_test(cells: CalibrationCells, resamples: int = RESAMPLES) -> dict:
     rest = np.sqrt(np.maximum(cells.var_after - cross**2, 0.0))
     rng = np.random.default_rng(SEED)
     deltas = []
-    for counts in _draws(rng, n, cells.count, resamples):
+    for counts in _draws(rng, n, cells.count, resamples or resamples_for(len(cells.count))):
         z1, z2 = rng.standard_normal(counts.shape), rng.standard_normal(counts.shape)
         root = np.sqrt(counts)
         before = cells.ece(counts, counts * cells.mean_before + root * sd_before * z1, "before")
