@@ -85,7 +85,7 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
     if rows == 0:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
     flipped = (int(rows), int(right_to_wrong), int(wrong_to_right))
-    tests = comparison_tests(con, metrics["labels"], other_metrics.get("labels"), flipped, slice_counts)
+    tests = comparison_tests(con, metrics["labels"], other_metrics.get("labels"), flipped, slice_counts, metrics["ece_bins"])
     return {
         "run": posixpath.basename(other.path),
         "rows_compared": int(rows),

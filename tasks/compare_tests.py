@@ -15,6 +15,7 @@ import numpy as np
 from scorekeeper import paired_tests as pt
 
 PER_CLASS_METRICS = ("f1", "precision", "recall")  # each its own Holm family
+LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # probabilities clipped as the run's log loss clips them (scikit-learn's eps)
 
 
 def _with_holm(tests: dict[tuple, dict]) -> dict[tuple, dict]:
@@ -71,18 +72,19 @@ def score_tests(con, width: int, eps: float) -> dict:
 
 
 def comparison_tests(
-    con, labels: list[str], other_labels: list[str] | None, flipped: tuple[int, int, int], slices: dict[str, dict]
+    con, labels: list[str], other_labels: list[str] | None, flipped: tuple[int, int, int], slices: dict[str, dict], ece_bins: int
 ) -> dict:
     """`metric_tests`, `per_class_tests`, `slice_tests` and `tests_counted`, on a connection holding the
     comparison's `paired` table. `flipped`: (rows, right_to_wrong, wrong_to_right); `slices`:
-    {column: {value: (rows, right_to_wrong, wrong_to_right)}} as the comparison keys them."""
+    {column: {value: (rows, right_to_wrong, wrong_to_right)}} as the comparison keys them;
+    `ece_bins`: the bins of the run's ECE."""
     from scorekeeper.gates import DELTA_METRICS
-    from scorekeeper.tasks.evaluate import ECE_BINS, LOG_LOSS_EPS, sql
+    from scorekeeper.tasks.evaluate import sql
 
     rows, right_to_wrong, wrong_to_right = flipped
     table = pt.JointTable.from_rows(con.execute(sql("paired_joint.sql")).fetchall())
     headline, per_class = pt.count_tests(table)
-    cells = pt.CalibrationCells.from_rows(ECE_BINS, con.execute(sql("paired_calibration.sql"), {"bins": ECE_BINS}).fetchall())
+    cells = pt.CalibrationCells.from_rows(ece_bins, con.execute(sql("paired_calibration.sql"), {"bins": ece_bins}).fetchall())
     metric_tests = {"accuracy": pt.accuracy_test(right_to_wrong, wrong_to_right, rows)} | headline | {"ece": pt.ece_test(cells)}
     positions = label_positions(labels, other_labels) if rows else None
     if positions is not None:

@@ -17,8 +17,9 @@ from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
 from scorekeeper import paired_tests as pt
 from scorekeeper.gates import evaluate_gates
-from scorekeeper.tasks.compare_tests import score_tests
-from scorekeeper.tasks.evaluate import ECE_BINS, LOG_LOSS_EPS, evaluate
+from scorekeeper.tasks import evaluate as evaluation
+from scorekeeper.tasks.compare_tests import LOG_LOSS_EPS, score_tests
+from scorekeeper.tasks.evaluate import ECE_BINS, evaluate
 from tests.test_compare import LABELS, write_run
 
 NAIVE = 3000  # row-by-row resamples of the brute-force references
@@ -264,6 +265,10 @@ def test_average_precision_on_a_subset_estimates_the_spread_of_all_rows():
     assert len(picked) == 500 and np.all(np.diff(picked) > 0)
     part = pt.ap_test(0.0, truth[picked], before[picked], after[picked], 2000, resamples=600)
     assert part["se"] == pytest.approx(full["se"], rel=0.25)
+
+
+def test_the_log_loss_test_clips_as_the_run_does():
+    assert LOG_LOSS_EPS == evaluation.LOG_LOSS_EPS
 
 
 def test_paired_normal_and_detectable_change():
