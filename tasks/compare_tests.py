@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from scorekeeper import paired_tests as pt
+from scorekeeper.tasks.duck import sql
 
 PER_CLASS_METRICS = ("f1", "precision", "recall")  # each its own Holm family
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # probabilities clipped as the run's log loss clips them (scikit-learn's eps)
@@ -37,8 +38,6 @@ def label_positions(labels: list[str], other_labels: list[str] | None) -> list[i
 
 
 def _probability_tests(con, labels: list[str], positions: list[int], eps: float) -> dict:
-    from scorekeeper.tasks.evaluate import sql
-
     con.execute(sql("paired_scores.sql"), {"positions": positions})
     return score_tests(con, len(labels), eps)
 
@@ -46,8 +45,6 @@ def _probability_tests(con, labels: list[str], positions: list[int], eps: float)
 def score_tests(con, width: int, eps: float) -> dict:
     """log_loss, roc_auc_macro and average_precision_macro tests over a `paired_scores` table
     (row_index, true_id, before, after: both runs' probabilities in this run's label order)."""
-    from scorekeeper.tasks.evaluate import sql
-
     n, mean, variance = con.execute(sql("paired_log_loss.sql"), {"eps": eps}).fetchall()[0]
     tests = {"log_loss": pt.paired_normal(int(n), mean, variance)}
     con.execute(sql("paired_ranks.sql"))
@@ -79,7 +76,6 @@ def comparison_tests(
     {column: {value: (rows, right_to_wrong, wrong_to_right)}} as the comparison keys them;
     `ece_bins`: the bins of the run's ECE."""
     from scorekeeper.gates import DELTA_METRICS
-    from scorekeeper.tasks.evaluate import sql
 
     rows, right_to_wrong, wrong_to_right = flipped
     table = pt.JointTable.from_rows(con.execute(sql("paired_joint.sql")).fetchall())

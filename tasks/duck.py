@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from importlib import resources
 
 DEFAULT_MEMORY_LIMIT = "256MB"
 
@@ -42,3 +43,9 @@ def connect(fs=None):
     if fs is not None:
         con.register_filesystem(fs)
     return con
+
+
+def sql(name: str, **macros: str) -> str:
+    """tasks/sql/<name>, with `{macro}`s filled in (canonical column names only, never user text)."""
+    text = resources.files("scorekeeper.tasks").joinpath("sql", name).read_text()
+    return text.format(**macros) if macros else text

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from importlib import resources
 
 import numpy as np
 from prefect import task
@@ -17,6 +16,7 @@ from prefect import task
 from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location, is_local
 from scorekeeper.tasks import duck
+from scorekeeper.tasks.duck import sql
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
@@ -29,11 +29,6 @@ CONFIDENT_ERRORS = 20
 EXCERPT_CHARS = 200
 SLICE_GROUPS = 50  # the largest groups of a slice column kept in metrics.json
 NULL_GROUP = "∅ (null)"  # the key of a slice's null group (suffixed if a real value is spelled so)
-
-
-def sql(name: str, **macros: str) -> str:
-    text = resources.files("scorekeeper.tasks").joinpath("sql", name).read_text()
-    return text.format(**macros) if macros else text
 
 
 def _connect(run: Location):

@@ -11,6 +11,8 @@ orders the rows a person should look at first.
 
 from __future__ import annotations
 
+from scorekeeper.tasks.duck import sql
+
 AUDIT_ROWS = 50  # suspected rows kept in metrics.json, largest margin first
 METHOD = "confident_learning"
 
@@ -18,8 +20,6 @@ METHOD = "confident_learning"
 def label_audit(con, labels: list[str], excerpt_chars: int) -> dict | None:
     """The audit over a connection holding `evaluated`, `predictions`, `staged`, `labels`; None when
     no evaluated row has a label the model knows."""
-    from scorekeeper.tasks.evaluate import sql
-
     con.execute(sql("label_audit.sql"))
     thresholds = dict(con.execute("SELECT label_id, threshold FROM audit_thresholds").fetchall())
     if not thresholds:

@@ -10,13 +10,15 @@ check can compare the page with metrics.json. Publishing writes each file whole.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from prefect import task
 
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import plots
+from scorekeeper.tasks.render import ci as _ci
+from scorekeeper.tasks.render import fmt, signed
+from scorekeeper.tasks.render import md as _md
 from scorekeeper.tasks.report_stats import (
     audit_matrix,
     comparison_tests_markdown,
@@ -32,20 +34,6 @@ HEADLINE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece")
 COMPARED_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
 LOWER_IS_BETTER = frozenset({"log_loss", "ece"})
 SAMPLE_TEXT = 200  # characters of a row's text shown among the confident errors
-
-
-def fmt(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def _ci(interval, digits: int = 4) -> str:
-    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
-
-
-def signed(value, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
 
 
 # The headline of the other heads (docs/contracts.md section 9): JSON paths into metrics.json.
@@ -118,11 +106,6 @@ def headline(metrics: dict) -> list[tuple[str, str]]:
 def sorted_slices(values: dict) -> list[tuple[str, dict]]:
     """A slice column's groups, worst accuracy first (then most rows); groups without accuracy last."""
     return sorted(values.items(), key=lambda kv: (kv[1].get("accuracy") is None, kv[1].get("accuracy") or 0.0, -kv[1].get("rows", 0)))
-
-
-def _md(text) -> str:
-    """A value for a markdown table cell: pipes and newlines would break the table."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(metrics: dict, run_info: dict) -> str:

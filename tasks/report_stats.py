@@ -9,6 +9,9 @@ marked survives the correction for the number of deltas tested (paired_tests.sig
 from __future__ import annotations
 
 from scorekeeper.paired_tests import significant
+from scorekeeper.tasks.render import ci as _ci
+from scorekeeper.tasks.render import fmt, signed
+from scorekeeper.tasks.render import md as _md
 
 SIGNIFICANT_MARK = "✱"
 
@@ -39,8 +42,6 @@ def gate_test_text(gate: dict) -> str:
     """A comparison gate's test for the gate line: p, method, the detectable change."""
     if not gate.get("method"):
         return ""
-    from scorekeeper.tasks.report import fmt
-
     return f"p {pvalue(gate.get('p'))} ({gate['method']}), detectable change {fmt(gate.get('detectable_change'))}"
 
 
@@ -48,8 +49,6 @@ def comparison_tests_markdown(comparison: dict | None) -> list[str]:
     """report.md's paired tests: headline deltas, per class, per slice, each with its interval."""
     if not comparison or not comparison.get("metric_tests"):
         return []
-    from scorekeeper.tasks.report import _ci, _md, signed
-
     lines = ["### Paired tests (this - other, 95% intervals)", "", tests_sentence(comparison), ""]
     lines += ["| metric | change | 95% CI | p | test | |", "|---|---|---|---|---|---|"]
     for name, t in comparison["metric_tests"].items():
@@ -90,8 +89,6 @@ def label_audit_markdown(audit: dict | None, evaluated: int, accuracy) -> list[s
     """report.md's label audit: the count, the accuracy without the suspected rows, the pairs and rows."""
     if not audit:
         return []
-    from scorekeeper.tasks.report import _md, fmt
-
     share = f" ({audit['suspected'] / evaluated:.1%} of {evaluated} evaluated rows)" if evaluated else ""
     lines = ["## Label audit (confident learning)", ""]
     lines += [
