@@ -1,15 +1,16 @@
 """Quality gates: conditions on metrics.json that fail the run (after its outputs are published).
 
 A gate is `{metric: "OP NUMBER"}` with OP one of >=, >, <=, <, e.g. `{"accuracy": ">=0.9"}`.
-Metrics: the scalar metrics of metrics.json (SCALAR_METRICS) and, with `compare_to`, the
-comparison's (COMPARISON_METRICS): `<metric>_drop` = other run - this run, `<metric>_delta` =
-this run - other run, `mcnemar_p`, `right_to_wrong`, `wrong_to_right`. Every comparison gate
-carries its metric's paired test (comparison.metric_tests: the accuracy test for the last three):
-`method`, `p`, `ci` (of the gate's value: a drop's interval is the delta's, negated) and the
-`detectable_change` at this row count. A comparison gate may end in `if significant` (or `when
-significant`): it then fails only when that metric's own test says the runs differ (p <
-SIGNIFICANCE); a test without a p-value cannot say so, and the gate is then judged on its value
-alone. A gate whose metric has no value (a scoring-only run, an undefined ROC-AUC) fails: what
+Metrics: the run's own metrics of the metric registry (scorekeeper/metrics/registry.py) and, with
+`compare_to`, the comparison's: `<metric>_drop` = other run - this run, `<metric>_delta` = this run
+- other run (for the metrics `comparison.deltas` holds), and the comparison's statistics
+(`mcnemar_p`, `right_to_wrong`, `wrong_to_right`). Every comparison gate carries its metric's
+paired test (comparison.metric_tests; accuracy's for the statistics): `method`, `p`, `ci` (of the
+gate's value: a drop's interval is the delta's, negated) and the `detectable_change` at this row
+count. A comparison gate may end in `if significant` (or `when significant`): it then fails only
+when that metric's own test says the runs differ (p < SIGNIFICANCE); a test without a p-value
+cannot say so, and the gate is then judged on its value alone. A gate whose metric has no value
+(a scoring-only run, an undefined ROC-AUC, a metric the run's head kind does not have) fails: what
 cannot be checked does not pass.
 
 Pure functions, no Prefect: the parameter model validates gates with them before anything runs.
@@ -17,40 +18,60 @@ Pure functions, no Prefect: the parameter model validates gates with them before
 
 from __future__ import annotations
 
+import difflib
 import json
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from scorekeeper.metrics.document import GateResult
+from scorekeeper.metrics.registry import (
+    HeadKind,
+    Metric,
+    Path,
+    Scope,
+    compared_metrics,
+    metrics_of,
+    number_at,
+    run_metrics,
+    value_at,
+)
 from scorekeeper.paired_tests import ALPHA, detectable_change
 
 SIGNIFICANCE = ALPHA
 
-# gate metric -> path into metrics.json
-SCALAR_METRICS: dict[str, tuple] = {
-    "accuracy": ("accuracy",),
-    "macro_f1": ("macro_f1",),
-    "weighted_f1": ("weighted_f1",),
-    "log_loss": ("log_loss",),
-    "ece": ("ece",),
-    "roc_auc_macro": ("roc_auc", "macro"),
-    "average_precision_macro": ("average_precision", "macro"),
-    "accuracy_ci_low": ("accuracy_ci", 0),
-    "accuracy_ci_high": ("accuracy_ci", 1),
-    **{f"top_{k}_accuracy": ("top_k_accuracy", str(k)) for k in range(2, 6)},
-    "evaluated": ("evaluated",),
-    "missing_predictions": ("missing_predictions",),
-    "unmatched_predictions": ("unmatched_predictions",),
-}
-# the metrics whose difference between two runs the comparison reports (its "deltas")
-DELTA_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
-COMPARISON_METRICS: dict[str, tuple] = {
-    **{f"{m}_drop": ("comparison", "deltas", m) for m in DELTA_METRICS},
-    **{f"{m}_delta": ("comparison", "deltas", m) for m in DELTA_METRICS},
-    "mcnemar_p": ("comparison", "mcnemar_p"),
-    "right_to_wrong": ("comparison", "flipped", "right_to_wrong"),
-    "wrong_to_right": ("comparison", "flipped", "wrong_to_right"),
-}
+
+@dataclass(frozen=True)
+class GateMetric:
+    """A name a gate may use: a metric of the registry, or the change of one (`_drop`, `_delta`)."""
+
+    name: str
+    path: Path
+    metric: Metric
+    drop: bool = False  # other - this: the delta negated
+
+    @property
+    def comparison(self) -> bool:
+        return self.metric.scope == Scope.COMPARISON or self.path[0] == "comparison"
+
+
+def gate_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> dict[str, GateMetric]:
+    """Every name a gate of a `head` run may use (None: of any head), in the registry's order."""
+    names = {m.name: GateMetric(m.name, m.path, m) for m in run_metrics(head)}
+    for m in compared_metrics(head):
+        names[f"{m.name}_drop"] = GateMetric(f"{m.name}_drop", ("comparison", "deltas", m.name), m, drop=True)
+    for m in compared_metrics(head):
+        names[f"{m.name}_delta"] = GateMetric(f"{m.name}_delta", ("comparison", "deltas", m.name), m)
+    names |= {m.name: GateMetric(m.name, m.path, m) for m in metrics_of(head, Scope.COMPARISON)}
+    return names
+
+
+# Every head's names: a gate is parsed before the model (and so the head kind) is known.
+GATE_METRICS = gate_metrics(None)
+# The names that need compare_to (the parameter model refuses them without it).
+COMPARISON_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.comparison)
 OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -75,32 +96,54 @@ class Gate:
 
     @property
     def comparison(self) -> bool:
-        return self.metric in COMPARISON_METRICS
+        return GATE_METRICS[self.metric].comparison
 
     def __str__(self) -> str:
         return f"{self.metric} {self.op} {self.limit:g}" + (" if significant" if self.if_significant else "")
 
 
-def parse_gate(metric: str, spec: str) -> Gate:
-    """One gate from its metric name and its condition; ValueError with a message naming both."""
-    if metric not in SCALAR_METRICS and metric not in COMPARISON_METRICS:
-        raise ValueError(
-            f"gate {metric!r}: unknown metric; gates read {', '.join(SCALAR_METRICS)}, and with compare_to "
-            "<metric>_drop / <metric>_delta (for " + ", ".join(DELTA_METRICS) + "), mcnemar_p, right_to_wrong, wrong_to_right"
-        )
+def parse_gate(metric: str, spec: str, head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> Gate:
+    """One gate from its metric name and its condition; ValueError with a message naming both.
+    `head`: the run's head kind, whose metrics the gate may name (None, while it is not known yet:
+    any head's). Every run is single-label until the model's head kind is a parameter."""
+    names = gate_metrics(head)
+    if metric not in names:
+        raise ValueError(f"gate {metric!r}: unknown metric{_did_you_mean(metric, names)}; gates read {_known(head)}")
     if not isinstance(spec, str):
         raise ValueError(f"gate {metric!r}: the condition must be text such as '>=0.9', not {spec!r}")
     match = _SPEC.match(spec)
     if not match:
         raise ValueError(f"gate {metric!r}: {spec!r} is not OP NUMBER with OP one of >=, >, <=, < (e.g. '>=0.9'; '<=0.01 if significant')")
     significant = bool(_SIGNIFICANT.search(spec))
-    if significant and metric not in COMPARISON_METRICS:
+    if significant and not names[metric].comparison:
         raise ValueError(f"gate {metric!r}: 'if significant' applies to comparison gates only (<metric>_drop, <metric>_delta, ...)")
     return Gate(metric, match.group(1), float(match.group(2)), significant)
 
 
-def parse_gates(gates: dict[str, str]) -> list[Gate]:
-    return [parse_gate(metric, spec) for metric, spec in gates.items()]
+def _did_you_mean(metric: str, names: Iterable[str]) -> str:
+    close = difflib.get_close_matches(metric, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _known(head: HeadKind | str | None) -> str:
+    """The gate names of a head kind (of each, when it is not known): its own metrics, then what
+    compare_to adds."""
+    heads = list(HeadKind) if head is None else [HeadKind(head)]
+    parts = []
+    for kind in heads:
+        own = ", ".join(m.name for m in run_metrics(kind))
+        compared = ", ".join(m.name for m in compared_metrics(kind))
+        statistics = ", ".join(m.name for m in metrics_of(kind, Scope.COMPARISON))
+        parts.append(
+            ("" if head else f"in {kind.value} runs ")
+            + f"{own}, and with compare_to <metric>_drop / <metric>_delta (for {compared})"
+            + (f", {statistics}" if statistics else "")
+        )
+    return "; ".join(parts)
+
+
+def parse_gates(gates: dict[str, str], head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Gate]:
+    return [parse_gate(metric, spec, head) for metric, spec in gates.items()]
 
 
 def gates_from_options(items: list[str]) -> dict[str, str]:
@@ -128,61 +171,55 @@ def gates_from_options(items: list[str]) -> dict[str, str]:
     return gates
 
 
-def _lookup(metrics: dict, path: tuple):
-    value = metrics
-    for key in path:
-        if value is None:
-            return None
-        if isinstance(key, int):
-            value = value[key] if isinstance(value, list) and len(value) > key else None
-        else:
-            value = value.get(key) if isinstance(value, dict) else None
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def gate_value(metrics: Any, metric: str) -> float | None:
+    """A gate metric's value in a metrics document (typed, or parsed JSON); None when it has none.
+    A `_drop` is other - this, the comparison's delta (this - other) negated."""
+    gate = GATE_METRICS[metric]
+    value = number_at(metrics, gate.path)
+    return -value if value is not None and gate.drop else value
 
 
-def metric_value(metrics: dict, metric: str) -> float | None:
-    """A scalar metric of metrics.json by its gate name (accuracy, roc_auc_macro, top_2_accuracy...)."""
-    return _lookup(metrics, SCALAR_METRICS[metric])
-
-
-def evaluate_gates(gates: dict[str, str], metrics: dict) -> list[dict]:
-    """metrics.json's `gates`: [{gate, metric, value, limit, passed, ...}] in the order given."""
+def evaluate_gates(gates: dict[str, str], metrics: Any) -> list[GateResult]:
+    """metrics.json's `gates`: one verdict per gate, in the order given."""
     results = []
-    for gate in parse_gates(gates):
-        path = SCALAR_METRICS.get(gate.metric) or COMPARISON_METRICS[gate.metric]
-        value = _lookup(metrics, path)
-        if value is not None and gate.metric.endswith("_drop"):
-            value = -value  # deltas are this - other; a drop is other - this
-        result = {"gate": str(gate), "metric": gate.metric, "value": value, "limit": gate.limit}
+    # Refused up front when the run's head kind lacks the metric; any that gets here has no value.
+    for gate in parse_gates(gates, head=None):
+        value = gate_value(metrics, gate.metric)
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
-        if gate.comparison:
-            result |= gate_test(gate, metrics)
-            if gate.if_significant:
-                p = result["p"]
-                result["significant"] = None if p is None else p < SIGNIFICANCE
-                passed = passed or (value is not None and result["significant"] is False)
-        results.append(result | {"passed": passed})
+        test = gate_test(gate, metrics) if gate.comparison else {}
+        significant = None if test.get("p") is None else test["p"] < SIGNIFICANCE
+        if gate.if_significant:
+            passed = passed or (value is not None and significant is False)
+        result = GateResult(gate=str(gate), metric=gate.metric, value=value, limit=gate.limit, passed=passed)
+        for field, field_value in test.items():  # set, so written (nulls included); absent on the run's own gates
+            setattr(result, field, field_value)
+        if gate.if_significant:
+            result.significant = significant
+        results.append(result)
     return results
 
 
 def tested_metric(metric: str) -> str:
-    """The metric of comparison.metric_tests whose test a comparison gate reads."""
-    for suffix in ("_drop", "_delta"):
-        if metric.endswith(suffix) and metric.removesuffix(suffix) in DELTA_METRICS:
-            return metric.removesuffix(suffix)
-    return "accuracy"  # mcnemar_p, right_to_wrong, wrong_to_right: the flips accuracy's test counts
+    """The metric of comparison.metric_tests whose test a comparison gate reads: a change's own
+    metric; accuracy's (McNemar's) for mcnemar_p, right_to_wrong, wrong_to_right."""
+    gate = GATE_METRICS[metric]
+    return gate.metric.name if gate.path[:2] == ("comparison", "deltas") else "accuracy"
 
 
-def gate_test(gate: Gate, metrics: dict) -> dict:
+def gate_test(gate: Gate, metrics: Any) -> dict:
     """A comparison gate's `method`, `p`, `ci` (oriented as the gate's value), `detectable_change`,
-    and a `warning` when a change limit is below what this comparison can detect."""
-    test = ((metrics.get("comparison") or {}).get("metric_tests") or {}).get(tested_metric(gate.metric)) or {}
-    ci = test.get("ci")
-    if ci is not None and gate.metric.endswith("_drop"):
-        ci = [-ci[1], -ci[0]]
-    detectable = detectable_change(test.get("se"))
-    out = {"method": test.get("method"), "p": test.get("p"), "ci": ci, "detectable_change": detectable}
-    is_change = gate.metric.endswith(("_drop", "_delta"))
+    and a `warning` when a change's limit is below what this comparison can detect."""
+    path = ("comparison", "metric_tests", tested_metric(gate.metric))
+    ci = value_at(metrics, (*path, "ci"))
+    drop = GATE_METRICS[gate.metric].drop
+    detectable = detectable_change(number_at(metrics, (*path, "se")))
+    out = {
+        "method": value_at(metrics, (*path, "method")),
+        "p": number_at(metrics, (*path, "p")),
+        "ci": None if ci is None else ([-ci[1], -ci[0]] if drop else [ci[0], ci[1]]),
+        "detectable_change": detectable,
+    }
+    is_change = GATE_METRICS[gate.metric].path[:2] == ("comparison", "deltas")
     if is_change and detectable is not None and abs(gate.limit) < detectable:
         out["warning"] = (
             f"{gate}: the limit {gate.limit:g} is below the smallest change this comparison detects ({detectable:.3g}, "
@@ -192,16 +229,16 @@ def gate_test(gate: Gate, metrics: dict) -> dict:
     return out
 
 
-def failure_message(results: list[dict]) -> str | None:
+def failure_message(results: list[GateResult]) -> str | None:
     """One line naming each failed gate and its numbers; None when every gate passed."""
-    failed = [r for r in results if not r["passed"]]
+    failed = [r for r in results if not r.passed]
     if not failed:
         return None
     parts = []
     for r in failed:
-        value = "no value" if r["value"] is None else f"{r['value']:.6g}"
-        text = f"{r['gate']}: {r['metric']} is {value}"
-        if r.get("p") is not None:
-            text += f" (p {r['p']:.3g}, {r['method']})"
+        value = "no value" if r.value is None else f"{r.value:.6g}"
+        text = f"{r.gate}: {r.metric} is {value}"
+        if r.p is not None:
+            text += f" (p {r.p:.3g}, {r.method})"
         parts.append(text)
     return f"{len(failed)} of {len(results)} quality gate(s) failed: " + "; ".join(parts)

@@ -200,10 +200,11 @@ class JointTable:
     def rows(self) -> int:
         return int(self.count.sum())
 
-    def scores(self, weights: np.ndarray) -> dict[str, np.ndarray]:
-        """For count weights (resamples x cells): per side ('before', 'after') the per-class
-        precision, recall, F1 (resamples x classes; 0/0 counts as 0) and macro/weighted F1 over the
-        classes occurring as truth or that side's prediction (scikit-learn's semantics)."""
+    def scores(self, weights: np.ndarray) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+        """For count weights (resamples x cells), per side ('before', 'after'): `per_class`
+        precision, recall and F1 (resamples x classes; 0/0 counts as 0) and the `averages` of F1,
+        macro and weighted, over the classes occurring as truth or that side's prediction
+        (scikit-learn's semantics), one value per resample."""
         k = len(self.classes)
         support = _sum_by(weights, self.truth, k)
         out = {}
@@ -211,41 +212,49 @@ class JointTable:
             predicted = _sum_by(weights, pred, k)
             tp = _sum_by(weights, np.where(self.truth == pred, self.truth, -1), k)
             with np.errstate(divide="ignore", invalid="ignore"):
-                precision = np.where(predicted > 0, tp / predicted, 0.0)
-                recall = np.where(support > 0, tp / support, 0.0)
                 f1 = np.where(support + predicted > 0, 2 * tp / (support + predicted), 0.0)
                 present = (support + predicted) > 0
-                macro = (f1 * present).sum(1) / present.sum(1)
-                weighted = (f1 * support).sum(1) / support.sum(1)
-            out |= {f"{side}.precision": precision, f"{side}.recall": recall, f"{side}.f1": f1}
-            out |= {f"{side}.macro_f1": macro, f"{side}.weighted_f1": weighted}
+                out[side] = {
+                    "per_class": {
+                        "precision": np.where(predicted > 0, tp / predicted, 0.0),
+                        "recall": np.where(support > 0, tp / support, 0.0),
+                        "f1": f1,
+                    },
+                    "averages": {
+                        "macro_f1": (f1 * present).sum(1) / present.sum(1),
+                        "weighted_f1": (f1 * support).sum(1) / support.sum(1),
+                    },
+                }
         return out
 
 
 def count_tests(table: JointTable, resamples: int | None = None) -> tuple[dict, dict]:
-    """`paired_bootstrap` over the joint table: ({"macro_f1", "weighted_f1"}, {class: {"precision",
-    "recall", "f1"}}), each a result. One set of resamples serves every metric."""
-    if table.rows == 0:
-        return {m: untested(BOOTSTRAP) for m in ("macro_f1", "weighted_f1")}, {}
+    """`paired_bootstrap` over the joint table: ({average: result} for macro and weighted F1,
+    {class: {"precision", "recall", "f1"}: result}). One set of resamples serves every metric."""
     point = table.scores(table.count[None, :])
+    if table.rows == 0:
+        return {name: untested(BOOTSTRAP) for name in point["after"]["averages"]}, {}
     rng = np.random.default_rng(SEED)
-    parts: dict[str, list[np.ndarray]] = {}
+    parts: dict[tuple[str, str], list[np.ndarray]] = {}
     for weights in _draws(rng, table.rows, table.count, resamples or resamples_for(len(table.count))):
         scored = table.scores(weights)
-        for metric in ("macro_f1", "weighted_f1", "precision", "recall", "f1"):
-            parts.setdefault(metric, []).append(scored[f"after.{metric}"] - scored[f"before.{metric}"])
-    deltas = {metric: np.concatenate(chunks) for metric, chunks in parts.items()}
-    headline = {
-        m: bootstrap_summary(float(point[f"after.{m}"][0] - point[f"before.{m}"][0]), deltas[m]) for m in ("macro_f1", "weighted_f1")
-    }
+        for group, values in scored["after"].items():
+            for name, value in values.items():
+                parts.setdefault((group, name), []).append(value - scored["before"][group][name])
+    deltas = {key: np.concatenate(chunks) for key, chunks in parts.items()}
+
+    def change(group: str, name: str) -> np.ndarray:
+        return point["after"][group][name][0] - point["before"][group][name][0]
+
+    averages = {name: bootstrap_summary(float(change("averages", name)), deltas["averages", name]) for name in point["after"]["averages"]}
     per_class = {
-        name: {
-            m: bootstrap_summary(float(point[f"after.{m}"][0, j] - point[f"before.{m}"][0, j]), deltas[m][:, j])
-            for m in ("precision", "recall", "f1")
+        label: {
+            name: bootstrap_summary(float(change("per_class", name)[j]), deltas["per_class", name][:, j])
+            for name in point["after"]["per_class"]
         }
-        for j, name in enumerate(table.classes)
+        for j, label in enumerate(table.classes)
     }
-    return headline, per_class
+    return averages, per_class
 
 
 @dataclass(frozen=True)

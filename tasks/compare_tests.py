@@ -13,18 +13,28 @@ from __future__ import annotations
 import numpy as np
 
 from scorekeeper import paired_tests as pt
+from scorekeeper.metrics.document import FamilyTest, PairedTest, TestsCounted
+from scorekeeper.metrics.registry import Metric, Pairing
 from scorekeeper.tasks.duck import sql
 
 PER_CLASS_METRICS = ("f1", "precision", "recall")  # each its own Holm family
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # probabilities clipped as the run's log loss clips them (scikit-learn's eps)
 
 
-def _with_holm(tests: dict[tuple, dict]) -> dict[tuple, dict]:
+# the test a compared metric gets when nothing here computes it yet (another head kind's metric)
+METHODS = {Pairing.COUNT: pt.MCNEMAR, Pairing.ROW_MEAN: pt.NORMAL, Pairing.RANKING: pt.DELONG, Pairing.RESAMPLED: pt.BOOTSTRAP}
+
+
+def _paired(test: dict) -> PairedTest:
+    return PairedTest(delta=test["delta"], ci=test["ci"], p=test["p"], method=test["method"], se=test["se"])
+
+
+def _with_holm(tests: dict[tuple, dict]) -> dict[tuple, FamilyTest]:
     """One family's tests as metrics.json carries them: with Holm's adjusted p-value, without se."""
     keys = list(tests)
     adjusted = pt.holm([tests[k]["p"] for k in keys])
     return {
-        k: {"delta": tests[k]["delta"], "ci": tests[k]["ci"], "p": tests[k]["p"], "p_holm": a, "method": tests[k]["method"]}
+        k: FamilyTest(delta=tests[k]["delta"], ci=tests[k]["ci"], p=tests[k]["p"], p_holm=a, method=tests[k]["method"])
         for k, a in zip(keys, adjusted, strict=True)
     }
 
@@ -69,14 +79,19 @@ def score_tests(con, width: int, eps: float) -> dict:
 
 
 def comparison_tests(
-    con, labels: list[str], other_labels: list[str] | None, flipped: tuple[int, int, int], slices: dict[str, dict], ece_bins: int
+    con,
+    labels: list[str],
+    other_labels: list[str] | None,
+    flipped: tuple[int, int, int],
+    slices: dict[str, dict],
+    ece_bins: int,
+    compared: list[Metric],
 ) -> dict:
-    """`metric_tests`, `per_class_tests`, `slice_tests` and `tests_counted`, on a connection holding the
-    comparison's `paired` table. `flipped`: (rows, right_to_wrong, wrong_to_right); `slices`:
-    {column: {value: (rows, right_to_wrong, wrong_to_right)}} as the comparison keys them;
-    `ece_bins`: the bins of the run's ECE."""
-    from scorekeeper.gates import DELTA_METRICS
-
+    """`metric_tests`, `per_class_tests`, `slice_tests` and `tests_counted` (Comparison's fields), on a
+    connection holding the comparison's `paired` table. `flipped`: (rows, right_to_wrong,
+    wrong_to_right); `slices`: {column: {value: (rows, right_to_wrong, wrong_to_right)}} as the
+    comparison keys them; `ece_bins`: the bins of the run's ECE; `compared`: the metrics of
+    `comparison.deltas`, each of which gets a test (untested where none is computed)."""
     rows, right_to_wrong, wrong_to_right = flipped
     table = pt.JointTable.from_rows(con.execute(sql("paired_joint.sql")).fetchall())
     headline, per_class = pt.count_tests(table)
@@ -89,28 +104,34 @@ def comparison_tests(
         metric_tests |= {"log_loss": pt.untested(pt.NORMAL), "roc_auc_macro": pt.untested(pt.DELONG)}
         metric_tests["average_precision_macro"] = pt.untested(pt.BOOTSTRAP)
 
-    per_class_tests: dict[str, dict] = {name: {} for name in per_class}
+    per_class_tests: dict[str, dict[str, FamilyTest]] = {name: {} for name in per_class}
     for metric in PER_CLASS_METRICS:
         for (name,), test in _with_holm({(name,): tests[metric] for name, tests in per_class.items()}).items():
             per_class_tests[name][metric] = test
     slice_family = {(column, value): pt.accuracy_test(b, c, n) for column, groups in slices.items() for value, (n, b, c) in groups.items()}
-    slice_tests: dict[str, dict] = {column: {} for column in slices}
+    slice_tests: dict[str, dict[str, FamilyTest]] = {column: {} for column in slices}
     for (column, value), test in _with_holm(slice_family).items():
         slice_tests[column][value] = test
     return {
-        "metric_tests": {m: metric_tests[m] for m in DELTA_METRICS},
+        "metric_tests": {m.name: _paired(metric_tests.get(m.name) or pt.untested(METHODS[m.compared])) for m in compared},
         "per_class_tests": per_class_tests,
         "slice_tests": slice_tests,
-        "tests_counted": _counted(metric_tests, per_class_tests, slice_tests),
+        "tests_counted": _counted([metric_tests[m.name] for m in compared if m.name in metric_tests], per_class_tests, slice_tests),
     }
 
 
-def _counted(metric_tests: dict, per_class_tests: dict, slice_tests: dict) -> dict:
+def _counted(metric_tests: list[dict], per_class_tests: dict, slice_tests: dict) -> TestsCounted:
     """How many deltas carry a p-value, and how many are significant (the families after Holm)."""
     families = {
-        "metric_tests": (list(metric_tests.values()), False),
-        "per_class_tests": ([t for c in per_class_tests.values() for t in c.values()], True),
-        "slice_tests": ([t for g in slice_tests.values() for t in g.values()], True),
+        "metric_tests": (metric_tests, False),
+        "per_class_tests": ([t.model_dump() for c in per_class_tests.values() for t in c.values()], True),
+        "slice_tests": ([t.model_dump() for g in slice_tests.values() for t in g.values()], True),
     }
     counted = {name: sum(t["p"] is not None for t in tests) for name, (tests, _) in families.items()}
-    return counted | {"significant": {name: sum(pt.significant(t, holm) for t in tests) for name, (tests, holm) in families.items()}}
+    significant = {name: sum(pt.significant(t, holm) for t in tests) for name, (tests, holm) in families.items()}
+    return TestsCounted(
+        metric_tests=counted["metric_tests"],
+        per_class_tests=counted["per_class_tests"],
+        slice_tests=counted["slice_tests"],
+        significant=significant,
+    )

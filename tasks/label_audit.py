@@ -11,13 +11,14 @@ orders the rows a person should look at first.
 
 from __future__ import annotations
 
+from scorekeeper.metrics.document import AuditRow, LabelAudit
 from scorekeeper.tasks.duck import sql
 
 AUDIT_ROWS = 50  # suspected rows kept in metrics.json, largest margin first
 METHOD = "confident_learning"
 
 
-def label_audit(con, labels: list[str], excerpt_chars: int) -> dict | None:
+def label_audit(con, labels: list[str], excerpt_chars: int) -> LabelAudit | None:
     """The audit over a connection holding `evaluated`, `predictions`, `staged`, `labels`; None when
     no evaluated row has a label the model knows."""
     con.execute(sql("label_audit.sql"))
@@ -28,16 +29,16 @@ def label_audit(con, labels: list[str], excerpt_chars: int) -> dict | None:
     for given, suggested, n in con.execute(sql("label_audit_pairs.sql")).fetchall():
         by_pair.setdefault(given, {})[suggested] = int(n)
     rows = [
-        {"row_index": int(i), "id": row_id, "text": text, "given": given, "suggested": suggested, "margin": margin}
+        AuditRow(row_index=int(i), id=row_id, text=text, given=given, suggested=suggested, margin=margin)
         for i, row_id, text, given, suggested, margin in con.execute(
             sql("label_audit_rows.sql"), {"chars": excerpt_chars, "limit": AUDIT_ROWS}
         ).fetchall()
     ]
-    return {
-        "method": METHOD,
-        "thresholds": {name: thresholds.get(k) for k, name in enumerate(labels)},
-        "suspected": int(con.execute("SELECT count(*) FROM audit_suspected").fetchall()[0][0]),
-        "by_pair": by_pair,
-        "rows": rows,
-        "accuracy_excluding_suspected": con.execute(sql("label_audit_accuracy.sql")).fetchall()[0][0],
-    }
+    return LabelAudit(
+        method=METHOD,
+        thresholds={name: thresholds.get(k) for k, name in enumerate(labels)},
+        suspected=int(con.execute("SELECT count(*) FROM audit_suspected").fetchall()[0][0]),
+        by_pair=by_pair,
+        rows=rows,
+        accuracy_excluding_suspected=con.execute(sql("label_audit_accuracy.sql")).fetchall()[0][0],
+    )

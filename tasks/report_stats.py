@@ -9,9 +9,7 @@ marked survives the correction for the number of deltas tested (paired_tests.sig
 from __future__ import annotations
 
 from scorekeeper.paired_tests import significant
-from scorekeeper.tasks.render import ci as _ci
-from scorekeeper.tasks.render import fmt, signed
-from scorekeeper.tasks.render import md as _md
+from scorekeeper.tasks.render import ci, fmt, md, signed
 
 SIGNIFICANT_MARK = "✱"
 
@@ -52,7 +50,7 @@ def comparison_tests_markdown(comparison: dict | None) -> list[str]:
     lines = ["### Paired tests (this - other, 95% intervals)", "", tests_sentence(comparison), ""]
     lines += ["| metric | change | 95% CI | p | test | |", "|---|---|---|---|---|---|"]
     for name, t in comparison["metric_tests"].items():
-        lines.append(f"| {name} | {signed(t['delta'])} | {_ci(t['ci'])} | {pvalue(t['p'])} | {t['method']} | {mark(t)} |")
+        lines.append(f"| {name} | {signed(t['delta'])} | {ci(t['ci'])} | {pvalue(t['p'])} | {t['method']} | {mark(t)} |")
     lines.append("")
     per_class = comparison.get("per_class_tests") or {}
     if per_class:
@@ -61,7 +59,7 @@ def comparison_tests_markdown(comparison: dict | None) -> list[str]:
         for label, tests in per_class.items():
             f1, pr, rc = tests["f1"], tests["precision"], tests["recall"]
             lines.append(
-                f"| {_md(label)} | {signed(f1['delta'])} | {_ci(f1['ci'])} | {pvalue(f1['p_holm'])} "
+                f"| {md(label)} | {signed(f1['delta'])} | {ci(f1['ci'])} | {pvalue(f1['p_holm'])} "
                 f"| {signed(pr['delta'])} ({pvalue(pr['p_holm'])}) | {signed(rc['delta'])} ({pvalue(rc['p_holm'])}) "
                 f"| {mark(f1, True) or mark(pr, True) or mark(rc, True)} |"
             )
@@ -72,7 +70,7 @@ def comparison_tests_markdown(comparison: dict | None) -> list[str]:
         for column, groups in slices.items():
             for value, t in groups.items():
                 lines.append(
-                    f"| {_md(column)} | {_md(value)} | {signed(t['delta'])} | {_ci(t['ci'])} | {pvalue(t['p'])} "
+                    f"| {md(column)} | {md(value)} | {signed(t['delta'])} | {ci(t['ci'])} | {pvalue(t['p'])} "
                     f"| {pvalue(t['p_holm'])} | {mark(t, True)} |"
                 )
         lines.append("")
@@ -100,13 +98,13 @@ def label_audit_markdown(audit: dict | None, evaluated: int, accuracy) -> list[s
     ]
     if audit["by_pair"]:
         names, counts = audit_matrix(audit)
-        lines += ["| given \\ suggested | " + " | ".join(_md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
-        lines += [f"| **{_md(g)}** | " + " | ".join(str(c) if c else "" for c in counts[i]) + " |" for i, g in enumerate(names)]
+        lines += ["| given \\ suggested | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += [f"| **{md(g)}** | " + " | ".join(str(c) if c else "" for c in counts[i]) + " |" for i, g in enumerate(names)]
         lines.append("")
     if audit["rows"]:
         lines += ["| row | id | text | given | suggested | margin |", "|---|---|---|---|---|---|"]
         lines += [
-            f"| {r['row_index']} | {_md(r['id'])} | {_md(r['text'] or '')} | {_md(r['given'])} | {_md(r['suggested'])} | {fmt(r['margin'], 3)} |"
+            f"| {r['row_index']} | {md(r['id'])} | {md(r['text'] or '')} | {md(r['given'])} | {md(r['suggested'])} | {fmt(r['margin'], 3)} |"
             for r in audit["rows"]
         ]
         lines.append("")

@@ -311,7 +311,7 @@ def test_holm_keeps_null_slices_from_looking_significant(tmp_path):
     group = [f"g{i % 40:02d}" for i in range(n)]
     base, _ = write_run(tmp_path, "base", before, truth, slices=[group])
     run, manifest = write_run(tmp_path, "cand", after, truth, slices=[group], complete=False)
-    c = evaluate(run, LABELS, manifest, ["group"], baseline=base)["comparison"]
+    c = evaluate(run, LABELS, manifest, ["group"], baseline=base).as_dict()["comparison"]
     tests = c["slice_tests"]["group"]
     assert set(tests) == set(c["slice_deltas"]["group"]) and len(tests) == 40
     raw = [t["p"] for t in tests.values()]
@@ -329,7 +329,7 @@ def test_every_delta_of_the_comparison_carries_its_test(tmp_path):
     truth, before, after = two_models(600, len(LABELS), seed=12)
     base, _ = write_run(tmp_path, "base", before, truth)
     run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
-    m = evaluate(run, LABELS, manifest, [], baseline=base)
+    m = evaluate(run, LABELS, manifest, [], baseline=base).as_dict()
     c = m["comparison"]
     assert list(c["metric_tests"]) == list(c["deltas"])
     methods = {k: t["method"] for k, t in c["metric_tests"].items()}
@@ -375,18 +375,24 @@ def test_a_significant_macro_f1_drop_fails_where_mcnemar_sees_nothing(tmp_path):
     truth, before, after = _lost_class_pair()
     base, _ = write_run(tmp_path, "base", before, truth)
     run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
-    m = evaluate(run, LABELS, manifest, [], baseline=base)
+    m = evaluate(run, LABELS, manifest, [], baseline=base).as_dict()
     c = m["comparison"]
     assert c["flipped"]["right_to_wrong"] == c["flipped"]["wrong_to_right"] == 40 and c["mcnemar_p"] == 1.0
     assert c["deltas"]["accuracy"] == pytest.approx(0.0, abs=1e-12)
     assert c["per_class_tests"]["fish"]["f1"]["delta"] == pytest.approx(-1.0) and c["per_class_tests"]["fish"]["f1"]["p_holm"] < 0.05
-    [gate, accuracy_gate] = evaluate_gates({"macro_f1_drop": "<=0.01 if significant", "accuracy_drop": "<=0.01 if significant"}, m)
+    gates = {"macro_f1_drop": "<=0.01 if significant", "accuracy_drop": "<=0.01 if significant"}
+    [gate, accuracy_gate] = [g.model_dump(exclude_unset=True) for g in evaluate_gates(gates, m)]
     assert gate["value"] > 0.2 and gate["method"] == "paired_bootstrap" and gate["p"] < 0.05 and gate["significant"] is True
     assert gate["passed"] is False
     assert gate["ci"] == pytest.approx([-c["metric_tests"]["macro_f1"]["ci"][1], -c["metric_tests"]["macro_f1"]["ci"][0]])
     assert gate["ci"][0] <= gate["value"] <= gate["ci"][1]
     assert gate["detectable_change"] == pytest.approx(2.801585218 * c["metric_tests"]["macro_f1"]["se"])
     assert accuracy_gate["method"] == "mcnemar_exact" and accuracy_gate["p"] == 1.0 and accuracy_gate["passed"] is True
+
+
+def dumped(gates: dict, metrics: dict) -> list[dict]:
+    """The verdicts as metrics.json holds them (fields set only)."""
+    return [g.model_dump(exclude_unset=True) for g in evaluate_gates(gates, metrics)]
 
 
 def test_a_limit_below_the_detectable_change_is_warned_about():
@@ -400,13 +406,11 @@ def test_a_limit_below_the_detectable_change_is_warned_about():
             },
         },
     }
-    small, loose, flips = evaluate_gates(
-        {"macro_f1_drop": "<=0.01 if significant", "accuracy_drop": "<=0.01", "right_to_wrong": "<=5"}, metrics
-    )
+    small, loose, flips = dumped({"macro_f1_drop": "<=0.01 if significant", "accuracy_drop": "<=0.01", "right_to_wrong": "<=5"}, metrics)
     assert small["detectable_change"] == pytest.approx(0.021012, abs=1e-6) and "below the smallest change" in small["warning"]
     assert small["passed"] and small["significant"] is False
     assert "warning" not in loose and loose["detectable_change"] == pytest.approx(0.0028016, abs=1e-7)
     assert flips["method"] == "mcnemar_exact" and "warning" not in flips
     untested = {"comparison": {"deltas": {"macro_f1": -0.05}, "metric_tests": {"macro_f1": pt.untested("paired_bootstrap")}}}
-    [gate] = evaluate_gates({"macro_f1_drop": "<=0.01 if significant"}, untested)
+    [gate] = dumped({"macro_f1_drop": "<=0.01 if significant"}, untested)
     assert gate["significant"] is None and gate["passed"] is False  # a drop whose significance is unknown does not pass

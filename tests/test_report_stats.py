@@ -27,9 +27,9 @@ def compared(tmp_path_factory):
     group = [["web", "app", "mail"][i % 3] for i in range(600)]
     base, _ = write_run(tmp, "base", before, truth, slices=[group])
     run, manifest = write_run(tmp, "cand", after, truth, slices=[group], complete=False)
-    metrics = evaluate(run, LABELS, manifest, ["source"], baseline=base)
-    metrics["gates"] = evaluate_gates({"macro_f1_drop": "<=0.001 if significant", "accuracy": ">=0.1"}, metrics)
-    return metrics
+    document = evaluate(run, LABELS, manifest, ["source"], baseline=base)
+    document.gates = evaluate_gates({"macro_f1_drop": "<=0.001 if significant", "accuracy": ">=0.1"}, document)
+    return document.as_dict()
 
 
 def test_the_page_shows_every_test_and_each_number_equals_metrics_json(compared):
