@@ -21,6 +21,7 @@ from scorekeeper.metrics.registry import compared_metrics, head_of, metric_value
 from scorekeeper.redact import redact_uri
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.render import fmt, headline, plot_files, signed
+from scorekeeper.tasks.report_stats import tests_sentence
 
 
 class ProgressTracker:
@@ -75,6 +76,15 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
             f"{signed((comparison.get('deltas') or {}).get(first))}, {flipped['right_to_wrong']} rows right -> wrong, "
             f"{flipped['wrong_to_right']} wrong -> right, McNemar p = {comparison['mcnemar_p']:.4g}.",
         ]
+        if comparison.get("metric_tests"):
+            lines += ["", tests_sentence(comparison)]
+    audit = metrics.get("label_audit")
+    if audit:
+        lines += [
+            "",
+            f"Label audit (confident learning): {audit['suspected']} suspected label errors; accuracy without them "
+            f"{fmt(audit['accuracy_excluding_suspected'])}.",
+        ]
     if throughput.get("rows_scored"):
         lines += [
             "",
@@ -95,10 +105,14 @@ def comparison_rows(metrics: dict) -> list[dict]:
     if not comparison:
         return []
     rows = []
+    tests = comparison.get("metric_tests") or {}
     for name, change in (comparison.get("deltas") or {}).items():
         now = metric_value(metrics, name)
         before = None if now is None or change is None else now - change
-        rows.append({"metric": name, "this run": now, comparison["run"]: before, "change": change})
+        row = {"metric": name, "this run": now, comparison["run"]: before, "change": change}
+        if name in tests:
+            row |= {"95% CI": tests[name]["ci"], "p": tests[name]["p"], "test": tests[name]["method"]}
+        rows.append(row)
     for kind, n in comparison["flipped"].items():
         rows.append({"metric": f"rows {kind.replace('_', ' ')}", "this run": None, comparison["run"]: None, "change": n})
     rows.append({"metric": "McNemar p", "this run": None, comparison["run"]: None, "change": comparison["mcnemar_p"]})

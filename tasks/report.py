@@ -34,6 +34,15 @@ from scorekeeper.tasks.render import (
     signed,
     sorted_slices,
 )
+from scorekeeper.tasks.report_stats import (
+    audit_matrix,
+    comparison_tests_markdown,
+    gate_test_text,
+    label_audit_markdown,
+    mark,
+    pvalue,
+    tests_sentence,
+)
 from scorekeeper.tasks.retries import IO_RETRIES
 
 # The per-output table of a regression run: every metric only a regression head has, in the registry's order.
@@ -53,8 +62,12 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     if gates:
         failed = [g for g in gates if not g["passed"]]
         lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
-        lines += ["| gate | value | limit | result |", "|---|---|---|---|"]
-        lines += [f"| {md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {'pass' if g['passed'] else '**FAIL**'} |" for g in gates]
+        lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {gate_test_text(g)} | {'pass' if g['passed'] else '**FAIL**'} |"
+            for g in gates
+        ]
+        lines += [f"- warning: {md(g['warning'])}" for g in gates if g.get("warning")]
         lines.append("")
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     throughput = run_info.get("throughput")
@@ -74,6 +87,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         ]
     lines += groups_markdown(throughput)
     lines += _markdown_comparison(metrics.get("comparison"))
+    lines += comparison_tests_markdown(metrics.get("comparison"))
     lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
     if metrics.get("unknown_labels"):
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
@@ -94,6 +108,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"## By {md(column)} (worst first)", "", "| value | rows | accuracy | 95% CI |", "|---|---|---|---|"]
         lines += [f"| {md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
+    lines += label_audit_markdown(metrics.get("label_audit"), metrics["evaluated"], metrics.get("accuracy"))
     return "\n".join(lines)
 
 
@@ -199,6 +214,8 @@ def _environment():
     env.filters["ci"] = ci
     env.filters["key"] = lambda path: json.dumps(list(path), ensure_ascii=False)
     env.filters["raw"] = lambda value: "" if value is None else repr(value)
+    env.filters["pvalue"] = pvalue
+    env.filters["mark"] = mark
     return env
 
 
@@ -225,6 +242,9 @@ def render_html(metrics: dict, run_info: dict) -> str:
             facts=facts,
             headline_cards=cards(metrics),
             gates=gates,
+            gate_tests=any(g.get("method") for g in gates),
+            tests_sentence=tests_sentence(metrics["comparison"]) if (metrics.get("comparison") or {}).get("metric_tests") else "",
+            audit_names=audit_matrix(metrics["label_audit"])[0] if metrics.get("label_audit") else [],
             failed_gates=[g for g in gates if not g["passed"]],
             slices=slices,
             slice_intervals=slice_intervals,
