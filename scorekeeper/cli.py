@@ -152,10 +152,15 @@ def _run(options: dict[str, Any]) -> int:
             ahead = ScoringProcesses(processes, request.collective_timeout_s).start()
         from scorekeeper.flows.score import score_dataset
         from scorekeeper.progress_bar import progress_display
+        from scorekeeper.redact import install_log_redaction
+        from scorekeeper.tasks.credentials import hand_over_uris, handed_uris
 
         _hide_known_tracebacks()
-        with _api(server), progress_display(), offering(ahead):
-            result = score_dataset(**options)
+        install_log_redaction()
+        # Credentials in a URI never become a flow-run parameter: the flow gets them out of band.
+        parameters, handed = hand_over_uris(options)
+        with _api(server), progress_display(), offering(ahead), handed_uris(handed):
+            result = score_dataset(**parameters)
     except Interrupted as exc:
         return _interrupted(str(exc))
     except ScorekeeperError as exc:
