@@ -27,6 +27,15 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
 fi
 "${PIP[@]}" install -e ".[test,demo]"
 
+# Headless Chromium for the report's browser tests (tests/test_report_browser.py), which skip,
+# saying so, where it is missing: Debian's package, when this runs as root with apt-get.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Debian's chromium for the report's browser tests"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1 \
+        || echo "setup: chromium could not be installed; the browser tests will skip" >&2
+fi
+
 if [ "${1:-}" = "--no-demo" ]; then
     exit 0
 fi

@@ -26,7 +26,7 @@ def main() -> int:
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=2500)
     args = parser.parse_args()
-    chromium = find_chromium(install=False)
+    chromium = find_chromium()
     if not chromium:
         print("chromium not found: apt-get install chromium", file=sys.stderr)
         return 2

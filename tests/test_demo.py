@@ -258,6 +258,7 @@ def _rows(path):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow  # builds the real MiniLM demo (a fine-tune)
 def test_small_demo_folders(small_demo):
     from scorekeeper import demo_data
 
@@ -294,6 +295,7 @@ def test_small_demo_folders(small_demo):
     assert last["train_loss"] < first["train_loss"]
 
 
+@pytest.mark.slow  # builds the real MiniLM demo (a fine-tune)
 def test_adapter_loading_reproduces_training_logits(small_demo):
     """scorekeeper's loader (base folder + adapter, merged or not) gives the logits training saw."""
     from scorekeeper.worker.model import load_model
@@ -323,6 +325,7 @@ def test_adapter_loading_reproduces_training_logits(small_demo):
     assert float((logits["adapter"] - logits["adapter-epoch1"]).abs().max()) > 1e-3, "the two checkpoints must differ"
 
 
+@pytest.mark.slow  # builds the real MiniLM demo (a fine-tune)
 def test_demo_build_is_cached(small_demo):
     from scorekeeper.demo_model import build_demo, demo_is_complete, recipe
 
@@ -338,6 +341,7 @@ def test_demo_build_is_cached(small_demo):
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # builds the real MiniLM demo (a fine-tune)
 def test_demo_scored_through_the_cli(small_demo, tmp_path):
     """The command setup.sh runs, on the small demo: the adapter's predictions, sliced three ways."""
     out, _ = small_demo

@@ -40,7 +40,7 @@ def _running(pids) -> list[int]:
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
-def test_case07_interrupt_stops_everything_with_one_line(tmp_path, models, how):
+def test_interrupt_stops_everything_with_one_line(tmp_path, models, how):
     write_rows(tmp_path / "in.csv", make_rows(400, max_words=60))
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")}
     env.pop("PREFECT_API_URL", None)
@@ -78,7 +78,7 @@ def test_case07_interrupt_stops_everything_with_one_line(tmp_path, models, how):
     assert not (tmp_path / "runs" / "stop" / "work" / "lease.json").exists()  # the name is free to resume
 
 
-def test_case08_the_temporary_server_dies_with_a_killed_cli(tmp_path):
+def test_the_temporary_server_dies_with_a_killed_cli(tmp_path):
     """SIGKILL leaves no clean-up to run: the kernel's parent-death signal takes the server."""
     owner = subprocess.Popen(
         [

@@ -14,8 +14,12 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import scorekeeper
 import scorekeeper.worker
+
+pytestmark = pytest.mark.slow  # each check imports the whole package in a fresh interpreter
 
 # Prefect's own layer: installed as scorekeeper.tasks / scorekeeper.flows from the top-level folders.
 PREFECT_LAYER = {"tasks", "flows"}

@@ -78,7 +78,7 @@ def _assert_nothing_written(tmp_path):
 # -- 1. a tokenizer that cannot encode ordinary text ----------------------------------------------
 
 
-def test_case01_model_folder_without_tokenizer_files_is_refused(tmp_path, models):
+def test_model_folder_without_tokenizer_files_is_refused(tmp_path, models):
     folder = _model_copy(models, tmp_path)
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         (folder / name).unlink(missing_ok=True)
@@ -94,7 +94,7 @@ def test_case01_model_folder_without_tokenizer_files_is_refused(tmp_path, models
         load_tokenizer(str(folder), trust_remote_code=False)
 
 
-def test_case01_tokenizer_with_only_special_tokens_is_refused(tmp_path, models):
+def test_tokenizer_with_only_special_tokens_is_refused(tmp_path, models):
     from tokenizers import Tokenizer, pre_tokenizers
     from tokenizers import models as tok_models
 
@@ -119,7 +119,7 @@ def test_case01_tokenizer_with_only_special_tokens_is_refused(tmp_path, models):
 # -- 2. ground truth changed in place ------------------------------------------------------------
 
 
-def test_case02_changed_ground_truth_is_evaluated_again(tmp_path, caplog):
+def test_changed_ground_truth_is_evaluated_again(tmp_path, caplog):
     rows = make_rows(12, seed=4)
     write_rows(tmp_path / "in.csv", [{"review_id": r["review_id"], "text": r["text"]} for r in rows])
     truth = tmp_path / "gt.csv"
@@ -139,7 +139,7 @@ def test_case02_changed_ground_truth_is_evaluated_again(tmp_path, caplog):
 # -- 3. ids keep their spelling ------------------------------------------------------------------
 
 
-def test_case03_csv_ids_keep_their_spelling(tmp_path, caplog):
+def test_csv_ids_keep_their_spelling(tmp_path, caplog):
     rows = make_rows(50, seed=5)
     write_rows(tmp_path / "in.csv", [{"rid": f"{i + 1:03d}", "text": r["text"]} for i, r in enumerate(rows)])
     write_rows(tmp_path / "gt.csv", [{"rid": f"{i + 1:03d}", "label": r["label"]} for i, r in enumerate(rows)])
@@ -157,7 +157,7 @@ def test_case03_csv_ids_keep_their_spelling(tmp_path, caplog):
     assert pq.read_table(run2.join("work", "input.parquet")).column("id").to_pylist() == ["7", "007"]
 
 
-def test_case03_integer_ids_against_text_ids_say_how_many_matched(tmp_path, caplog):
+def test_integer_ids_against_text_ids_say_how_many_matched(tmp_path, caplog):
     from scorekeeper.cli import summary_line
 
     rows = make_rows(4, seed=6)
@@ -203,7 +203,7 @@ def test_a_label_column_with_no_label_of_the_model_is_said_in_the_summary(tmp_pa
     ],
     ids=["repeated-name", "ids-not-from-0", "ids-not-integers"],
 )
-def test_case04_label_maps_with_repeated_names_or_odd_ids_are_refused(tmp_path, models, changes, message):
+def test_label_maps_with_repeated_names_or_odd_ids_are_refused(tmp_path, models, changes, message):
     folder = _model_copy(models, tmp_path)
     _edit_config(folder, **changes)
     write_rows(tmp_path / "in.csv", make_rows(3))
@@ -224,7 +224,7 @@ def test_case04_label_maps_with_repeated_names_or_odd_ids_are_refused(tmp_path, 
     ],
     ids=["one-output", "regression", "multi-label"],
 )
-def test_case05_regression_and_multi_label_heads_are_refused(tmp_path, models, changes, message):
+def test_regression_and_multi_label_heads_are_refused(tmp_path, models, changes, message):
     folder = _model_copy(models, tmp_path)
     _edit_config(folder, **changes)
     write_rows(tmp_path / "in.csv", make_rows(3))
@@ -244,7 +244,7 @@ def test_case05_regression_and_multi_label_heads_are_refused(tmp_path, models, c
 # -- 8. a lease whose owner died on this host ----------------------------------------------------
 
 
-def test_case08_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
+def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
     from scorekeeper.lease import run_lease
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -271,7 +271,7 @@ def test_case08_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_p
 
 
 @pytest.mark.parametrize("as_glob", [False, True], ids=["folder", "glob"])
-def test_case09_the_runs_own_folder_is_not_input(tmp_path, as_glob):
+def test_the_runs_own_folder_is_not_input(tmp_path, as_glob):
     from scorekeeper.lease import run_lease
 
     data = tmp_path / "data"
@@ -288,7 +288,7 @@ def test_case09_the_runs_own_folder_is_not_input(tmp_path, as_glob):
     assert [Path(f.uri).name for f in manifest.files] == ["a.jsonl", "b.jsonl"] and manifest.total_rows == 6
 
 
-def test_case09_earlier_runs_beside_this_one_are_not_input(tmp_path):
+def test_earlier_runs_beside_this_one_are_not_input(tmp_path):
     """A second run under the same output_uri inside the input folder: the first run's request,
     staged input and predictions are skipped too, not read as rows (or refused as odd files)."""
     data = tmp_path / "data"
@@ -307,7 +307,7 @@ def test_case09_earlier_runs_beside_this_one_are_not_input(tmp_path):
 # -- 10. unusable output_uri, ids beyond int64 ----------------------------------------------------
 
 
-def test_case10_output_uri_that_is_a_file_is_refused_before_anything_is_written(tmp_path, models):
+def test_output_uri_that_is_a_file_is_refused_before_anything_is_written(tmp_path, models):
     from scorekeeper.tasks.prepare import check_output_uri
 
     write_rows(tmp_path / "in.csv", make_rows(3))
@@ -323,7 +323,7 @@ def test_case10_output_uri_that_is_a_file_is_refused_before_anything_is_written(
             check_output_uri(str(locked / "runs"))
 
 
-def test_case10_uint64_ids_beyond_int64_are_refused_naming_the_row(tmp_path):
+def test_uint64_ids_beyond_int64_are_refused_naming_the_row(tmp_path):
     ids = pa.array([1, 2, 2**63 + 5], pa.uint64())
     pq.write_table(pa.table({"rid": ids, "text": ["a", "b", "c"]}), tmp_path / "big.parquet")
     with pytest.raises(InputError, match=r"id column 'rid' in .*big.parquet holds 9223372036854775813 \(first at row_index 2\)"):
@@ -366,7 +366,7 @@ def http_data(tmp_path):
     server.shutdown()
 
 
-def test_case11_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models, http_data):
+def test_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models, http_data):
     from scorekeeper.worker.job import Job, run_uri_of
 
     served, base = http_data
@@ -390,7 +390,7 @@ def test_case11_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models,
     assert "pa55-W0rd" not in str(refused.value) and "http://***@127.0.0.1" in str(refused.value)
 
 
-def test_case11_redaction_of_every_uri_spelling():
+def test_redaction_of_every_uri_spelling():
     from scorekeeper.redact import redact_text
 
     assert redact_text("s3://AKIA:se/cret+k@bucket/x") == "s3://***@bucket/x"  # AWS secrets hold '/'
@@ -408,7 +408,7 @@ def test_case11_redaction_of_every_uri_spelling():
 
 
 @pytest.mark.parametrize("suffix", [".csv.zst", ".jsonl.zstd"])
-def test_case12_zstd_compressed_text_files_are_read(tmp_path, suffix):
+def test_zstd_compressed_text_files_are_read(tmp_path, suffix):
     rows = make_rows(7)
     plain = write_rows(tmp_path / f"plain.{suffix.split('.')[1]}", rows)
     with pa.CompressedOutputStream(str(tmp_path / f"rows{suffix}"), "zstd") as out:
@@ -418,7 +418,7 @@ def test_case12_zstd_compressed_text_files_are_read(tmp_path, suffix):
     assert manifest.total_rows == 7 and staged.column("text").to_pylist() == [r["text"] for r in rows]
 
 
-def test_case13_string_view_and_large_string_columns_are_text(tmp_path):
+def test_string_view_and_large_string_columns_are_text(tmp_path):
     rows = make_rows(5)
     table = pa.table(
         {
@@ -437,7 +437,7 @@ def test_case13_string_view_and_large_string_columns_are_text(tmp_path):
 # -- 14. more processes than the machine has --------------------------------------------------------
 
 
-def test_case14_more_processes_than_cores_or_gpus_are_refused(capsys):
+def test_more_processes_than_cores_or_gpus_are_refused(capsys):
     from scorekeeper.cli import main
 
     request = ScoreRequest(input_uri="i", model_uri="m", output_uri="o", num_processes=100)
@@ -456,7 +456,7 @@ def test_case14_more_processes_than_cores_or_gpus_are_refused(capsys):
 # -- 15. everything that can be checked is checked before anything is written -----------------------
 
 
-def test_case15_max_length_beyond_the_model_is_refused_up_front_and_the_name_stays_usable(tmp_path, models):
+def test_max_length_beyond_the_model_is_refused_up_front_and_the_name_stays_usable(tmp_path, models):
     write_rows(tmp_path / "in.csv", make_rows(4))
     params = dict(input_uri=str(tmp_path / "in.csv"), model_uri=models["bert"], output_uri=str(tmp_path / "out"), run_name="r")
     with pytest.raises(ModelError, match="max_length 100000 exceeds the model's maximum of 128 tokens"):
@@ -473,7 +473,7 @@ def test_case15_max_length_beyond_the_model_is_refused_up_front_and_the_name_sta
 # -- 16. resume compares places, not spellings ---------------------------------------------------
 
 
-def test_case16_resume_compares_uris_normalised(tmp_path, monkeypatch):
+def test_resume_compares_uris_normalised(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
     context = type("C", (), {"run_id": "r", "model_fingerprint": "m", "adapter_fingerprint": None})()
