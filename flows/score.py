@@ -13,7 +13,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 from pydantic import Field
 
-from scorekeeper.errors import Interrupted
+from scorekeeper.errors import Interrupted, storage_error
 from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import install_log_redaction, redact_uri, redacted_exception
@@ -37,7 +37,10 @@ def score_dataset(**parameters: Any) -> dict:
     request = with_handed_uris(ScoreRequest(**parameters))
     try:
         return _score(request)
-    except Exception as exc:  # its message becomes the flow run's state message: no secret in it
+    except Exception as exc:  # its message becomes the flow run's state message: one line, no secret
+        failure = storage_error(exc)  # a full disk, a missing bucket: no traceback
+        if failure is not None:
+            raise failure from None
         clean = redacted_exception(exc)
         if clean is exc:
             raise

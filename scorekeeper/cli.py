@@ -290,10 +290,10 @@ class _DropKnownErrors(logging.Filter):
     the one-line message printed by the CLI says it all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from scorekeeper.errors import ScorekeeperError
+        from scorekeeper.errors import ScorekeeperError, storage_failure
 
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)):
+        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_failure(exc) is not None):
             return False
         message = record.getMessage()
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
@@ -306,6 +306,7 @@ _KNOWN_ERROR_NAMES = (
     "ScoringFailed",
     "GatherError",
     "GateFailed",
+    "OutputError",
     "Interrupted",
     "ScorekeeperError",
     "KeyboardInterrupt",

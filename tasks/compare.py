@@ -21,7 +21,7 @@ from scorekeeper.gates import DELTA_METRICS, metric_value
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from scorekeeper.tasks.history import completed_runs
+from scorekeeper.tasks.history import completed_runs, is_complete
 from scorekeeper.tasks.retries import IO_RETRIES
 
 log = logging.getLogger(__name__)
@@ -151,9 +151,9 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
         log.info("comparing with the previous run on the same input: %s (finished %s)", name, same[-1]["finished_at"])
         return name
     name = request.compare_to
-    other = output.child(name)
-    if not other.exists(RunFolder.METRICS):
-        state = "has not completed (no report/metrics.json)" if other.exists() else "does not exist"
+    other = RunFolder(output.fs, output.join(name))
+    if not is_complete(other):
+        state = f"has not completed (no {RunFolder.COMPLETION})" if other.exists() else "does not exist"
         raise InputError(f"compare_to: run {name!r} under {output.uri} {state}")
     if not other.exists(RunFolder.PREDICTIONS) or not other.exists(RunFolder.PLAN):
         raise InputError(f"compare_to: run {name!r} under {output.uri} has no predictions.parquet or plan.json to compare with")

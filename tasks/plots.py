@@ -333,6 +333,11 @@ def coverage_svg(metrics: dict) -> str:
     return c.svg()
 
 
+def model_of(run: dict) -> tuple:
+    """What "model changed" compares: the base weights and the adapter."""
+    return run.get("model_fingerprint"), run.get("adapter_fingerprint")
+
+
 def history_svg(metrics: dict) -> str:
     """Accuracy and macro F1 of the completed runs under the same output, oldest first."""
     runs = [r for r in metrics.get("history") or [] if r.get("accuracy") is not None]
@@ -353,7 +358,7 @@ def history_svg(metrics: dict) -> str:
         x = a.px(i)
         c.line(x, a.y + a.h, x, a.y + a.h + 4, MUTED)
         c.text(x + 3, a.y + a.h + 14, short(r["run_id"], 24), size=9, anchor="end", rotate=-30, color=MUTED, title=r["run_id"])
-        if i and r.get("model_fingerprint") != runs[i - 1].get("model_fingerprint"):
+        if i and model_of(r) != model_of(runs[i - 1]):
             c.line(x, a.y, x, a.y + a.h, "#bbb", dash="3 3")
             c.text(x, a.y - 3, "▲", size=9, anchor="middle", color=MUTED, title="model changed")
     for k, (metric, color) in enumerate((("accuracy", CORRECT), ("macro_f1", PALETTE[1]))):

@@ -317,18 +317,17 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
 
 
 def publish_report(run: RunFolder, metrics: dict, run_info: dict) -> dict[str, str]:
-    """Write metrics.json, report.md, report.html and the plots; returns their URIs."""
-    files = {"metrics.json": None, "report.md": render_markdown(metrics, run_info), "report.html": render_html(metrics, run_info)}
-    files |= plot_files(metrics)
-    written = {}
-    for name, text in files.items():
-        if name == "metrics.json":
-            # keys in the order they were built: slices are ordered worst first
-            run.publish_bytes(json.dumps(metrics, indent=2, default=str).encode() + b"\n", RunFolder.REPORT_DIR, name)
-        else:
-            run.publish_bytes(text.encode(), RunFolder.REPORT_DIR, name)
-        written[name] = run.child(RunFolder.REPORT_DIR).uri + "/" + name
-    return written
+    """Write the plots, report.md, report.html and metrics.json (last), then the completion record
+    (tasks/publish.py); returns their URIs."""
+    from datetime import UTC, datetime
+
+    from scorekeeper.tasks.publish import metrics_bytes, publish_complete
+
+    files = {name: svg.encode() for name, svg in plot_files(metrics).items()}
+    files |= {"report.md": render_markdown(metrics, run_info).encode(), "report.html": render_html(metrics, run_info).encode()}
+    files["metrics.json"] = metrics_bytes(metrics)
+    finished = metrics.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds")
+    return publish_complete(run, files, finished)
 
 
 @task(name="publish report", **IO_RETRIES)
