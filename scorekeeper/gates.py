@@ -14,6 +14,7 @@ Pure functions, no Prefect: the parameter model validates gates with them before
 from __future__ import annotations
 
 import json
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -90,7 +91,10 @@ def parse_gate(metric: str, spec: str) -> Gate:
     significant = bool(_SIGNIFICANT.search(spec))
     if significant and metric not in COMPARISON_METRICS:
         raise ValueError(f"gate {metric!r}: 'if significant' applies to comparison gates only (<metric>_drop, <metric>_delta, ...)")
-    return Gate(metric, match.group(1), float(match.group(2)), significant)
+    limit = float(match.group(2))
+    if not math.isfinite(limit):  # 1e999 is inf: metrics.json is strict JSON, and such a gate means nothing
+        raise ValueError(f"gate {metric!r}: the limit in {spec!r} is not a finite number")
+    return Gate(metric, match.group(1), limit, significant)
 
 
 def parse_gates(gates: dict[str, str]) -> list[Gate]:

@@ -46,11 +46,14 @@ def publish_complete(run: RunFolder, files: dict[str, bytes], finished_at: str) 
     """Publish the report files under report/ in the order given, then the completion record.
     Returns each file's URI."""
     report = run.child(RunFolder.REPORT_DIR)
+    writing = RunFolder.COMPLETION
     try:
         run.remove(RunFolder.COMPLETION)  # republishing: not complete until the record is written again
         run.remove(RunFolder.REPORT_DIR)  # nothing of an earlier attempt's report is left to look current
         for name, data in files.items():
+            writing = f"{RunFolder.REPORT_DIR}/{name}"
             run.publish_bytes(data, RunFolder.REPORT_DIR, name)
+        writing = RunFolder.COMPLETION
         record = CompletionRecord(
             run_id=posixpath.basename(run.path),
             finished_at=finished_at,
@@ -63,7 +66,7 @@ def publish_complete(run: RunFolder, files: dict[str, bytes], finished_at: str) 
             raise  # transient: the task's retry publishes everything again
         _remove_quietly(run, RunFolder.REPORT_DIR)
         raise OutputError(
-            f"could not publish the report of run {record_name(run)}: {reason}; nothing of the report was left "
+            f"could not publish the report of run {record_name(run)} ({writing}): {reason}; nothing of the report was left "
             "behind and the run is not complete: make room under output_uri and rerun with the same run_name "
             "(committed ranges are not scored again)"
         ) from None
