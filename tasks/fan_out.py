@@ -91,6 +91,8 @@ class GroupRun:
     record: dict | None = None
     last_sign: tuple = ()
     last_sign_at: float = field(default_factory=time.time)
+    dispatched_at: float = field(default_factory=time.time)
+    warned: int = 0  # start-timeout warnings given so far
 
     def observe(self, state: str, message: str, record: dict | None, now: float) -> None:
         """A new state, or a heartbeat since the last look, counts as a sign of life (on this
@@ -99,6 +101,10 @@ class GroupRun:
         if sign != self.last_sign:
             self.last_sign, self.last_sign_at = sign, now
         self.state, self.message, self.record = state, message, record
+
+    def waiting_for_worker(self, now: float) -> float:
+        """Seconds this run has waited for a worker to take it (0 once one has)."""
+        return now - self.dispatched_at if self.state == "SCHEDULED" else 0.0
 
     def lost(self, now: float, stall_timeout_s: float) -> bool:
         """A run a worker took that has shown no sign of life for too long: its machine died."""
@@ -160,6 +166,7 @@ class FanOut:
         self.run = context.run
         self.groups = [Group(n + 1, rs) for n, rs in enumerate(split_groups(job.ranges, request.fan_out))]
         self.logger = get_run_logger()
+        self.pool = client.read_deployment_by_name(request.fan_out_deployment).work_pool_name or "(none)"
 
     def dispatch(self, group: Group) -> None:
         from prefect.deployments import run_deployment
@@ -228,6 +235,8 @@ class FanOut:
                 elif run.lost(now, self.request.group_stall_timeout_s):
                     self.mark_lost(run)
                     self.failed(group, run.message)
+                else:
+                    self.check_started(group, run, now)
             done = self.committed_rows()
             tracker.update(100.0 * done / max(total, 1))
             if now - last_status >= STATUS_LOG_S:
@@ -243,6 +252,31 @@ class FanOut:
         else:
             group.status = "failed"
             self.logger.error("group %d: flow run %s on %s failed (%s); no retries left", group.number, run.name, run.where, reason)
+
+    def start_worker_hint(self) -> str:
+        return f"start one with `prefect worker start --pool {self.pool} --limit 1` on a scoring machine"
+
+    def check_started(self, group: Group, run: GroupRun, now: float) -> None:
+        """Every wait is bounded: a group no worker has started within group_start_timeout_s fails the
+        run (a retry would wait the same way), with a warning at each quarter of the time before."""
+        waited, limit = run.waiting_for_worker(now), self.request.group_start_timeout_s
+        if not waited:
+            return
+        if waited > limit:
+            from prefect.states import Cancelled
+
+            run.message = (
+                f"no worker of pool '{self.pool}' started it within group_start_timeout_s ({limit:.0f} s): " + self.start_worker_hint()
+            )
+            self.client.set_flow_run_state(run.flow_run_id, Cancelled(message=run.message), force=True)  # a late worker must not take it
+            run.state, group.status = "CANCELLED", "failed"
+            self.logger.error("group %d: flow run %s %s", group.number, run.name, run.message)
+        elif waited > limit * (run.warned + 1) / 4:
+            run.warned += 1
+            self.logger.warning(
+                "group %d: flow run %s has waited %.0f s for a worker of pool '%s' (the run fails after %.0f s): %s",
+                group.number, run.name, waited, self.pool, limit, self.start_worker_hint(),
+            )  # fmt: skip
 
     def mark_lost(self, run: GroupRun) -> None:
         from prefect.states import Crashed
@@ -323,6 +357,7 @@ def group_summary(group: Group, commits: dict[int, CommitRecord]) -> dict:
                 "ranges": committed,
                 "rows": sum(commits[i].rows for i in committed),
                 "rows_per_s": scoring.get("rows_per_s"),
+                "dtype": scoring.get("dtype"),
                 **({"error": run.message} if run.state != "COMPLETED" and run.message else {}),
             }
         )
@@ -336,6 +371,7 @@ def group_summary(group: Group, commits: dict[int, CommitRecord]) -> dict:
         "ranges": group.indices,
         "rows": sum(commits[i].rows for i in group.indices if i in commits),
         "rows_per_s": last["rows_per_s"],
+        "dtype": last["dtype"],
         "attempts": len(runs),
         "runs": runs,
     }

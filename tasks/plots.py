@@ -8,8 +8,9 @@ data URL in a Prefect artifact. Every text is escaped. A plot whose data is abse
 from __future__ import annotations
 
 import base64
-import html
 import math
+
+from scorekeeper.escape import html_text
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#7f7f7f"]
@@ -19,7 +20,8 @@ CONFUSION_TOP = 15  # labels shown in the confusion matrix; the rest are grouped
 
 
 def esc(text) -> str:
-    return html.escape(str(text), quote=True)
+    """A text from the data inside the SVG: the one HTML escaping (scorekeeper/escape.py)."""
+    return html_text(text)
 
 
 def short(text, limit: int) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prefect import task
 
+from scorekeeper.escape import md_code, md_text
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.retries import IO_RETRIES
@@ -68,15 +69,15 @@ def sorted_slices(values: dict) -> list[tuple[str, dict]]:
 
 
 def _md(text) -> str:
-    """A value for a markdown table cell: pipes and newlines would break the table."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A value from the data in markdown (a table cell too): escaped, never rendered (scorekeeper/escape.py)."""
+    return md_text(text)
 
 
 def render_markdown(metrics: dict, run_info: dict) -> str:
-    lines = [f"# scorekeeper report: {run_info['run_id']}", ""]
-    lines += [f"- input: `{run_info['input_uri']}`", f"- model: `{run_info['model_uri']}`"]
+    lines = [f"# scorekeeper report: {_md(run_info['run_id'])}", ""]
+    lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
     if run_info.get("adapter_uri"):
-        lines.append(f"- adapter: `{run_info['adapter_uri']}`")
+        lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}", ""]
     if metrics["scoring_only"]:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
@@ -155,7 +156,7 @@ def _markdown_comparison(comparison: dict | None) -> list[str]:
     if not comparison:
         return []
     flipped = comparison["flipped"]
-    lines = [f"## Compared with run `{comparison['run']}`", ""]
+    lines = [f"## Compared with run {md_code(comparison['run'])}", ""]
     lines += [
         f"{comparison['rows_compared']} rows compared"
         + (f" (matched on {comparison['matched_on']})" if comparison.get("matched_on") else "")
@@ -278,7 +279,7 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
         (
             "mode",
             f"{run_info['mode']}, {run_info['num_processes']} process(es)"
-            + (f", dtype {run_info['dtype']}" if run_info.get("dtype") else ""),
+            + (f", dtype {dtype}" if (dtype := scoring.get("dtype") or _groups_dtype(scoring) or run_info.get("dtype")) else ""),
         )
     )
     if scoring.get("rows_scored") is not None:
@@ -314,6 +315,12 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
     if run_info.get("slice_columns"):
         facts.append(("slice columns", ", ".join(run_info["slice_columns"])))
     return facts
+
+
+def _groups_dtype(scoring: dict) -> str | None:
+    """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
+    used = {g.get("dtype") for g in scoring.get("groups") or [] if g.get("dtype")}
+    return ", ".join(sorted(used)) or None
 
 
 def publish_report(run: RunFolder, metrics: dict, run_info: dict) -> dict[str, str]:

@@ -34,6 +34,7 @@ class Progress:
     errors: list[str] = field(default_factory=list)
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
     engine: dict | None = None  # how rank 0 fed its device (worker/runtime.py engine_facts)
+    dtype: str | None = None  # the compute dtype rank 0 loaded the model in (`auto` resolved)
 
     def update(self, event: dict) -> None:
         if event.get("event") == "range_done":
@@ -42,6 +43,8 @@ class Progress:
             self.padded_tokens += event.get("padded_tokens", 0)
             self.truncated += event.get("truncated", 0)
             self.ranges_done += 1
+        elif event.get("event") == "model_loaded" and event.get("rank") == 0 and "dtype" in event:
+            self.dtype = event["dtype"]
         elif event.get("event") == "started" and event.get("rank") == 0 and "engine" in event:
             self.engine = event["engine"]
         elif event.get("event") == "pipeline":
@@ -70,4 +73,5 @@ class Progress:
             "tokens_per_s": round(self.tokens / self.elapsed, 1),
             **({"pipeline": self.pipeline} if self.pipeline else {}),
             **({"engine": self.engine} if self.engine else {}),
+            **({"dtype": self.dtype} if self.dtype else {}),
         }

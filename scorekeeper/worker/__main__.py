@@ -68,16 +68,18 @@ def main(argv: list[str] | None = None) -> int:
             engine=engine_facts(ranks.device, job.request.tokens_per_batch, job.request.mode),
         )
         began = time.time()
+        dtype = resolve_dtype(job.request.dtype, ranks.device)
         loaded = load_model(
             job.model_path,
             job.adapter_path,
             merge_adapter=job.request.merge_adapter,
-            dtype=resolve_dtype(job.request.dtype, ranks.device),
+            dtype=dtype,
             device=ranks.device,
             trust_remote_code=job.request.trust_remote_code,
             max_length=job.request.max_length,
         )
-        emit("model_loaded", rank=ranks.rank, seconds=time.time() - began)
+        # the dtype used ("auto" resolved on this device): the report's run facts show it
+        emit("model_loaded", rank=ranks.rank, seconds=time.time() - began, dtype=str(dtype).removeprefix("torch."))
         if job.request.mode == "pipeline":
             from scorekeeper.worker.pipeline import run_pipeline
 
