@@ -7,9 +7,10 @@ markdown with HTML, so an `<img>` or a `[link](...)` there would be live for eve
 
 - `html_text`: `&`, `<`, `>`, `"` and `'` as entities: markupsafe's escape, the very function
   Jinja's autoescape applies to every value report.html.j2 shows.
-- `md_text`: one line (newlines become spaces) with every ASCII punctuation character
+- `md_text`: one line (newlines become spaces) with each character that could start inline markup
   backslash-escaped, which CommonMark and GitHub-flavoured markdown read as the character itself:
-  no HTML, no link, no emphasis, no code, no table cell break, and no auto-link (`http\\:\\/\\/`).
+  no HTML, no entity, no link or image, no emphasis, no code, no table cell break, and no
+  auto-link (`http\\://`).
 - `md_code`: a code span that holds any text, backticks included (a fence longer than any run of
   backticks in it); nothing inside a code span renders.
 """
@@ -20,7 +21,11 @@ import re
 
 from markupsafe import escape
 
-_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # the ASCII punctuation characters, as CommonMark defines them
+# The characters that start markup inside a line (HTML, entities, links and images, emphasis, code,
+# strike-through, table cells, auto-links' `://`); each is an ASCII punctuation character, which
+# CommonMark lets a backslash turn into itself. A value never starts a line here, so block markup
+# (`#`, `-`, `+`, `1.`) cannot begin inside one, and those stay as typed.
+_PUNCTUATION = re.compile(r"([\\`*_\[\]<>&|~!:])")
 _LINE_BREAKS = re.compile(r"[\r\n\t\f\v\u2028\u2029]+")
 
 

@@ -55,7 +55,7 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
     if failed:
         lines += [
             f"**{len(failed)} of {len(gates)} quality gates failed:** "
-            + "; ".join(f"{md_text(g['gate'])} (value {fmt(g['value'])})" for g in failed),
+            + "; ".join(f"{g['gate']} (value {fmt(g['value'])})" for g in failed),
             "",
         ]
     elif gates:
@@ -101,6 +101,11 @@ def comparison_rows(metrics: dict) -> list[dict]:
     return rows
 
 
+def per_class_rows(metrics: dict) -> list[dict]:
+    """The per-class table artifact's rows; the UI renders each cell as markdown, so labels are escaped."""
+    return [{"label": md_text(name), **values} for name, values in metrics["per_class"].items()]
+
+
 def publish_report_artifacts(context, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
     svgs = plot_files(metrics)
     create_markdown_artifact(
@@ -110,7 +115,7 @@ def publish_report_artifacts(context, metrics: dict, throughput: dict, files: di
     )
     if metrics["per_class"]:
         create_table_artifact(
-            [{"label": md_text(name), **values} for name, values in metrics["per_class"].items()],
+            per_class_rows(metrics),
             key="scorekeeper-per-class",
             description="Per-class precision, recall, F1 and support",
         )

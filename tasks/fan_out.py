@@ -139,12 +139,34 @@ class Group:
         return f"ranges {spans(self.indices)} (rows [{self.ranges[0].start}, {self.ranges[-1].end}))"
 
 
+def relative_paths(request: ScoreRequest) -> list[str]:
+    """The parameters that name a relative local path: on a group's machine, in its worker's folder,
+    it would name another place (or nothing)."""
+    import os
+
+    from scorekeeper.params import URI_FIELDS
+
+    found = []
+    for name in URI_FIELDS:
+        uri = getattr(request, name)
+        if uri is not None and "://" not in uri and not os.path.isabs(os.path.expanduser(uri)):
+            found.append(f"{name} {uri!r}")
+    return found
+
+
 def check_fan_out(request: ScoreRequest) -> None:
-    """Refuse fan-out up front where it cannot work: no Prefect server, or no group deployment."""
+    """Refuse fan-out up front where it cannot work: relative local paths, no Prefect server, or no
+    group deployment."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
     from prefect.settings import get_current_settings
 
+    relative = relative_paths(request)
+    if relative:
+        raise InputError(
+            f"fan_out {request.fan_out}: {', '.join(relative)} is a relative path, which the group machines "
+            "would resolve in their own folders: give object-storage URIs (or absolute paths on storage every machine mounts)"
+        )
     if not get_current_settings().api.url:
         raise InputError(needs_orchestration(request))
     with get_client(sync_client=True) as client:

@@ -86,7 +86,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         failed = [g for g in gates if not g["passed"]]
         lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
         lines += ["| gate | value | limit | result |", "|---|---|---|---|"]
-        lines += [f"| {_md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {'pass' if g['passed'] else '**FAIL**'} |" for g in gates]
+        lines += [f"| {g['gate']} | {fmt(g['value'])} | {fmt(g['limit'])} | {'pass' if g['passed'] else '**FAIL**'} |" for g in gates]
         lines.append("")
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     throughput = run_info.get("throughput")
