@@ -4,7 +4,7 @@
         [--probs OUT.npz] [--tokens-per-batch N] [--rows-per-range N] [--max-batch-rows N] [--dtype D]
         [--max-rows N]
 
-The worker's own code path in one process: `load_model`, ranges planned by `plan_ranges`, each
+The worker's own code path in one process: `load_model`, ranges cut by `cut_ranges`, each
 range prepared and scored by the replica runner's functions (`prepare_range`, `scored_ranges`),
 and its prediction table built and encoded as a Parquet shard in a background thread, as the
 worker does. Left out: the flow, Prefect, staging, and the shard's commit to a run folder (the
@@ -30,7 +30,7 @@ import torch
 
 def read_ranges(path: str, rows_per_range: int) -> Iterator[tuple[object, pa.Table]]:
     """(IndexRange, rows) for consecutive ranges of the file, streamed, with the staged input's columns."""
-    from scorekeeper.worker.job import IndexRange
+    from scorekeeper.run_folder import IndexRange
 
     source = pq.ParquetFile(path)
     columns = [c for c in ("text", "text_pair") if c in source.schema_arrow.names]
@@ -91,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
             setattr(a, name, request_default(name))
 
     t0 = time.perf_counter()
+    from scorekeeper.worker.device import default_tokens_per_batch, tune_allocator
     from scorekeeper.worker.first_token import first_token_last_layer
     from scorekeeper.worker.model import load_model, resolve_dtype
     from scorekeeper.worker.replica import prepare_range, scored_ranges
-    from scorekeeper.worker.runtime import default_tokens_per_batch, tune_allocator
 
     tune_allocator()  # as the worker does at its start
 

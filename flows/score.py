@@ -24,8 +24,8 @@ from scorekeeper.tasks.evaluate import evaluate_task
 from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task
-from scorekeeper.tasks.plan import commit_progress, plan_ranges_task
-from scorekeeper.tasks.prepare import check_output_uri, open_run_task, resolve_run_id, run_location
+from scorekeeper.tasks.open_run import check_output_uri, open_run_task, resolve_run_id, run_location
+from scorekeeper.tasks.plan import commit_progress, plan_run_task
 from scorekeeper.tasks.read import read_inputs_task
 from scorekeeper.tasks.report import report_task
 from scorekeeper.tasks.score import score_ranges_task, scoring_processes
@@ -61,11 +61,11 @@ def _score(request: ScoreRequest) -> dict:
             context = open_run_task(request)
             baseline = resolve_baseline_task(request, context)
             manifest = read_inputs_task(request, context)
-            job = plan_ranges_task(request, context, manifest)
+            job = plan_run_task(request, context, manifest)
             if request.fan_out > 1:
                 throughput = score_groups_task(request, context, job)
             else:
-                throughput = score_ranges_task(request, context, job, processes)
+                throughput = score_ranges_task(context, job, processes)
             gathered = gather_task(context, job)
             metrics = evaluate_task(request, context, manifest, baseline)
             files = report_task(request, context, metrics, throughput)

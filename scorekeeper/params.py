@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from scorekeeper.redact import redact_uri
 
+Mode = Literal["replica", "pipeline"]
+Dtype = Literal["auto", "float32", "bfloat16", "float16"]
+
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -93,7 +96,7 @@ class ScoreRequest(BaseModel):
         description="Merge the adapter into the base weights before scoring.",
         json_schema_extra=affects(PREDICTIONS),
     )
-    mode: Literal["replica", "pipeline"] = Field(
+    mode: Mode = Field(
         "replica",
         description="replica: every process holds the whole model (data parallel). pipeline: the "
         "model's layers are split across processes.",
@@ -118,7 +121,7 @@ class ScoreRequest(BaseModel):
     )
 
     # -- tuning ------------------------------------------------------------------------------
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+    dtype: Dtype = Field(
         "auto",
         description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32.",
         json_schema_extra=affects(PREDICTIONS),
@@ -336,30 +339,8 @@ class ScoreRequest(BaseModel):
         return self
 
     def resolved_num_processes(self, visible_gpus: int, cores: int | None = None) -> int:
-        """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU).
-
-        Refuses (InputError) more processes than GPUs (two ranks cannot share a device), and more
-        than `cores` without a GPU unless `oversubscribe`: every process loads the whole model."""
-        if self.num_processes == "auto":
-            return max(1, visible_gpus)
-        wanted = int(self.num_processes)
-        if visible_gpus and wanted > visible_gpus:
-            from scorekeeper.errors import InputError
-
-            raise InputError(
-                f"num_processes {wanted} is more than the {visible_gpus} visible GPU(s): every scoring process "
-                "needs a GPU of its own (set CUDA_VISIBLE_DEVICES, or lower --num-processes)"
-            )
-        cores = available_cores() if cores is None else cores
-        if not visible_gpus and wanted > cores and not self.oversubscribe:
-            from scorekeeper.errors import InputError
-
-            raise InputError(
-                f"num_processes {wanted} is more than this machine's {cores} CPU core(s) and there is no GPU: "
-                "every scoring process loads the whole model, so memory runs out long before the cores are busy. "
-                f"Use --num-processes {cores} or fewer, or --oversubscribe to start them anyway"
-            )
-        return wanted
+        """Processes to launch (see resolve_num_processes)."""
+        return resolve_num_processes(self.num_processes, self.oversubscribe, visible_gpus, cores)
 
     def public_dict(self) -> dict:
         """The parameters as written to request.json, job.json and the report: no secrets (a
@@ -368,6 +349,31 @@ class ScoreRequest(BaseModel):
         for name in URI_FIELDS:
             data[name] = redact_uri(data[name])
         return data
+
+
+def resolve_num_processes(num_processes: int | Literal["auto"], oversubscribe: bool, visible_gpus: int, cores: int | None = None) -> int:
+    """Processes to launch: the explicit count, else one per visible GPU (1 without a GPU).
+
+    Refuses (InputError) more processes than GPUs (two ranks cannot share a device), and more
+    than `cores` without a GPU unless `oversubscribe`: every process loads the whole model."""
+    if num_processes == "auto":
+        return max(1, visible_gpus)
+    from scorekeeper.errors import InputError
+
+    wanted = int(num_processes)
+    if visible_gpus and wanted > visible_gpus:
+        raise InputError(
+            f"num_processes {wanted} is more than the {visible_gpus} visible GPU(s): every scoring process "
+            "needs a GPU of its own (set CUDA_VISIBLE_DEVICES, or lower --num-processes)"
+        )
+    cores = available_cores() if cores is None else cores
+    if not visible_gpus and wanted > cores and not oversubscribe:
+        raise InputError(
+            f"num_processes {wanted} is more than this machine's {cores} CPU core(s) and there is no GPU: "
+            "every scoring process loads the whole model, so memory runs out long before the cores are busy. "
+            f"Use --num-processes {cores} or fewer, or --oversubscribe to start them anyway"
+        )
+    return wanted
 
 
 def available_cores() -> int:

@@ -2,6 +2,8 @@
 
 Both sides use it: the flow writes request.json, plan.json, the staged input and the job file; the
 scoring processes read the job and the staged input and write shards and commit records. The
+unit of all of it, an IndexRange, is declared here; the job file's record is in
+scorekeeper/boundary.py. The
 names are part of the outputs' contract (request.json, plan.json, predictions.parquet, report/,
 work/): change none. Imports nothing heavier than pydantic, numpy and fsspec, since the scoring
 worker imports it too (no Prefect, no DuckDB, no torch).
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -62,6 +65,24 @@ class StagedManifest(BaseModel):
         return digest_of([f.fingerprint for f in self.files])
 
 
+@dataclass(frozen=True)
+class IndexRange:
+    """Rows [start, end) of the input order: the unit of work, commit and resume."""
+
+    index: int
+    start: int
+    end: int
+
+    @property
+    def rows(self) -> int:
+        return self.end - self.start
+
+
+def cut_ranges(total_rows: int, rows_per_range: int) -> list[IndexRange]:
+    """Cut [0, total_rows) into fixed-size ranges; the last one may be shorter."""
+    return [IndexRange(i, start, min(start + rows_per_range, total_rows)) for i, start in enumerate(range(0, total_rows, rows_per_range))]
+
+
 class Plan(BaseModel):
     """plan.json: the input, the fingerprints the run was planned under, and its index ranges."""
 
@@ -74,6 +95,11 @@ class Plan(BaseModel):
     rows_per_range: int
     ranges: list[tuple[int, int]]  # [start, end) of range k at position k
     labels: list[str]
+
+    def index_ranges(self, indices: list[int] | None = None) -> list[IndexRange]:
+        """The planned ranges (those of `indices`, in that order, when given)."""
+        wanted = range(len(self.ranges)) if indices is None else indices
+        return [IndexRange(i, *self.ranges[i]) for i in wanted]
 
 
 class CommitRecord(BaseModel):

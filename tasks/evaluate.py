@@ -132,7 +132,7 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
     right = con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated").fetchone()[0]
     accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]
     con.execute(sql("ovr.sql"))
-    per_class = con.execute(sql("ranking.sql")).fetchall()
+    per_class = con.execute(sql("ranking.sql", ovr="ovr", labels="labels")).fetchall()
     roc = {name: _number(auc) for name, auc, _ in per_class}
     ap = {name: _number(value) for name, _, value in per_class}
     kmax = min(TOP_K_MAX, len(labels) - 1)
@@ -154,7 +154,7 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
         for t, n, acc, p, r, f1 in con.execute(sql("thresholds.sql")).fetchall()
     ]
     curves: dict[str, dict] = {"roc": {}, "pr": {}}
-    for name, curve, x, y in con.execute(sql("curves.sql")).fetchall():
+    for name, curve, x, y in con.execute(sql("curves.sql", ovr="ovr", labels="labels")).fetchall():
         keys = ("fpr", "tpr") if curve == "roc" else ("recall", "precision")
         start = (0.0, 0.0) if curve == "roc" else (0.0, 1.0)
         points = curves[curve].setdefault(name, {keys[0]: [start[0]], keys[1]: [start[1]]})

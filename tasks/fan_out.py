@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ScoringFailed
 from scorekeeper.params import ScoreRequest
-from scorekeeper.run_folder import CommitRecord, RunFolder
+from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
+from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.plan import committed_ranges
-from scorekeeper.tasks.prepare import RunContext
-from scorekeeper.worker.job import IndexRange, Job
 
 POLL_S = 2.0
 STATUS_LOG_S = 15.0

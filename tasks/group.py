@@ -26,15 +26,14 @@ from dataclasses import dataclass
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ModelError, RunConflict
-from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
+from scorekeeper.tasks.open_run import folder_fingerprint, localize_folder
 from scorekeeper.tasks.plan import committed_ranges
-from scorekeeper.tasks.prepare import folder_fingerprint, localize_folder
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.score import score_job
-from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import check_safetensors_folder
 
 log = logging.getLogger(__name__)
@@ -61,9 +60,8 @@ def machine_identity() -> dict[str, str | None]:
 
 @dataclass(frozen=True)
 class GroupJob:
-    """A group's job on this machine: the run's request, its job file and what it scores."""
+    """A group's job on this machine: its job file and what it scores."""
 
-    request: ScoreRequest
     run_uri: str
     group: int
     flow_run_id: str
@@ -92,13 +90,15 @@ def open_group(run_uri: str, group: int, ranges: list[int], scoring_fingerprint:
     unknown = [i for i in ranges if not 0 <= i < len(planned)]
     if unknown or not ranges:
         raise InputError(f"group {group}: ranges {unknown or ranges} are not ranges of the plan (0 to {len(planned) - 1})")
-    request = Job.from_json(run.read_bytes(RunFolder.JOB).decode()).request
-    model_path = _local_copy(request.model_uri, "model", plan.model_fingerprint)
-    adapter_path = _local_copy(request.adapter_uri, "adapter", plan.adapter_fingerprint) if request.adapter_uri else None
+    parent = Job.from_json(run.read_bytes(RunFolder.JOB))  # the run's settings, as its parent planned them
+    launch = parent.launch
+    model_path = _local_copy(launch.model_uri, "model", plan.model_fingerprint)
+    adapter_path = _local_copy(launch.adapter_uri, "adapter", plan.adapter_fingerprint) if launch.adapter_uri else None
     done = committed_ranges(run, scoring_fingerprint)
-    pending = [IndexRange(i, *planned[i]) for i in ranges if i not in done]
+    pending = plan.index_ranges([i for i in ranges if i not in done])
     job = Job(
-        request=request,
+        scoring=parent.scoring,
+        launch=launch,
         run_uri=run.uri,
         model_path=model_path,
         adapter_path=adapter_path,
@@ -110,7 +110,7 @@ def open_group(run_uri: str, group: int, ranges: list[int], scoring_fingerprint:
     folder = group_folder(group, flow_run_id)
     run.publish_bytes(job.to_json().encode(), folder, GROUP_JOB_FILE)
     log.info("group %d: %d of its %d ranges are uncommitted", group, len(pending), len(ranges))
-    return GroupJob(request, run.uri, group, str(flow_run_id), job, run.uri + "/" + folder + "/" + GROUP_JOB_FILE, list(ranges))
+    return GroupJob(run.uri, group, str(flow_run_id), job, run.uri + "/" + folder + "/" + GROUP_JOB_FILE, list(ranges))
 
 
 def _local_copy(uri: str, what: str, planned_fingerprint: str | None) -> str:
@@ -198,8 +198,8 @@ def open_group_task(run_uri: str, group: int, ranges: list[int], scoring_fingerp
     return open_group(run_uri, group, ranges, scoring_fingerprint, flow_run_id)
 
 
-@task(name="score ranges", cache_policy=NO_CACHE)
+@task(name="score group ranges", cache_policy=NO_CACHE)
 def score_group_task(group_job: GroupJob) -> dict:
     """Score the group's uncommitted ranges with this machine's processes (`auto`: its GPUs)."""
     what = f"group {group_job.group} of run {group_job.run_id}"
-    return score_job(group_job.request, group_job.job, group_job.job_uri, what)
+    return score_job(group_job.job, group_job.job_uri, what)

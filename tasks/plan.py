@@ -11,12 +11,12 @@ import uuid
 
 from prefect import task
 
+from scorekeeper.boundary import Job, LaunchSettings, ScoringSettings
 from scorekeeper.params import ScoreRequest
 from scorekeeper.request_record import publish_request_record
-from scorekeeper.run_folder import CommitRecord, Plan, RunFolder, StagedManifest
-from scorekeeper.tasks.prepare import RunContext, request_record
+from scorekeeper.run_folder import CommitRecord, Plan, RunFolder, StagedManifest, cut_ranges
+from scorekeeper.tasks.open_run import RunContext, request_record
 from scorekeeper.tasks.retries import IO_RETRIES
-from scorekeeper.worker.job import Job, plan_ranges
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
         publish_request_record(run, record)
     input_fingerprint = manifest.input_fingerprint
     fingerprint = record.scoring_fingerprint(input_fingerprint)
-    ranges = plan_ranges(manifest.total_rows, request.rows_per_range)
+    ranges = cut_ranges(manifest.total_rows, request.rows_per_range)
     done = committed_ranges(run, fingerprint)
     pending = [r for r in ranges if r.index not in done]
     run.publish_plan(
@@ -65,7 +65,8 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
         )
     )
     job = Job(
-        request=request,
+        scoring=ScoringSettings.of(request),
+        launch=LaunchSettings.of(request),
         run_uri=run.uri,
         model_path=context.model_path,
         adapter_path=context.adapter_path,
@@ -80,6 +81,6 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
 
 
 @task(name="plan ranges", **IO_RETRIES)
-def plan_ranges_task(request: ScoreRequest, context: RunContext, manifest: StagedManifest) -> Job:
+def plan_run_task(request: ScoreRequest, context: RunContext, manifest: StagedManifest) -> Job:
     """Cut the rows into ranges and write the plan and the worker's job file."""
     return plan_run(request, context, manifest)

@@ -240,7 +240,8 @@ def confusion_svg(metrics: dict, top: int = CONFUSION_TOP) -> str:
 
 
 def _classes_by_support(metrics: dict, names) -> list[str]:
-    support = {n: (metrics.get("per_class") or {}).get(n, {}).get("support", 0) for n in names}
+    per = metrics.get("per_class") or metrics.get("per_label") or {}
+    support = {n: per.get(n, {}).get("support", 0) for n in names}
     return sorted(names, key=lambda n: (-support[n], n))[:MAX_CURVES]
 
 
@@ -251,13 +252,14 @@ def curve_svg(metrics: dict, kind: str) -> str:
         return ""
     roc = kind == "roc"
     area = metrics.get("roc_auc" if roc else "average_precision") or {}
-    per_class = area.get("per_class") or {}
+    per_class = area.get("per_class") or area.get("per_label") or {}
     shown = _classes_by_support(metrics, list(curves))
     name = "ROC" if roc else "Precision-recall"
     macro = area.get("macro")
-    sub = f"one-vs-rest; macro {'ROC-AUC' if roc else 'average precision'} {macro:.4f}" if macro is not None else "one-vs-rest"
+    how = "per label" if "per_label" in area else "one-vs-rest"
+    sub = f"{how}; macro {'ROC-AUC' if roc else 'average precision'} {macro:.4f}" if macro is not None else how
     if len(curves) > len(shown):
-        sub += f"; {len(shown)} of {len(curves)} classes (most rows)"
+        sub += f"; {len(shown)} of {len(curves)} {'labels' if 'per_label' in area else 'classes'} (most rows)"
     c = Canvas(560, 400, f"{name} curves")
     _title(c, f"{name} curves", sub)
     a = Area(c, 64, 52, 290, 290)
@@ -391,3 +393,135 @@ def interval_svg(value: float | None, ci, reference: float | None = None, width:
         parts.append(f'<line x1="{x(ci[0])}" y1="8" x2="{x(ci[1])}" y2="8" stroke="{CORRECT}" stroke-width="4" stroke-opacity="0.45"/>')
     parts.append(f'<circle cx="{x(value)}" cy="8" r="3.5" fill="{CORRECT}"/></svg>')
     return "".join(parts)
+
+
+def label_calibration_svg(metrics: dict) -> str:
+    """Multi-label: per label, the share of true cells against the mean probability in each bin."""
+    bins = metrics.get("label_calibration")
+    if not bins:
+        return ""
+    shown = _classes_by_support(metrics, [name for name, rows in bins.items() if rows])
+    ece = metrics.get("ece") or {}
+    per_label = ece.get("per_label") or {}
+    sub = f"ECE macro {ece['macro']:.4f}, micro {ece['micro']:.4f}" if ece.get("macro") is not None and ece.get("micro") is not None else ""
+    if len(bins) > len(shown):
+        sub += f"; {len(shown)} of {len(bins)} labels (most rows)"
+    c = Canvas(560, 400, "Calibration per label")
+    _title(c, "Calibration per label", sub)
+    a = Area(c, 64, 52, 290, 290)
+    a.axes("mean probability in the bin", "share of the bin's cells that are true", TENTHS, TENTHS)
+    c.line(a.px(0), a.py(0), a.px(1), a.py(1), MUTED, dash="5 4")
+    c.text(372, 62, "label", size=10, color=MUTED)
+    c.text(548, 62, "ECE", size=10, anchor="end", color=MUTED)
+    for i, label in enumerate(shown):
+        color = PALETTE[i % len(PALETTE)]
+        points = [(a.px(b["confidence"]), a.py(b["frequency"])) for b in bins[label]]
+        c.polyline(points, color, title=label)
+        for b, (x, y) in zip(bins[label], points):
+            c.circle(
+                x, y, 2.5, color, title=f"{label}: {b['rows']} cells, mean probability {b['confidence']:.3f}, true {b['frequency']:.3f}"
+            )
+        y = 80 + i * 18
+        c.rect(372, y - 9, 14, 4, color)
+        c.text(392, y - 3, short(label, 18), size=11, title=label)
+        value = per_label.get(label)
+        c.text(548, y - 3, f"{value:.3f}" if value is not None else "n/a", size=11, anchor="end")
+    return c.svg()
+
+
+def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """About `count` round tick values covering [lo, hi]."""
+    if hi <= lo:
+        return [lo]
+    raw = (hi - lo) / count
+    step = 10 ** math.floor(math.log10(raw))
+    step *= next(m for m in (1, 2, 2.5, 5, 10) if m * step >= raw)
+    first = math.ceil(lo / step) * step
+    return [first + k * step for k in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _span(values) -> tuple[float, float]:
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.04 or abs(hi) * 0.1 or 1.0
+    return lo - pad, hi + pad
+
+
+def predicted_vs_true_svg(metrics: dict, output: str) -> str:
+    """Regression: each row's prediction against its truth (a 2-D histogram past a few thousand rows)."""
+    data = (metrics.get("predicted_vs_true") or {}).get(output)
+    if not data:
+        return ""
+    c = Canvas(460, 420, "Predicted vs true")
+    if data["kind"] == "points":
+        lim = _span(data["truth"] + data["prediction"])
+        sub = f"{len(data['truth']):,} rows; the dashed line is prediction = truth"
+    else:
+        lim = (data["lo"], data["hi"]) if data["hi"] > data["lo"] else _span([data["lo"]])
+        sub = f"{sum(n for *_, n in data['cells']):,} rows in {data['bins']}x{data['bins']} cells (darker: more rows)"
+    _title(c, f"Predicted vs true: {short(output, 30)}", sub)
+    a = Area(c, 70, 52, 340, 300, xlim=lim, ylim=lim)
+    ticks = _ticks(*lim)
+    a.axes("truth", "prediction", ticks, ticks, xfmt="{:.3g}", yfmt="{:.3g}")
+    if data["kind"] == "points":
+        for t, p in zip(data["truth"], data["prediction"]):
+            c.circle(a.px(t), a.py(p), 2, CORRECT + "99")
+    else:
+        width = (lim[1] - lim[0]) / data["bins"]
+        peak = max(n for *_, n in data["cells"])
+        for tb, pb, n in data["cells"]:
+            x0, y0 = lim[0] + tb * width, lim[0] + pb * width
+            shade = 0.15 + 0.85 * math.log1p(n) / math.log1p(peak)
+            tip = f"truth {x0:.3g} to {x0 + width:.3g}, prediction {y0:.3g} to {y0 + width:.3g}: {n} rows"
+            c.rect(
+                a.px(x0),
+                a.py(y0 + width),
+                a.px(x0 + width) - a.px(x0),
+                a.py(y0) - a.py(y0 + width),
+                f"rgba(78,121,167,{shade:.2f})",
+                title=tip,
+            )
+    c.line(a.px(lim[0]), a.py(lim[0]), a.px(lim[1]), a.py(lim[1]), WRONG, dash="5 4")
+    return c.svg()
+
+
+def residual_histogram_svg(metrics: dict, output: str) -> str:
+    """Regression: how the residuals (prediction - truth) are spread."""
+    hist = (metrics.get("residual_histogram") or {}).get(output)
+    if not hist:
+        return ""
+    edges, counts = hist["edges"], hist["counts"]
+    lim = (edges[0], edges[-1]) if edges[-1] > edges[0] else _span([edges[0]])
+    c = Canvas(460, 380, "Residuals")
+    _title(c, f"Residuals: {short(output, 30)}", f"prediction - truth, {len(counts)} equal-width bins")
+    peak = max(counts) or 1
+    a = Area(c, 70, 52, 350, 260, xlim=lim, ylim=(0, peak))
+    a.axes("residual (prediction - truth)", "rows", _ticks(*lim), _ticks(0, peak, 4), xfmt="{:.3g}", yfmt="{:.0f}")
+    if edges[-1] > edges[0]:
+        for b, n in enumerate(counts):
+            x0, x1 = a.px(edges[b]), a.px(edges[b + 1])
+            c.rect(x0 + 0.5, a.py(n), x1 - x0 - 1, a.py(0) - a.py(n), CORRECT, title=f"{edges[b]:.4g} to {edges[b + 1]:.4g}: {n} rows")
+    else:
+        c.rect(a.px(edges[0]) - 4, a.py(counts[0]), 8, a.py(0) - a.py(counts[0]), CORRECT, title=f"{edges[0]:.4g}: {counts[0]} rows")
+    if lim[0] <= 0 <= lim[1]:
+        c.line(a.px(0), a.py(0), a.px(0), a.py(peak), WRONG, dash="5 4")
+    return c.svg()
+
+
+def deciles_svg(metrics: dict, output: str) -> str:
+    """Regression: mean truth against mean prediction in each decile of the predictions."""
+    deciles = (metrics.get("calibration_deciles") or {}).get(output)
+    if not deciles:
+        return ""
+    lim = _span([d["mean_prediction"] for d in deciles] + [d["mean_truth"] for d in deciles])
+    c = Canvas(460, 400, "Calibration by decile")
+    _title(c, f"Calibration by decile: {short(output, 30)}", "rows cut into 10 groups by prediction; calibrated: on the dashed line")
+    a = Area(c, 70, 52, 340, 290, xlim=lim, ylim=lim)
+    ticks = _ticks(*lim)
+    a.axes("mean prediction", "mean truth", ticks, ticks, xfmt="{:.3g}", yfmt="{:.3g}")
+    c.line(a.px(lim[0]), a.py(lim[0]), a.px(lim[1]), a.py(lim[1]), MUTED, dash="5 4")
+    points = [(a.px(d["mean_prediction"]), a.py(d["mean_truth"])) for d in deciles]
+    c.polyline(points, CORRECT)
+    for d, (x, y) in zip(deciles, points):
+        tip = f"decile {d['decile']}: {d['rows']} rows, mean prediction {d['mean_prediction']:.4g}, mean truth {d['mean_truth']:.4g}"
+        c.circle(x, y, 3.5, CORRECT, title=tip)
+    return c.svg()

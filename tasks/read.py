@@ -500,7 +500,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
     is staged again and the run is evaluated against it (the predictions do not depend on it)."""
     import shutil
 
-    from scorekeeper.tasks.prepare import has_commits
+    from scorekeeper.tasks.open_run import has_commits
 
     files = list_input_files(request.input_uri, exclude=run)
     truth_files = list_input_files(request.ground_truth_uri, "ground truth", exclude=run) if request.ground_truth_uri else []

@@ -40,6 +40,46 @@ def signed(value, digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:+.{digits}f}"
 
 
+# The headline of the other heads (docs/contracts.md section 9): JSON paths into metrics.json.
+HEAD_HEADLINES = {
+    "multi_label": (
+        ("subset_accuracy",),
+        ("micro_f1",),
+        ("macro_f1",),
+        ("samples_f1",),
+        ("hamming_loss",),
+        ("log_loss",),
+        ("roc_auc", "macro"),
+        ("average_precision", "macro"),
+        ("lrap",),
+    ),
+    "regression": (("mae",), ("rmse",), ("r2",), ("spearman",), ("pearson",), ("kendall_tau_b",), ("mape",), ("wmape",)),
+}
+REGRESSION_TABLE = ("mae", "mse", "rmse", "r2", "explained_variance", "max_error", "median_absolute_error", "mape", "mape_rows", "wmape")
+REGRESSION_TABLE += ("pearson", "spearman", "kendall_tau_b", "mean_truth", "mean_prediction")
+REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
+
+
+def head_of(metrics: dict) -> str:
+    return metrics.get("head") or "single_label"
+
+
+def head_headline(metrics: dict) -> list[tuple[str, list[str], object]]:
+    """(name, JSON path, value) of the headline metrics of a multi-label or regression run."""
+    rows = []
+    for path in HEAD_HEADLINES.get(head_of(metrics), ()):
+        value = metrics.get(path[0])
+        if len(path) > 1:
+            value = (value or {}).get(path[1])
+        rows.append((" ".join(path).replace("_", " "), list(path), value))
+    return rows
+
+
+def regression_plot_name(kind: str, index: int, outputs: int) -> str:
+    """The file of one output's regression plot: one file per output when the head has several."""
+    return f"{kind}.svg" if outputs == 1 else f"{kind}-{index}.svg"
+
+
 def metric_value(metrics: dict, name: str):
     """A headline metric by name; the macro ROC-AUC and AP live one level down."""
     if name in ("roc_auc_macro", "average_precision_macro"):
@@ -49,6 +89,10 @@ def metric_value(metrics: dict, name: str):
 
 def headline(metrics: dict) -> list[tuple[str, str]]:
     rows = [("rows", fmt(metrics["rows"])), ("scored", fmt(metrics["scored"])), ("evaluated", fmt(metrics["evaluated"]))]
+    if head_of(metrics) != "single_label":
+        if not metrics.get("scoring_only"):
+            rows += [(name, fmt(value)) for name, _, value in head_headline(metrics)]
+        return rows + [(k, fmt(metrics.get(k))) for k in ("missing_predictions", "unmatched_predictions")]
     if not metrics["scoring_only"]:
         for k in HEADLINE_METRICS:
             text = fmt(metrics[k])
@@ -106,10 +150,11 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         ]
     lines += groups_markdown(throughput)
     lines += _markdown_comparison(metrics.get("comparison"))
-    if metrics["unknown_labels"]:
+    lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
+    if metrics.get("unknown_labels"):
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {_md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
-    if metrics["per_class"]:
+    if metrics.get("per_class"):
         lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
         lines += [
             f"| {_md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
@@ -126,6 +171,73 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"| {_md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {_ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
     return "\n".join(lines)
+
+
+PER_LABEL_HEADER = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
+PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
+
+
+def per_label_rows(metrics: dict) -> list[tuple[str, list[tuple[list, object, int]]]]:
+    """Multi-label: per label, its cells as (JSON path, value, digits), in PER_LABEL_HEADER's order."""
+    rows = []
+    for label, c in (metrics.get("per_label") or {}).items():
+        cells = [(["per_label", label, k], c.get(k), 4) for k in ("precision", "recall", "f1", "support", "prevalence", "threshold")]
+        cells += [(["per_label", label, k], c.get(k), 4) for k in ("tuned_threshold", "tuned_f1_in_sample", "tuned_f1_heldout")]
+        cells.append((["per_label", label, "heldout_f1_at_threshold"], c.get("heldout_f1_at_threshold"), 4))
+        for area in ("roc_auc", "average_precision"):
+            cells.append(([area, "per_label", label], ((metrics.get(area) or {}).get("per_label") or {}).get(label), 4))
+        rows.append((label, cells))
+    return rows
+
+
+def _markdown_multilabel(metrics: dict) -> list[str]:
+    if head_of(metrics) != "multi_label" or not metrics.get("per_label"):
+        return []
+    lines = ["## Per label", ""]
+    tuning = metrics.get("threshold_tuning") or {}
+    if tuning:
+        lines += [
+            f"Tuned thresholds are F1-optimal on one half of the rows ({_md(tuning['split'])}: {tuning['tuning_rows']} rows) "
+            f"and measured on the other ({tuning['heldout_rows']} rows); the gap between the two F1s is the optimism of tuning in-sample.",
+            "",
+        ]
+    lines += ["| " + " | ".join(PER_LABEL_HEADER) + " |", "|---" * len(PER_LABEL_HEADER) + "|"]
+    lines += ["| " + _md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
+    card = metrics.get("label_cardinality") or {}
+    if card:
+        lines += [
+            "",
+            f"Labels per row: {fmt(card.get('truth'))} in the truth, {fmt(card.get('predicted'))} predicted; "
+            f"{card.get('rows_without_prediction')} rows with no label predicted.",
+        ]
+    errors = metrics.get("confident_wrong_labels") or []
+    if errors:
+        lines += ["", "## Most confident wrong labels", "", "| row | id | label | truth | probability |", "|---|---|---|---|---|"]
+        lines += [f"| {e['row_index']} | {_md(e['id'])} | {_md(e['label'])} | {e['truth']} | {fmt(e['probability'])} |" for e in errors]
+    return lines + [""]
+
+
+def _markdown_regression(metrics: dict) -> list[str]:
+    if head_of(metrics) != "regression" or not metrics.get("per_output"):
+        return []
+    outputs = metrics["per_output"]
+    lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
+    lines += ["| metric | " + " | ".join(_md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
+    lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in REGRESSION_TABLE]
+    for output in outputs:
+        title = f" ({_md(output)})" if len(outputs) > 1 else ""
+        deciles = (metrics.get("calibration_deciles") or {}).get(output) or []
+        if deciles:
+            lines += ["", f"## Calibration by decile{title}", "", "| decile | rows | mean prediction | mean truth |", "|---|---|---|---|"]
+            lines += [f"| {d['decile']} | {d['rows']} | {fmt(d['mean_prediction'])} | {fmt(d['mean_truth'])} |" for d in deciles]
+        errors = (metrics.get("largest_errors") or {}).get(output) or []
+        if errors:
+            lines += ["", f"## Largest errors{title}", "", "| row | id | truth | prediction | error | text |", "|---|---|---|---|---|---|"]
+            lines += [
+                f"| {e['row_index']} | {_md(e['id'])} | {fmt(e['truth'])} | {fmt(e['prediction'])} | {fmt(e['error'])} | {_md(e.get('text') or '')} |"
+                for e in errors
+            ]
+    return lines + [""]
 
 
 GROUP_HEADER = ("group", "worker (machine)", "ranges", "rows", "rows/s", "attempts")
@@ -183,7 +295,13 @@ def plot_files(metrics: dict) -> dict[str, str]:
         "scores.svg": plots.score_histogram_svg(metrics),
         "coverage.svg": plots.coverage_svg(metrics),
         "history.svg": plots.history_svg(metrics),
+        "label_calibration.svg": plots.label_calibration_svg(metrics),
     }
+    outputs = metrics.get("outputs") or []
+    for i, output in enumerate(outputs):
+        made[regression_plot_name("predicted_vs_true", i, len(outputs))] = plots.predicted_vs_true_svg(metrics, output)
+        made[regression_plot_name("residuals", i, len(outputs))] = plots.residual_histogram_svg(metrics, output)
+        made[regression_plot_name("deciles", i, len(outputs))] = plots.deciles_svg(metrics, output)
     return {name: svg for name, svg in made.items() if svg}
 
 
@@ -237,14 +355,31 @@ def render_html(metrics: dict, run_info: dict) -> str:
             group_header=GROUP_HEADER,
             groups=group_rows(run_info.get("throughput") or metrics.get("scoring")),
             max_curves=plots.MAX_CURVES,
+            per_label_header=PER_LABEL_HEADER,
+            per_label=per_label_rows(metrics),
+            regression_table=REGRESSION_TABLE,
+            regression_plots=_regression_svgs(metrics, svgs),
         )
     )
 
 
+def _regression_svgs(metrics: dict, svgs: dict) -> dict[str, list]:
+    """Per regression output, its plots in REGRESSION_PLOTS' order."""
+    outputs = metrics.get("outputs") or []
+    return {
+        output: [
+            svgs[stem] for kind in REGRESSION_PLOTS if (stem := regression_plot_name(kind, i, len(outputs)).removesuffix(".svg")) in svgs
+        ]
+        for i, output in enumerate(outputs)
+    }
+
+
 def _cards(metrics: dict) -> list[dict]:
     """The headline numbers: name, value, JSON path, and an interval where there is one."""
-    if metrics["scoring_only"]:
+    if metrics.get("scoring_only"):
         return []
+    if head_of(metrics) != "single_label":
+        return [{"name": name, "value": value, "key": path} for name, path, value in head_headline(metrics)]
     cards = [{"name": "accuracy", "value": metrics["accuracy"], "key": ["accuracy"], "ci": metrics.get("accuracy_ci")}]
     cards += [{"name": k.replace("_", " "), "value": metrics[k], "key": [k]} for k in HEADLINE_METRICS[1:]]
     if (metrics.get("roc_auc") or {}).get("macro") is not None:

@@ -10,29 +10,31 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from scorekeeper import progress_bar
+from scorekeeper.boundary import Job
 from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
-from scorekeeper.tasks.prepare import RunContext
-from scorekeeper.worker.job import Job
+from scorekeeper.tasks.open_run import RunContext
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)
-def score_ranges_task(request: ScoreRequest, context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
+def score_ranges_task(context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
     """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
-    return score_job(request, job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}", processes)
+    return score_job(job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}", processes)
 
 
-def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> dict:
+def score_job(job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> dict:
     """Hand the job file at `job_uri` to `processes` (started ahead by whoever owns them) and follow
-    them to the end; without any, launch this job's own and stop them on the way out."""
+    them to the end; without any, launch this job's own (as its `launch` settings say, on this
+    machine) and stop them on the way out."""
     if processes is None:
         # A storage block's credentials reach the scoring processes as their environment; they are
         # looked up here rather than passed in, so they never become a task parameter.
-        with ScoringProcesses(request.resolved_num_processes(visible_gpus()), request.collective_timeout_s, child_environment()) as own:
-            return score_job(request, job, job_uri, what, own)
+        launch = job.launch
+        with ScoringProcesses(launch.resolved_num_processes(visible_gpus()), launch.collective_timeout_s, child_environment()) as own:
+            return score_job(job, job_uri, what, own)
     logger = get_run_logger()
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if not job.ranges:
@@ -43,7 +45,7 @@ def score_job(request: ScoreRequest, job: Job, job_uri: str, what: str, processe
         progress.total_rows,
         len(job.ranges),
         processes.num_processes,
-        request.mode,
+        job.scoring.mode,
     )
     tracker = artifacts.ProgressTracker(f"Scoring {progress.total_rows} rows of {what}")
     last_log = [0.0]

@@ -18,8 +18,8 @@ from scorekeeper.run_folder import StagedManifest
 from scorekeeper.storage import is_local
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.gather import gather_predictions
+from scorekeeper.tasks.open_run import open_run
 from scorekeeper.tasks.plan import plan_run
-from scorekeeper.tasks.prepare import open_run
 from scorekeeper.tasks.read import read_inputs
 from scorekeeper.tasks.report import publish_report
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
+from scorekeeper.worker.device import ACCELERATOR_PATH_ENV, accelerator_path, default_tokens_per_batch, engine_facts, pin_host_memory
 from scorekeeper.worker.model import resolve_dtype
-from scorekeeper.worker.runtime import ACCELERATOR_PATH_ENV, accelerator_path, default_tokens_per_batch, engine_facts, pin_host_memory
 from tests.helpers import make_rows, probabilities, run_job, write_rows
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda", 0)
@@ -24,11 +24,11 @@ def test_the_path_follows_the_device_unless_forced(monkeypatch):
     monkeypatch.delenv(ACCELERATOR_PATH_ENV, raising=False)
     assert not accelerator_path(CPU) and accelerator_path(CUDA)
     assert default_tokens_per_batch(CPU) == 2048 and default_tokens_per_batch(CUDA) == 131072
-    assert engine_facts(CPU, None, "replica")["batch_threads"] == torch.get_num_threads()
+    assert engine_facts(CPU, None, "replica").batch_threads == torch.get_num_threads()
     monkeypatch.setenv(ACCELERATOR_PATH_ENV, "1")
     facts = engine_facts(CPU, None, "replica")
-    assert facts["accelerator_path"] and facts["prefetch_thread"] and facts["batch_threads"] == 1
-    assert facts["tokens_per_batch"] == 131072
+    assert facts.accelerator_path and facts.prefetch_thread and facts.batch_threads == 1
+    assert facts.tokens_per_batch == 131072
     assert pin_host_memory(CPU) == torch.cuda.is_available()
 
 

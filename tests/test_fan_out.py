@@ -29,9 +29,9 @@ import yaml
 from scorekeeper.cli import main
 from scorekeeper.errors import ScoringFailed
 from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import cut_ranges
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from scorekeeper.tasks.report import groups_markdown, render_html
-from scorekeeper.worker.job import plan_ranges
 from tests.helpers import make_rows, probabilities, run_job, write_rows
 from tests.s3server import MotoServer
 from tests.test_deployments import PREFECT, REPO, AwsCredentialsShape, PrefectServer, _stop_group
@@ -47,7 +47,7 @@ ROWS_PER_RANGE = 2
 
 
 def test_split_groups_is_contiguous_balanced_and_covers_every_range_once():
-    ranges = plan_ranges(23, 2)  # 12 ranges, the last one short
+    ranges = cut_ranges(23, 2)  # 12 ranges, the last one short
     groups = split_groups(ranges, 5)
     assert [len(g) for g in groups] == [3, 3, 2, 2, 2]
     assert [r for g in groups for r in g] == ranges  # in order, each once
@@ -74,7 +74,7 @@ def test_a_started_group_run_is_lost_only_after_the_stall_timeout_without_a_sign
 
 def test_fan_out_settings_change_no_prediction_so_a_rerun_with_others_resumes():
     from scorekeeper.request_record import check_resumable
-    from scorekeeper.tasks.prepare import RunContext, request_record
+    from scorekeeper.tasks.open_run import RunContext, request_record
 
     base = dict(input_uri="in.csv", model_uri="m", output_uri="out")
     context = RunContext("r", "out/r", "m", "fp", None, None, ["a", "b"], False)

@@ -78,8 +78,8 @@ def test_a_crash_between_shard_and_commit_leaves_the_range_uncommitted(tmp_path,
     import numpy as np
     import pyarrow as pa
 
+    from scorekeeper.run_folder import IndexRange
     from scorekeeper.tasks.plan import committed_ranges
-    from scorekeeper.worker.job import IndexRange
     from scorekeeper.worker.shards import commit_shard, prediction_table
 
     run = RunFolder.from_uri(str(tmp_path / "r"))

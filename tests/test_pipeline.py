@@ -17,8 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from scorekeeper.errors import InputError, ModelError  # noqa: E402
+from scorekeeper.run_folder import IndexRange, cut_ranges  # noqa: E402
 from scorekeeper.worker.batching import collate, cut_batches, encode  # noqa: E402
-from scorekeeper.worker.job import IndexRange, plan_ranges  # noqa: E402
 from scorekeeper.worker.model import load_model  # noqa: E402
 from scorekeeper.worker.pipeline import RangeWork, bubble_theoretical, plan_layout  # noqa: E402
 from scorekeeper.worker.replica import score_batches  # noqa: E402
@@ -181,7 +181,7 @@ def replica_reference(model_dir, texts, *, rows_per_range, tokens_per_batch, max
     """What replica mode computes: the same ranges, batches and scoring function, in process."""
     loaded = _load(model_dir, adapter, merge)
     out = []
-    for r in plan_ranges(len(texts), rows_per_range):
+    for r in cut_ranges(len(texts), rows_per_range):
         encoded = encode(loaded.tokenizer, texts[r.start : r.end], None, loaded.max_length, loaded.uses_token_type_ids)
         batches = [collate(encoded, p, loaded.pad_token_id) for p in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows)]
         out.append(score_batches(loaded.model, batches, r.rows, len(loaded.labels), CPU))

@@ -7,15 +7,14 @@ import pyarrow as pa
 import pytest
 
 from scorekeeper.errors import GatherError
-from scorekeeper.run_folder import CommitRecord, RunFolder
+from scorekeeper.run_folder import CommitRecord, RunFolder, cut_ranges
 from scorekeeper.tasks.gather import gather_predictions, tiling_problems
-from scorekeeper.worker.job import plan_ranges
 from scorekeeper.worker.shards import commit_shard, prediction_table
 
 
 @pytest.mark.parametrize("total,per", [(1, 4), (7, 3), (12, 4), (4096, 1000), (5, 5)])
 def test_ranges_tile_the_rows_in_fixed_sizes(total, per):
-    ranges = plan_ranges(total, per)
+    ranges = cut_ranges(total, per)
     assert [r.index for r in ranges] == list(range(len(ranges)))
     assert ranges[0].start == 0 and ranges[-1].end == total
     assert all(a.end == b.start for a, b in zip(ranges, ranges[1:]))
@@ -33,7 +32,7 @@ def test_tiling_names_gaps_overlaps_duplicates_and_excess():
 
 
 def _commit(run: RunFolder, index: int, start: int, end: int, fingerprint: str = "fp") -> None:
-    from scorekeeper.worker.job import IndexRange
+    from scorekeeper.run_folder import IndexRange
 
     rows = pa.table({"row_index": pa.array(range(start, end), pa.int64()), "id": pa.array(range(start, end), pa.int64())})
     probs = np.full((end - start, 2), 0.5)
@@ -65,7 +64,7 @@ def test_gather_writes_rows_in_order_and_refuses_gaps(tmp_path):
 def test_commit_is_exclusive_and_tampered_shards_are_refused(tmp_path):
     run = RunFolder.from_uri(str(tmp_path / "run"))
     _commit(run, 0, 0, 4)
-    from scorekeeper.worker.job import IndexRange
+    from scorekeeper.run_folder import IndexRange
 
     rows = pa.table({"row_index": pa.array(range(4), pa.int64()), "id": pa.array(range(4), pa.int64())})
     second = commit_shard(

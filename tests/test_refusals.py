@@ -26,7 +26,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.evaluate import evaluate
-from scorekeeper.tasks.prepare import check_resumable, open_run, request_record
+from scorekeeper.tasks.open_run import check_resumable, open_run, request_record
 from scorekeeper.tasks.read import read_inputs
 from tests.helpers import LABELS, make_rows, open_run_and_plan, write_rows
 
@@ -308,7 +308,7 @@ def test_earlier_runs_beside_this_one_are_not_input(tmp_path):
 
 
 def test_output_uri_that_is_a_file_is_refused_before_anything_is_written(tmp_path, models):
-    from scorekeeper.tasks.prepare import check_output_uri
+    from scorekeeper.tasks.open_run import check_output_uri
 
     write_rows(tmp_path / "in.csv", make_rows(3))
     (tmp_path / "taken").write_text("a file")
@@ -367,7 +367,7 @@ def http_data(tmp_path):
 
 
 def test_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models, http_data):
-    from scorekeeper.worker.job import Job, run_uri_of
+    from scorekeeper.boundary import Job, run_uri_of
 
     served, base = http_data
     write_rows(served / "in.csv", make_rows(5))

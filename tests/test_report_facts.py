@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from scorekeeper.boundary import ModelLoaded
 from scorekeeper.launch.progress import Progress
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.report import render_html, run_facts
@@ -30,8 +31,8 @@ def test_rows_that_flipped_gives_the_real_counts_not_the_samples_shown():
 
 def test_run_facts_show_the_dtype_the_workers_used():
     progress = Progress(total_rows=1)
-    progress.update({"event": "model_loaded", "rank": 1, "dtype": "float16"})  # rank 0 speaks for the job
-    progress.update({"event": "model_loaded", "rank": 0, "dtype": "bfloat16"})
+    progress.update(ModelLoaded(rank=1, seconds=1.0, dtype="float16"))  # rank 0 speaks for the job
+    progress.update(ModelLoaded(rank=0, seconds=1.0, dtype="bfloat16"))
     scoring = progress.summary()
     assert scoring["dtype"] == "bfloat16"
     metrics, run_info = copy.deepcopy(full_metrics(n=100))

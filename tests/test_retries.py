@@ -90,10 +90,10 @@ def test_a_completed_state_is_not_retried():
 def test_every_io_task_retries_with_this_condition():
     from scorekeeper.tasks.evaluate import evaluate_task
     from scorekeeper.tasks.gather import gather_task
-    from scorekeeper.tasks.plan import plan_ranges_task
-    from scorekeeper.tasks.prepare import open_run_task
+    from scorekeeper.tasks.open_run import open_run_task
+    from scorekeeper.tasks.plan import plan_run_task
     from scorekeeper.tasks.read import read_inputs_task
     from scorekeeper.tasks.report import report_task
 
-    for task in (open_run_task, read_inputs_task, plan_ranges_task, gather_task, evaluate_task, report_task):
+    for task in (open_run_task, read_inputs_task, plan_run_task, gather_task, evaluate_task, report_task):
         assert task.retries == 2 and task.retry_condition_fn is retry_io_only, task.name

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from scorekeeper.launch import Progress, ScoringProcesses, launch_command, offered, offering
-from scorekeeper.worker.job import IndexRange
+from scorekeeper.run_folder import IndexRange
 from scorekeeper.worker.model import load_model
 from scorekeeper.worker.replica import prepare_range, score_batches, scored_ranges
 from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows

@@ -1,23 +1,11 @@
-"""What the scoring processes report on stdout: one JSON event a line, summed into Progress."""
+"""What the scoring processes report on stdout (scorekeeper/boundary.py's events), summed into Progress."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 
-from scorekeeper.worker.job import EVENT_PREFIX
-
-
-def parse_event(line: str) -> dict | None:
-    """The event a worker's stdout line carries; None for any other line (the worker's own output)."""
-    if not line.startswith(EVENT_PREFIX):
-        return None
-    try:
-        event = json.loads(line[len(EVENT_PREFIX) :])
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
+from scorekeeper.boundary import Event, Failed, ModelLoaded, PipelineReport, RangeDone, Started
 
 
 @dataclass
@@ -33,24 +21,25 @@ class Progress:
     started: float = field(default_factory=time.time)
     errors: list[str] = field(default_factory=list)
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
-    engine: dict | None = None  # how rank 0 fed its device (worker/runtime.py engine_facts)
+    engine: dict | None = None  # how rank 0 fed its device (worker/device.py engine_facts)
     dtype: str | None = None  # the compute dtype rank 0 loaded the model in (`auto` resolved)
 
-    def update(self, event: dict) -> None:
-        if event.get("event") == "range_done":
-            self.rows_done += event["rows"]
-            self.tokens += event["tokens"]
-            self.padded_tokens += event.get("padded_tokens", 0)
-            self.truncated += event.get("truncated", 0)
-            self.ranges_done += 1
-        elif event.get("event") == "model_loaded" and event.get("rank") == 0 and "dtype" in event:
-            self.dtype = event["dtype"]
-        elif event.get("event") == "started" and event.get("rank") == 0 and "engine" in event:
-            self.engine = event["engine"]
-        elif event.get("event") == "pipeline":
-            self.pipeline.append({k: v for k, v in event.items() if k not in ("event", "t")})
-        elif event.get("event") == "error":
-            self.errors.append(f"rank {event.get('rank')}: {event.get('message')}")
+    def update(self, event: Event) -> None:
+        match event:
+            case RangeDone():
+                self.rows_done += event.rows
+                self.tokens += event.tokens
+                self.padded_tokens += event.padded_tokens
+                self.truncated += event.truncated
+                self.ranges_done += 1
+            case Started(rank=0):
+                self.engine = event.engine.model_dump()
+            case ModelLoaded(rank=0) if event.dtype:
+                self.dtype = event.dtype
+            case PipelineReport():
+                self.pipeline.append(event.record())
+            case Failed():
+                self.errors.append(f"rank {event.rank}: {event.message}")
 
     @property
     def elapsed(self) -> float:

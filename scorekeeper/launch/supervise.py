@@ -20,8 +20,9 @@ from collections.abc import Callable
 
 import psutil
 
+from scorekeeper.boundary import Finished, MalformedEvent, RangeDone, RankEvent, parse_event
 from scorekeeper.errors import ScoringFailed
-from scorekeeper.launch.progress import Progress, parse_event
+from scorekeeper.launch.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -102,18 +103,21 @@ class Launched:
         threading.Thread(target=watch, daemon=True).start()
         try:
             while (line := self.lines.get()) is not None:
-                event = parse_event(line)
+                try:
+                    event = parse_event(line)
+                except MalformedEvent as exc:
+                    log.warning("worker: %s", exc)
+                    continue
                 if event is None:
                     if line.strip():
                         log.info("worker: %s", line)
                     continue
-                rank = event.get("rank")
-                if isinstance(rank, int):
-                    last_seen[rank] = time.time()
-                    if event.get("event") == "finished":
-                        finished.add(rank)
+                if isinstance(event, RankEvent):
+                    last_seen[event.rank] = time.time()
+                    if isinstance(event, Finished):
+                        finished.add(event.rank)
                 progress.update(event)
-                if event.get("event") == "range_done" and on_progress:
+                if isinstance(event, RangeDone) and on_progress:
                     on_progress(progress)
             stdout_closed.set()
             rc = proc.wait()

@@ -32,16 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     if (args.job_uri is None) == (args.job_from is None):
         parser.error("give either JOB_URI or --job-from FILE")
 
-    from scorekeeper.worker.runtime import tune_allocator
+    from scorekeeper.worker.device import tune_allocator
 
     tune_allocator()
     import torch
 
+    from scorekeeper.boundary import Failed, Finished, Job, ModelLoaded, Started, run_uri_of
     from scorekeeper.run_folder import RunFolder
     from scorekeeper.storage import fs_and_path
-    from scorekeeper.worker.job import Job, run_uri_of
+    from scorekeeper.worker.device import engine_facts
     from scorekeeper.worker.model import import_model_code, load_model, resolve_dtype
-    from scorekeeper.worker.runtime import emit, engine_facts, init_distributed, start_heartbeat
+    from scorekeeper.worker.runtime import emit, init_distributed, start_heartbeat
 
     ranks = init_distributed(args.timeout)
     start_heartbeat(ranks.rank)
@@ -57,30 +58,32 @@ def main(argv: list[str] | None = None) -> int:
             if job_uri is None:
                 return 1  # the flow that started us is gone: nothing to do
         fs, path = fs_and_path(job_uri)
-        job = Job.from_json(fs.cat_file(path).decode())
+        job = Job.from_json(fs.cat_file(path))
         run = RunFolder.from_uri(run_uri_of(job_uri) or job.run_uri)
+        settings = job.scoring
         emit(
-            "started",
-            rank=ranks.rank,
-            world=ranks.world,
-            device=str(ranks.device),
-            ranges=len(job.ranges),
-            engine=engine_facts(ranks.device, job.request.tokens_per_batch, job.request.mode),
+            Started(
+                rank=ranks.rank,
+                world=ranks.world,
+                device=str(ranks.device),
+                ranges=len(job.ranges),
+                engine=engine_facts(ranks.device, settings.tokens_per_batch, settings.mode),
+            )
         )
         began = time.time()
-        dtype = resolve_dtype(job.request.dtype, ranks.device)
+        dtype = resolve_dtype(settings.dtype, ranks.device)
         loaded = load_model(
             job.model_path,
             job.adapter_path,
-            merge_adapter=job.request.merge_adapter,
+            merge_adapter=settings.merge_adapter,
             dtype=dtype,
             device=ranks.device,
-            trust_remote_code=job.request.trust_remote_code,
-            max_length=job.request.max_length,
+            trust_remote_code=settings.trust_remote_code,
+            max_length=settings.max_length,
         )
         # the dtype used ("auto" resolved on this device): the report's run facts show it
-        emit("model_loaded", rank=ranks.rank, seconds=time.time() - began, dtype=str(dtype).removeprefix("torch."))
-        if job.request.mode == "pipeline":
+        emit(ModelLoaded(rank=ranks.rank, seconds=time.time() - began, dtype=str(dtype).removeprefix("torch.")))
+        if settings.mode == "pipeline":
             from scorekeeper.worker.pipeline import run_pipeline
 
             run_pipeline(job, ranks, run, loaded)
@@ -88,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
             from scorekeeper.worker.replica import run_replica
 
             run_replica(job, ranks, run, loaded)
-        emit("finished", rank=ranks.rank)
+        emit(Finished(rank=ranks.rank))
     except ScorekeeperError as exc:
-        emit("error", rank=ranks.rank, message=str(exc))
+        emit(Failed(rank=ranks.rank, message=str(exc)))
         return exc.exit_code
     finally:
         if torch.distributed.is_initialized():

@@ -9,9 +9,9 @@ each sequence instead of all of them. On a 4-layer 256-wide BERT that is about a
 model's work (bench/README.md); on BERT-base about 6%.
 
 Which classifiers read position 0 only, where their layers are and the position-0 form of their
-last layer are facts of each family (`families/encoders.py`, `FirstToken`). This module holds
-what they share: the attention of position 0 over every position, and the swap itself, applied
-only where every piece is known (a declared classifier class, an encoder without
+last layer are facts of each family (`families/encoders.py`, `FirstToken`; the attention of
+position 0 over every position they share is `families/attention.py`). This module holds the
+swap itself, applied only where every piece is known (a declared classifier class, an encoder without
 cross-attention and with absolute positions, a layer with every part the replacement uses, on
 transformers 5.x). Anything else keeps its whole last layer.
 """
@@ -21,37 +21,17 @@ from __future__ import annotations
 import logging
 import sys
 
-import torch
 from torch import nn
 
+from scorekeeper.worker.families import find_family
+
 log = logging.getLogger(__name__)
-
-
-def attend_first(attention: nn.Module, query, key, value, attention_mask) -> torch.Tensor:
-    """Position 0's attention over every position, through the attention function the model's
-    own layer would call (its module's eager one by default); (batch, 1, hidden)."""
-    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-
-    if attention_mask is not None and attention_mask.dim() == 4 and attention_mask.shape[2] > 1:
-        attention_mask = attention_mask[:, :, :1, :]  # the query row of position 0
-    eager = sys.modules[type(attention).__module__].eager_attention_forward
-    attend = ALL_ATTENTION_FUNCTIONS.get_interface(attention.config._attn_implementation, eager)
-    context, _ = attend(attention, query, key, value, attention_mask, dropout=0.0, scaling=attention.scaling)
-    return context.reshape(query.shape[0], 1, -1).contiguous()
-
-
-def split_heads(linear: nn.Module, x: torch.Tensor, head_size: int) -> torch.Tensor:
-    """`linear(x)` as (batch, heads, positions, head_size)."""
-    return linear(x).view(x.shape[0], x.shape[1], -1, head_size).transpose(1, 2)
 
 
 def first_token_last_layer(model: nn.Module) -> bool:
     """Swap the classifier's last layer for its position-0-only form where that is exact.
     Returns whether it did (the model is changed in place)."""
     import transformers
-
-    # Imported here: the families' modules import this one for the helpers above.
-    from scorekeeper.worker.families import find_family
 
     if int(transformers.__version__.split(".")[0]) < 5:
         return False  # before 5.x layers returned tuples and attention had another interface

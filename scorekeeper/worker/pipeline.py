@@ -32,9 +32,9 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from scorekeeper.boundary import Job, PipelineReport
 from scorekeeper.errors import InputError
-from scorekeeper.run_folder import RunFolder
-from scorekeeper.worker.job import IndexRange, Job
+from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.replica import PreparedRange, prepare_ranges
 from scorekeeper.worker.runtime import Ranks, emit, prefetch
@@ -313,8 +313,8 @@ class StageRunner:
 
 
 def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> None:
-    request = job.request
-    layout = plan_layout(ranks.world, ranks.rank, request.pipeline_stages)
+    settings = job.scoring
+    layout = plan_layout(ranks.world, ranks.rank, settings.pipeline_stages)
     dtype = next(loaded.model.parameters()).dtype
     module, bounds = build_stage(loaded.model, layout.stage, layout.stages)
     # Keep only this stage's modules. The whole model was loaded first (simple, but the peak
@@ -329,10 +329,10 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
             layout.pipelines,
             layout.stages,
             bounds,
-            request.microbatches,
+            settings.microbatches,
         )
     group = pipeline_groups(layout)
-    runner = StageRunner(module, layout, group, ranks.device, dtype, request.microbatches)
+    runner = StageRunner(module, layout, group, ranks.device, dtype, settings.microbatches)
     staged = StagedInput(run) if layout.is_first or layout.is_last else None
     with RangeCommits(run, job, ranks.rank, attempt=f"{job.attempt}-p{layout.pipeline}") as commits:
         for work in pipeline_ranges(job, ranks, layout, group, loaded, staged):
@@ -352,7 +352,7 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
                     padded_tokens=work.padded_tokens,
                     truncated=work.truncated,
                 )
-    report_pipeline(runner, layout, group, ranks.device, bounds, request.microbatches)
+    report_pipeline(runner, layout, group, ranks.device, bounds, settings.microbatches)
 
 
 def bubble_theoretical(stages: int, microbatches: int) -> float:
@@ -378,18 +378,19 @@ def report_pipeline(runner: StageRunner, layout: Layout, group, device: torch.de
     wall = [float(t[1]) for t in gathered]
     measured = 1.0 - sum(busy) / sum(wall) if sum(wall) > 0 else None
     emit(
-        "pipeline",
-        pipeline=layout.pipeline,
-        ranks=layout.ranks,
-        stages=[list(b) for b in bounds],
-        microbatches=microbatches,
-        schedule=SCHEDULE,
-        steps=runner.stats.steps,
-        short_steps=runner.stats.short_steps,
-        dummy_rows=runner.stats.dummy_rows,
-        schedules_built=runner.stats.schedules_built,
-        stage_busy_s=[round(b, 6) for b in busy],
-        stage_step_s=[round(w, 6) for w in wall],
-        bubble_measured=None if measured is None else round(measured, 6),
-        bubble_theoretical=round(bubble_theoretical(layout.stages, microbatches), 6),
+        PipelineReport(
+            pipeline=layout.pipeline,
+            ranks=layout.ranks,
+            stages=[list(b) for b in bounds],
+            microbatches=microbatches,
+            schedule=SCHEDULE,
+            steps=runner.stats.steps,
+            short_steps=runner.stats.short_steps,
+            dummy_rows=runner.stats.dummy_rows,
+            schedules_built=runner.stats.schedules_built,
+            stage_busy_s=[round(b, 6) for b in busy],
+            stage_step_s=[round(w, 6) for w in wall],
+            bubble_measured=None if measured is None else round(measured, 6),
+            bubble_theoretical=round(bubble_theoretical(layout.stages, microbatches), 6),
+        )
     )

@@ -18,12 +18,13 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from scorekeeper.run_folder import RunFolder
+from scorekeeper.boundary import Job
+from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
+from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
 from scorekeeper.worker.first_token import first_token_last_layer
-from scorekeeper.worker.job import IndexRange, Job
 from scorekeeper.worker.model import LoadedModel
-from scorekeeper.worker.runtime import Ranks, accelerator_path, claim, default_tokens_per_batch, pin_host_memory, prefetch
+from scorekeeper.worker.runtime import Ranks, claim, prefetch
 from scorekeeper.worker.shards import RangeCommits, StagedInput, prediction_table
 
 log = logging.getLogger(__name__)
@@ -63,10 +64,10 @@ def prepare_range(
 
 def prepare_ranges(job: Job, ranks: Ranks, staged: StagedInput, loaded: LoadedModel) -> Iterator[PreparedRange]:
     """This process's ranges (claimed one at a time), read from the staged input and prepared."""
-    budget = job.request.tokens_per_batch or default_tokens_per_batch(ranks.device)
+    budget = job.scoring.tokens_per_batch or default_tokens_per_batch(ranks.device)
     pin = pin_host_memory(ranks.device)
     for r in claim(job.ranges, ranks):
-        yield prepare_range(r, staged.read(r), loaded, budget, job.request.max_batch_rows, pin)
+        yield prepare_range(r, staged.read(r), loaded, budget, job.scoring.max_batch_rows, pin)
 
 
 def ahead_of_the_model(prepared: Iterable[PreparedRange], device: torch.device) -> Iterable[PreparedRange]:
@@ -83,18 +84,6 @@ def ahead_of_the_model(prepared: Iterable[PreparedRange], device: torch.device) 
 def _forward(model: torch.nn.Module, device: torch.device, batch: Batch) -> torch.Tensor:
     with torch.inference_mode():  # thread-local: each batch thread enters it itself
         return model(**batch.to(device, non_blocking=True).model_inputs()).logits
-
-
-def cpu_batch_threads(device: torch.device) -> int:
-    """Batches run side by side on CPU: one per core torch would use (torch.get_num_threads(),
-    which follows OMP_NUM_THREADS; 1 under a multi-process launch, where each rank has one core).
-
-    One batch per core, each on a single intra-op thread, beats one batch at a time spread over
-    every core: small ops stop paying a fork/join per core, and a batch's activations stay in its
-    core's caches (bench/README.md: about 5% on 2 cores). Each batch is computed exactly as it
-    would be alone, so the probabilities do not depend on the thread count.
-    """
-    return 1 if accelerator_path(device) else torch.get_num_threads()
 
 
 @contextmanager

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
-from scorekeeper.worker.job import IndexRange, Job
+from scorekeeper.boundary import Job, RangeDone
+from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder, row_index_checksum
 from scorekeeper.worker.runtime import emit
 
 FAULT_AFTER_RANGES_ENV = "SCOREKEEPER_FAULT_AFTER_RANGES"
@@ -137,6 +137,8 @@ class RangeCommits:
             if self.fault_after and self.committed >= self.fault_after:
                 os._exit(FAULT_EXIT_CODE)
         emit(
-            "range_done", rank=self.rank, range=r.index, rows=r.rows, tokens=tokens, padded_tokens=padded_tokens,
-            truncated=truncated, committed=committed, elapsed=time.time() - self.started,
+            RangeDone(
+                rank=self.rank, range=r.index, rows=r.rows, tokens=tokens, padded_tokens=padded_tokens,
+                truncated=truncated, committed=committed, elapsed=time.time() - self.started,
+            )
         )  # fmt: skip

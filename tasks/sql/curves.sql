@@ -1,4 +1,4 @@
--- ROC and precision-recall curves per model label, thinned for plotting (expects the `ovr` table).
+-- ROC and precision-recall curves per model label, thinned for plotting (reads the table {ovr}, in ovr.sql's shape, and the label names {labels}).
 -- Points run from the highest threshold to the lowest. Each curve keeps, per bucket, the point at
 -- the lowest threshold in it: ROC buckets cut the path length fpr + tpr (0..2) into 100 parts, PR
 -- buckets cut recall (0..1) into 100 parts; so at most 100 points per curve, plus the start point
@@ -9,7 +9,7 @@ WITH points AS (
            tp::DOUBLE / positives AS tpr,
            tp::DOUBLE / (tp + fp) AS precision,
            negatives > 0 AS has_negatives
-    FROM ovr
+    FROM {ovr}
     WHERE positives > 0
 ), roc AS (
     SELECT 'roc' AS curve, label_id, least(CAST(floor((fpr + tpr) * 50) AS BIGINT), 99) AS bucket,
@@ -25,5 +25,5 @@ WITH points AS (
 )
 SELECT l.label_name, c.curve, c.x, c.y
 FROM (SELECT * FROM roc UNION ALL SELECT * FROM pr) AS c
-JOIN labels AS l ON l.label_id = c.label_id
+JOIN {labels} AS l ON l.label_id = c.label_id
 ORDER BY c.curve, l.label_id, c.bucket;

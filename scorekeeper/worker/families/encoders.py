@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from scorekeeper.errors import ModelError
+from scorekeeper.worker.families.attention import attend_first, split_heads
 from scorekeeper.worker.families.base import Chain, Family, FirstToken, Tiny, TinyTokens
-from scorekeeper.worker.first_token import attend_first, split_heads
 
 # -- heads: what the *ForSequenceClassification model does after the last layer ----------------
 
