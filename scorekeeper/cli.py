@@ -310,6 +310,11 @@ _KNOWN_ERROR_NAMES = (
     "Interrupted",
     "ScorekeeperError",
     "KeyboardInterrupt",
+    # storage failures no retry cures (errors.storage_failure): the flow ends them in one line
+    "No space left on device",
+    "Disk quota exceeded",
+    "Read-only file system",
+    "bucket does not exist",
 )
 
 

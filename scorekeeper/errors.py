@@ -77,8 +77,12 @@ def storage_failure(exc: BaseException) -> str | None:
     }
     if not isinstance(exc, OSError):
         return None
-    if exc.errno in reasons:
-        return reasons[exc.errno] + (f" ({exc.filename})" if exc.filename else "")
+    code = exc.errno
+    if code is None:  # pyarrow's and fsspec's OSErrors carry the cause in their text only
+        phrases = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded", errno.EROFS: "Read-only file system"}
+        code = next((c for c, phrase in phrases.items() if phrase in str(exc)), None)
+    if code in reasons:
+        return reasons[code] + (f" ({exc.filename})" if exc.filename else "")
     if "NoSuchBucket" in str(exc) or "bucket does not exist" in str(exc).lower():
         return "the bucket does not exist (create it, or fix output_uri)"
     return None

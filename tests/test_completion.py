@@ -145,14 +145,23 @@ def test_a_full_disk_under_output_uri_ends_the_cli_in_one_line(tmp_path, models,
     def cli(output: Path) -> subprocess.CompletedProcess:
         return subprocess.run([SCOREKEEPER, *args, "--output-uri", str(output)], env=env, capture_output=True, text=True, timeout=300)
 
+    def one_line(done: subprocess.CompletedProcess) -> str:
+        assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr[-3000:]
+        errors = [line for line in done.stderr.splitlines() if "error" in line.lower() or "no space" in line.lower()]
+        assert len(errors) == 1 and "no space left on the device" in errors[0], done.stderr[-3000:]
+        return errors[0]
+
+    # Full from the start: the run stops wherever it first writes (lease, staged input), in one line.
+    _fill(small_disk)
+    one_line(cli(small_disk))
+    os.unlink(small_disk / "filler")
+    shutil.rmtree(small_disk / "r", ignore_errors=True)
+
     # Scored and published while there is room; then, without its report, rerun on a full disk.
     first = cli(small_disk)
     assert first.returncode == 0, first.stderr[-3000:]
     shutil.rmtree(small_disk / "r" / "report")
     os.unlink(small_disk / "r" / "complete.json")
     _fill(small_disk)
-    done = cli(small_disk)
-    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr[-3000:]
-    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
-    assert len(errors) == 1 and "no space left on the device" in errors[0], done.stderr[-3000:]
+    assert "report" in one_line(cli(small_disk))
     assert not (small_disk / "r" / "complete.json").exists() and not (small_disk / "r" / "report" / "metrics.json").exists()
