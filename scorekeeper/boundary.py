@@ -214,10 +214,12 @@ class Finished(RankEvent):
 
 
 class Failed(RankEvent):
-    """A problem the worker explained itself (exit code 2): its message is the job's error."""
+    """A problem the worker explained itself (exit code 2), or an unexpected error (`crash`: its
+    type, message and place in one line; its traceback goes to stderr): the job's error."""
 
     event: Literal[EventKind.ERROR] = EventKind.ERROR
     message: str
+    crash: bool = False
 
 
 Event = Annotated[Started | ModelLoaded | Heartbeat | RangeDone | PipelineReport | Finished | Failed, Field(discriminator="event")]

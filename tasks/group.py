@@ -28,13 +28,13 @@ from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ModelError, RunConflict
+from scorekeeper.model_folder import check_safetensors_folder
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.open_run import folder_fingerprint, localize_folder
 from scorekeeper.tasks.plan import committed_ranges
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.score import score_job
-from scorekeeper.worker.model import check_safetensors_folder
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from prefect import task
 from prefect.runtime import flow_run
 
 from scorekeeper.errors import InputError, RunConflict
+from scorekeeper.model_folder import check_model_folder
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import redact_uri
 from scorekeeper.request_record import RequestRecord, check_resumable, read_request_record
@@ -23,7 +24,6 @@ from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import digest_of, file_fingerprint, fs_and_path, is_local
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
-from scorekeeper.worker.model import check_safetensors_folder, check_tokenizer_folder, declared_max_length, label_names
 
 log = logging.getLogger(__name__)
 
@@ -104,17 +104,6 @@ def has_commits(run: RunFolder) -> bool:
     return any(n.endswith(".json") and not n.startswith(".") for n in run.list_names(RunFolder.COMMIT_DIR))
 
 
-def check_model_folder(request: ScoreRequest, model_path: str) -> list[str]:
-    """What the scoring processes would refuse about the model, found before anything is written:
-    pickled weights, no usable tokenizer, a label map that is not one name per output, a
-    max_length beyond the model's. Returns the labels."""
-    check_safetensors_folder(model_path, "model")
-    labels = label_names(model_path)
-    check_tokenizer_folder(model_path)
-    declared_max_length(model_path, request.max_length)
-    return labels
-
-
 def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
     """Resolve the run id, the model and adapter; when the run exists, check that its request.json
     allows resuming with these parameters (the plan step writes request.json for a new run).
@@ -125,10 +114,8 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
     run = run_location(request, run_id)
     check_output_uri(request.output_uri)
     model_path = localize_folder(request.model_uri, "model")
-    labels = check_model_folder(request, model_path)
     adapter_path = localize_folder(request.adapter_uri, "adapter") if request.adapter_uri else None
-    if adapter_path:
-        check_safetensors_folder(adapter_path, "adapter")
+    labels = check_model_folder(model_path, max_length=request.max_length, mode=request.mode, adapter_folder=adapter_path)
     context = RunContext(
         run_id=run_id,
         run_uri=run.uri,

@@ -21,8 +21,9 @@ Command line::
     python -m tests.models tiny OUT_DIR --family llama        (from the repository root)
     python -m tests.models adapter BASE_DIR OUT_DIR
 
-This module imports no Prefect and no DuckDB; it imports torch (through the family registry,
-which holds the tiny configs), and transformers, tokenizers and peft inside the functions.
+This module imports no Prefect and no DuckDB; it reads the tiny configs from the family
+registry (which imports no torch) and imports torch, transformers, tokenizers and peft inside
+the functions.
 """
 
 from __future__ import annotations

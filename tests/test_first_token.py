@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from scorekeeper.worker.batching import collate, cut_batches, encode
-from scorekeeper.worker.families.encoders import FirstTokenDistilBertLayer, FirstTokenLayer
+from scorekeeper.worker.families.encoder_parts import FirstTokenDistilBertLayer, FirstTokenLayer
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.model import load_model
 from tests.helpers import make_rows

@@ -19,7 +19,8 @@ class Progress:
     truncated: int = 0
     ranges_done: int = 0
     started: float = field(default_factory=time.time)
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # each failing rank's own one-line error, in order of arrival
+    crashed: bool = False  # one of them is a bug (not a problem the user can fix): its traceback matters
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
     engine: dict | None = None  # how rank 0 fed its device (worker/device.py engine_facts)
     dtype: str | None = None  # the compute dtype rank 0 loaded the model in (`auto` resolved)
@@ -40,6 +41,7 @@ class Progress:
                 self.pipeline.append(event.record())
             case Failed():
                 self.errors.append(f"rank {event.rank}: {event.message}")
+                self.crashed = self.crashed or event.crash
 
     @property
     def elapsed(self) -> float:

@@ -128,9 +128,11 @@ class Launched:
             raise ScoringFailed(stalled[0])
         if rc != 0:
             time.sleep(0.2)  # let the stderr reader drain
+            tail = list(self.tail)
+            stderr = "\nlast lines of its stderr:\n" + "\n".join(tail)
             if progress.errors:
-                raise ScoringFailed("; ".join(dict.fromkeys(progress.errors)))
-            raise ScoringFailed(failure_message(rc, list(self.tail)) + "\nlast lines of its stderr:\n" + "\n".join(self.tail))
+                raise ScoringFailed(ranks_own_errors(rc, progress.errors, tail) + (stderr if progress.crashed else ""))
+            raise ScoringFailed(failure_message(rc, tail) + stderr)
         return progress
 
     def kill(self) -> None:
@@ -138,6 +140,25 @@ class Launched:
         (its pid may belong to another process by then)."""
         if self.proc.poll() is None:
             _kill_tree(self.proc, _descendants(self.proc.pid))
+
+
+def ranks_own_errors(rc: int, errors: list[str], stderr_tail: list[str]) -> str:
+    """The failing ranks' own one-line errors ("rank N: ..."), the rank torchrun names as the root
+    cause first: the others often fail only because it went (a collective whose peer is gone).
+    When that rank said nothing (it was killed), torchrun's account of it comes first."""
+    errors = list(dict.fromkeys(errors))
+    root = root_cause_rank(stderr_tail)
+    if root is None:
+        return "; ".join(errors)
+    own = [e for e in errors if e.startswith(f"rank {root}: ")]
+    return "; ".join((own or [failure_message(rc, stderr_tail)]) + [e for e in errors if e not in own])
+
+
+def root_cause_rank(stderr_tail: list[str]) -> int | None:
+    """The rank torchrun's failure summary names as the first observed failure, if it printed one."""
+    text = "\n".join(stderr_tail)
+    found = re.search(r"rank\s*:\s*(\d+)", text.split("Root Cause", 1)[1]) if "Root Cause" in text else None
+    return int(found.group(1)) if found else None
 
 
 def failure_message(rc: int, stderr_tail: list[str]) -> str:

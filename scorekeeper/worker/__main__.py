@@ -95,10 +95,24 @@ def main(argv: list[str] | None = None) -> int:
     except ScorekeeperError as exc:
         emit(Failed(rank=ranks.rank, message=str(exc)))
         return exc.exit_code
+    except Exception as exc:  # a bug: its traceback goes to stderr, and its one line to the flow
+        emit(Failed(rank=ranks.rank, message=crash_line(exc), crash=True))
+        raise
     finally:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
     return 0
+
+
+def crash_line(exc: BaseException) -> str:
+    """An unexpected error in one line, with where it was raised: under torchrun the flow sees
+    this rank's own error, not only the launcher's summary of which rank exited."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:500]}{where}" if text else f"{type(exc).__name__}{where}"
 
 
 def wait_for_job(path: str, owner_pid: int | None) -> str | None:

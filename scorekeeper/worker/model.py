@@ -8,30 +8,24 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scorekeeper.errors import ModelError
+from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-exported for the worker's callers)
+    ORDINARY_TEXT,
+    adapter_mismatch_message,
+    adapter_supplies,
+    check_encodes_text,
+    check_pad_token,
+    check_safetensors_folder,
+    labels_from_config,
+    missing_weights_message,
+    model_max_length,
+    read_json,
+    tensors,
+)
 
-if TYPE_CHECKING:  # torch is imported where it is used: the flow reads configs here without it
+if TYPE_CHECKING:  # torch is imported where it is used
     import torch
 
 log = logging.getLogger(__name__)
-
-# Tokenizers report "no limit" as a huge number; anything above this is not a real maximum.
-_NO_LIMIT = 1_000_000
-
-
-def check_safetensors_folder(path: str, what: str = "model") -> None:
-    """Refuse folders whose weights exist only as pickles: loading a pickle can run code."""
-    if not os.path.isdir(path):
-        raise ModelError(f"{what} folder not found: {path}")
-    names = os.listdir(path)
-    if any(n.endswith(".safetensors") or n.endswith(".safetensors.index.json") for n in names):
-        return
-    pickled = [n for n in names if n.endswith((".bin", ".pt", ".pth", ".ckpt", ".pkl"))]
-    if pickled:
-        raise ModelError(
-            f"{what} folder {path} has only pickled weights ({', '.join(sorted(pickled))}); "
-            "scorekeeper loads safetensors only: convert them with save_pretrained(safe_serialization=True)"
-        )
-    raise ModelError(f"{what} folder {path} holds no safetensors weights (files: {', '.join(sorted(names)) or 'none'})")
 
 
 def resolve_dtype(name: str, device: torch.device, bf16_supported: bool | None = None) -> torch.dtype:
@@ -79,52 +73,6 @@ def load_tokenizer(model_path: str, trust_remote_code: bool):
     return tokenizer
 
 
-# Words in a few scripts: any real vocabulary has a piece of them that is neither unknown nor special.
-ORDINARY_TEXT = "The quick brown fox jumps over the lazy dog, 0123456789. Der Fuchs. Быстрая лиса. 敏捷的狐狸."
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
-
-
-def check_encodes_text(ids: list[int], special_ids: set[int], vocab_size: int, folder: str) -> None:
-    """Refuse a tokenizer that turns ordinary text into nothing but unknown or special tokens.
-
-    transformers 5 builds a tokenizer even from a folder without tokenizer files (or from a
-    vocabulary file it ignores): it holds only the special tokens and maps every word to the
-    unknown token, and the model then scores every row from the same few ids, without a warning."""
-    if vocab_size <= len(special_ids) or not [i for i in ids if i not in special_ids]:
-        raise ModelError(
-            f"the tokenizer in {folder} cannot encode ordinary text: its vocabulary has {vocab_size} token(s), "
-            f"{len(special_ids)} of them special, and every word becomes an unknown or special token. "
-            f"The folder needs the tokenizer's files ({', '.join(TOKENIZER_FILES[:3])}, ...): save them with "
-            "tokenizer.save_pretrained(folder)"
-        )
-
-
-def check_tokenizer_folder(folder: str) -> None:
-    """The flow's check, before anything is written: the folder has tokenizer files, and a
-    tokenizer.json encodes ordinary text (read with the `tokenizers` library: no transformers import)."""
-    names = set(os.listdir(folder))
-    if not names & set(TOKENIZER_FILES) and not any(n.endswith(".model") for n in names):
-        raise ModelError(
-            f"model folder {folder} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}): without them the "
-            "tokenizer maps every word to the unknown token. Save the tokenizer into it with tokenizer.save_pretrained(folder)"
-        )
-    if "tokenizer.json" not in names:
-        return  # other formats are checked by the scoring processes, which load them with transformers
-    try:
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-    except Exception as exc:  # a version of the format this library cannot read: transformers may
-        log.info("not checking %s/tokenizer.json here (%s); the scoring processes check it", folder, exc)
-        return
-    special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
-    unk = getattr(tokenizer.model, "unk_token", None)
-    if isinstance(unk, str) and tokenizer.token_to_id(unk) is not None:
-        special.add(tokenizer.token_to_id(unk))
-    ids = tokenizer.encode(ORDINARY_TEXT, add_special_tokens=False).ids
-    check_encodes_text(ids, special, tokenizer.get_vocab_size(with_added_tokens=True), folder)
-
-
 def ensure_pad_token(tokenizer, config) -> int:
     """Decoder checkpoints often ship without a pad token; pad with eos (or unk), as their cards do.
 
@@ -145,43 +93,6 @@ def ensure_pad_token(tokenizer, config) -> int:
     return int(tokenizer.pad_token_id)
 
 
-def declared_max_length(folder: str, requested: int | None) -> int:
-    """model_max_length from the folder's config.json and tokenizer_config.json alone (the flow
-    checks --max-length with it before anything is written; the worker again with the loaded objects)."""
-    from types import SimpleNamespace
-
-    config = _read_json(os.path.join(folder, "config.json"))
-    tokenizer_config = _read_json(os.path.join(folder, "tokenizer_config.json"), missing_ok=True)
-    return model_max_length(
-        SimpleNamespace(model_max_length=tokenizer_config.get("model_max_length")),
-        SimpleNamespace(**{k: config.get(k) for k in ("max_position_embeddings", "model_type", "pad_token_id")}),
-        requested,
-    )
-
-
-def model_max_length(tokenizer, config, requested: int | None) -> int:
-    """Tokens per row: the request's value, capped by what the model's positions allow."""
-    limits = []
-    tok_max = getattr(tokenizer, "model_max_length", None)
-    if tok_max and tok_max < _NO_LIMIT:
-        limits.append(int(tok_max))
-    positions = getattr(config, "max_position_embeddings", None)
-    if positions:
-        # Imported here: the families import torch, and the flow reads configs through this module.
-        from scorekeeper.worker.families import find_family
-
-        # Some families (RoBERTa) spend position embeddings before a row's first token.
-        family = find_family(getattr(config, "model_type", None))
-        offset = family.position_offset(config) if family is not None else 0
-        limits.append(int(positions) - offset)
-    model_limit = min(limits) if limits else 512
-    if requested is None:
-        return model_limit
-    if requested > model_limit:
-        raise ModelError(f"max_length {requested} exceeds the model's maximum of {model_limit} tokens")
-    return requested
-
-
 def load_model(
     model_path: str,
     adapter_path: str | None,
@@ -196,6 +107,7 @@ def load_model(
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     check_safetensors_folder(model_path, "model")
+    adapter = adapter_tensors(adapter_path) if adapter_path else {}
     tokenizer = load_tokenizer(model_path, trust_remote_code)
     try:
         config = AutoConfig.from_pretrained(model_path, trust_remote_code=trust_remote_code)
@@ -205,19 +117,24 @@ def load_model(
         {"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}, model_path
     )
     pad_id = ensure_pad_token(tokenizer, config)
+    for pad in (getattr(config, "pad_token_id", None), pad_id):
+        check_pad_token(pad, getattr(config, "vocab_size", None), model_path)
     max_length = model_max_length(tokenizer, config, max_length)
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(
+        model, info = AutoModelForSequenceClassification.from_pretrained(
             model_path,
             config=config,
             dtype=dtype,
             use_safetensors=True,
             trust_remote_code=trust_remote_code,
+            output_loading_info=True,
         )
-    except ValueError as exc:
-        raise ModelError(f"cannot load a sequence-classification model from {model_path}: {exc}") from exc
+    except (ValueError, OSError) as exc:
+        raise ModelError(f"cannot load a sequence-classification model from {model_path}: {_first_line(exc)}") from exc
+    supplied = adapter_supplies(set(adapter), read_config_of_adapter(adapter_path)) if adapter_path else set()
+    check_loading_info(model_path, info, model.base_model_prefix, supplied)
     if adapter_path:
-        model = attach_adapter(model, adapter_path, merge=merge_adapter)
+        model = attach_adapter(model, adapter_path, model_path, set(adapter), merge=merge_adapter)
     model.to(device)
     model.eval()
     return LoadedModel(
@@ -230,74 +147,56 @@ def load_model(
     )
 
 
-def attach_adapter(model, adapter_path: str, *, merge: bool):
-    from peft import PeftModel
+def check_loading_info(folder: str, info: dict, base_prefix: str, supplied: set[str]) -> None:
+    """What is scored is exactly what is in the folder: refuse a model of which transformers had
+    to initialise any tensor itself (absent from the weights, or there with another shape), unless
+    the adapter supplies it (a trained head saved in the adapter). transformers only logs these and
+    starts them at random: a different model in every process and every run, under one fingerprint."""
+    missing = [k for k in info.get("missing_keys") or () if k not in supplied]
+    missing += [k if isinstance(k, str) else str(k[0]) for k in info.get("mismatched_keys") or ()]
+    if missing:
+        head = [k for k in missing if not k.startswith(base_prefix + ".")]
+        raise ModelError(missing_weights_message(folder, sorted(missing), head))
 
-    check_safetensors_folder(adapter_path, "adapter")
+
+def adapter_tensors(adapter_path: str) -> dict[str, list[int]]:
+    return tensors(check_safetensors_folder(adapter_path, "adapter"))
+
+
+def read_config_of_adapter(adapter_path: str) -> dict:
+    return read_json(os.path.join(adapter_path, "adapter_config.json"), missing_ok=True)
+
+
+def attach_adapter(model, adapter_path: str, model_path: str, saved: set[str], *, merge: bool):
+    """The model with the adapter applied, refused unless every tensor of the adapter is used and
+    every module it adapts gets its weights (PEFT leaves a module it finds no weights for at its
+    identity start and only warns)."""
+    from peft import PeftModel
+    from peft.utils import get_peft_model_state_dict
+
     try:
         model = PeftModel.from_pretrained(model, adapter_path, is_trainable=False)
+    except KeyError as exc:  # PEFT looks up a tensor this model has and the adapter lacks
+        raise ModelError(adapter_mismatch_message(adapter_path, model_path, f"it has no {exc.args[0]}, which this model needs")) from exc
     except Exception as exc:
-        raise ModelError(f"cannot apply the adapter in {adapter_path}: {exc}") from exc
+        if "size mismatch" in str(exc) or "target" in str(exc):  # shapes of another model, modules it has not
+            raise ModelError(adapter_mismatch_message(adapter_path, model_path, f"PEFT cannot apply it ({_first_line(exc)})")) from exc
+        raise ModelError(f"cannot apply the adapter in {adapter_path} to the model in {model_path}: {_first_line(exc)}") from exc
+    expected = set(get_peft_model_state_dict(model))
+    lacking, unused = sorted(expected - saved), sorted(saved - expected)
+    if lacking or unused:
+        detail = f"it lacks {', '.join(lacking[:3])}" if lacking else f"this model has no place for its {', '.join(unused[:3])}"
+        more = len(lacking or unused) - 3
+        raise ModelError(adapter_mismatch_message(adapter_path, model_path, detail + (f" and {more} more" if more > 0 else "")))
     if merge:
         model = model.merge_and_unload()
     return model
 
 
-def label_names(model_path: str) -> list[str]:
-    """The model's labels in id order, read from its config alone (no weights loaded)."""
-    return labels_from_config(_read_json(os.path.join(model_path, "config.json")), model_path)
-
-
-def labels_from_config(config: dict, folder: str) -> list[str]:
-    """Label names in id order; refuses heads whose outputs are not one softmax over distinct labels.
-
-    A repeated name would join each of its rows to the ground truth twice; ids that are not
-    0..num_labels-1 leave outputs without a name; one output (a regression head) or independent
-    sigmoids (multi-label) would be turned into probabilities that mean nothing."""
-    problem = config.get("problem_type")
-    if problem in ("regression", "multi_label_classification"):
-        raise ModelError(
-            f"model in {folder} is a {problem} model (config problem_type); scorekeeper scores single-label "
-            "classifiers, whose outputs are one softmax over the labels"
-        )
-    id2label = config.get("id2label") or {}
-    if id2label:
-        try:
-            by_id = {int(k): str(v) for k, v in id2label.items()}
-        except (TypeError, ValueError):
-            raise ModelError(f"model in {folder}: id2label keys must be integer ids, found {sorted(map(str, id2label))[:5]}") from None
-        if sorted(by_id) != list(range(len(by_id))):
-            raise ModelError(f"model in {folder}: id2label ids must be 0..{len(by_id) - 1} (one per output), found {sorted(by_id)[:10]}")
-        labels = [by_id[i] for i in range(len(by_id))]
-        declared = config.get("num_labels")
-        if declared is not None and int(declared) != len(labels):
-            raise ModelError(f"model in {folder}: num_labels is {declared} but id2label names {len(labels)} labels")
-    else:
-        labels = [f"LABEL_{i}" for i in range(int(config.get("num_labels", 2)))]
-    repeated = {name: [i for i, n in enumerate(labels) if n == name] for name in labels if labels.count(name) > 1}
-    if repeated:
-        shown = "; ".join(f"{name!r} for ids {', '.join(map(str, ids))}" for name, ids in list(repeated.items())[:5])
-        raise ModelError(f"model in {folder}: id2label repeats label names ({shown}); each output needs a name of its own")
-    if len(labels) < 2:
-        raise ModelError(
-            f"model in {folder} has a single output (num_labels=1: a regression head); scorekeeper scores "
-            "classifiers with at least two labels, and a softmax over one output is always 1.0"
-        )
-    return labels
-
-
-def _read_json(path: str, missing_ok: bool = False) -> dict:
-    import json
-
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        if missing_ok:
-            return {}
-        raise ModelError(f"cannot read {path}: the file does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ModelError(f"cannot read {path}: not a JSON object")
-    return data
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error that says more on the lines after it (PyTorch's load_state_dict
+    lists every mismatched tensor on its own line)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[1]}" + (f" (and {len(lines) - 2} more)" if len(lines) > 2 else "")
+    return lines[0] if lines else type(exc).__name__

@@ -14,9 +14,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scorekeeper.boundary import Job, RangeDone
+from scorekeeper.errors import ModelError
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder, row_index_checksum
 from scorekeeper.worker.runtime import emit
 
@@ -60,6 +62,40 @@ def prediction_table(rows: pa.Table, probabilities: np.ndarray, labels: list[str
             "probabilities": pa.ListArray.from_arrays(offsets, flat),
         }
     )
+
+
+def non_finite_rows(table: pa.Table) -> np.ndarray:
+    """The positions of the rows holding a NaN or an infinity in any floating-point column (a
+    list of them included: the probabilities)."""
+    bad = np.zeros(table.num_rows, dtype=bool)
+    for column in table.columns:
+        column = column.combine_chunks()
+        rows = None
+        if pa.types.is_list(column.type) or pa.types.is_large_list(column.type) or pa.types.is_fixed_size_list(column.type):
+            if pa.types.is_floating(column.type.value_type):
+                rows = pc.list_parent_indices(column).to_numpy()
+                column = pc.list_flatten(column)
+        elif not pa.types.is_floating(column.type):
+            continue
+        values = column.to_numpy(zero_copy_only=False)
+        flagged = ~np.isfinite(values)
+        bad[rows[flagged] if rows is not None else flagged] = True
+    return np.flatnonzero(bad)
+
+
+def refuse_non_finite(r: IndexRange, table: pa.Table) -> None:
+    """Every score is finite, or nothing of the range is committed: NaN weights, or a dtype whose
+    range the logits overflow, give NaN or infinite scores, and a prediction made from them means
+    nothing. The job fails naming the first such rows, before their range is committed, so the
+    flow publishes nothing (evaluation never sees them)."""
+    bad = non_finite_rows(table)
+    if len(bad):
+        first = ", ".join(str(i) for i in table.column("row_index").to_numpy()[bad[:5]])
+        raise ModelError(
+            f"the model's scores are not finite (NaN or infinite) for {len(bad)} of the {table.num_rows} rows of range {r.index}, "
+            f"first row_index {first}: its weights hold NaN or infinite values, or its logits overflow the dtype "
+            "(try dtype=float32). Nothing was published"
+        )
 
 
 def commit_shard(
@@ -122,7 +158,9 @@ class RangeCommits:
                 w.result()
 
     def submit(self, r: IndexRange, table: pa.Table, *, tokens: int, padded_tokens: int, truncated: int) -> None:
-        """Commit and report a scored range in the background."""
+        """Commit and report a scored range in the background (refused here, before anything of it
+        is written, if a score is not finite)."""
+        refuse_non_finite(r, table)
         self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated))
         for done in [w for w in self._writes if w.done()]:
             done.result()

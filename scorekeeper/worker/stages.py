@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from scorekeeper.errors import ModelError
-from scorekeeper.worker.families import Chain, find_family, supported
+from scorekeeper.worker.families import Chain, pipeline_family
 
 
 def unwrap_adapter(model: nn.Module) -> nn.Module:
@@ -42,14 +42,7 @@ def unwrap_adapter(model: nn.Module) -> nn.Module:
 def take_apart(model: nn.Module) -> Chain:
     """The model's chain of parts, by its family, or a ModelError that names the supported families."""
     model = unwrap_adapter(model)
-    model_type = getattr(model.config, "model_type", None)
-    family = find_family(model_type)
-    if family is None:
-        raise ModelError(
-            f"pipeline mode cannot split a {type(model).__name__} (model_type {model_type!r}); it supports "
-            f"{supported()}. Use mode=replica for other architectures."
-        )
-    return family.take_apart(model)
+    return pipeline_family(getattr(model.config, "model_type", None), type(model).__name__).take_apart(model)
 
 
 def last_non_pad_token(input_ids: torch.Tensor, pad_token_id: int | None) -> torch.Tensor:

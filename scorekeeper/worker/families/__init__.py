@@ -8,13 +8,16 @@ adding a family is adding it to one of those files (a new file is imported below
 
 Replica mode scores any sequence classifier transformers loads; the registry says which ones
 pipeline mode can split and which get the first-token last layer.
+
+Reading the registry imports no torch (the flow checks a model folder's config with it before
+anything is written); each family's torch side is imported when a scoring process first uses it.
 """
 
 from __future__ import annotations
 
 from scorekeeper.errors import ModelError
 from scorekeeper.worker.families import decoders, encoders
-from scorekeeper.worker.families.base import Chain, Family, FirstToken, Tiny, TinyTokens
+from scorekeeper.worker.families.base import Chain, Family, FirstToken, Parts, Tiny, TinyTokens
 
 FAMILIES: tuple[Family, ...] = encoders.FAMILIES + decoders.FAMILIES
 
@@ -25,7 +28,20 @@ for _family in FAMILIES:
             raise RuntimeError(f"model_type {_model_type!r} is claimed by {_BY_MODEL_TYPE[_model_type].name} and {_family.name}")
         _BY_MODEL_TYPE[_model_type] = _family
 
-__all__ = ["Chain", "FAMILIES", "Family", "FirstToken", "Tiny", "TinyTokens", "family_for", "find_family", "supported", "tiny_models"]
+__all__ = [
+    "Chain",
+    "FAMILIES",
+    "Family",
+    "FirstToken",
+    "Parts",
+    "Tiny",
+    "TinyTokens",
+    "family_for",
+    "find_family",
+    "pipeline_family",
+    "supported",
+    "tiny_models",
+]
 
 
 def supported() -> str:
@@ -48,6 +64,16 @@ def family_for(model_type: str | None) -> Family:
     family = find_family(model_type)
     if family is None:
         raise ModelError(f"no model family is registered for model_type {model_type!r}; supported: {supported()}")
+    return family
+
+
+def pipeline_family(model_type: str | None, architecture: str | None = None) -> Family:
+    """The family pipeline mode splits `model_type` by, or a ModelError saying that it cannot (the
+    flow asks before staging, from config.json; the scoring processes again, from the model)."""
+    family = find_family(model_type)
+    if family is None:
+        what = f"a {architecture} (model_type {model_type!r})" if architecture else f"model_type {model_type!r}"
+        raise ModelError(f"pipeline mode cannot split {what}; it supports {supported()}. Use mode=replica for other architectures.")
     return family
 
 

@@ -8,16 +8,26 @@ loader (`model.py`) are written once; they ask the family of a model, found by i
 * how many position embeddings come before a row's first token (`position_offset`);
 * whether its head reads position 0 alone, and how to run its last layer for that position only
   (`first_token`);
-* what tests and the demo need to build a tiny instance (`tiny`, `lora_targets`).
+* what tests and the demo need to build a tiny instance (`tiny`, `lora_targets`);
+* which tensors of a saved classifier are its head (`head_weights`), so that a folder without
+  them is refused before anything is loaded.
+
+A family is declared without torch: the flow reads configs through the registry (max length,
+pipeline support, head weights) and never imports torch. What needs torch (the head modules, the
+first-token layers, `take_apart`) lives in a `*_parts.py` module that the family names in `parts`
+and that is imported the first time a scoring process asks for it, as transformers' own auto
+classes name their model classes by string.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from torch import nn
+if TYPE_CHECKING:  # the torch side of a family is imported by name (`Family.parts`), where it is used
+    from torch import nn
 
 
 @dataclass
@@ -85,19 +95,39 @@ def no_offset(config) -> int:
 
 
 @dataclass(frozen=True)
+class Parts:
+    """The torch side of a family: what only the scoring processes use."""
+
+    take_apart: Callable[[nn.Module], Chain]  # the classifier (adapter unwrapped) -> its chain
+    first_token: FirstToken | None = None
+
+
+@dataclass(frozen=True)
 class Family:
     """One architecture family: every fact about it that scorekeeper relies on."""
 
     name: str  # as people say it: "BERT", "RoBERTa", "Llama"
     kind: Literal["encoder", "decoder"]
     model_types: tuple[str, ...]  # config.model_type values it covers
-    take_apart: Callable[[nn.Module], Chain]  # the classifier (adapter unwrapped) -> its chain
+    parts: str  # "module:name" of its `Parts` (torch), imported when a scoring process first needs them
+    head_weights: tuple[str, ...]  # the tensors of the head, as save_pretrained names them in a classifier
     lora_targets: tuple[str, ...]  # attention projections a test adapter adapts
     tiny: tuple[Tiny, ...]
     position_offset: Callable[[Any], int] = no_offset  # positions used before a row's first token
-    first_token: FirstToken | None = None
     note: str = ""  # said after the name in the list of supported families
 
     def describe(self) -> str:
         note = f"{self.note}, " if self.note else ""
         return f"{self.name} ({note}model_type {', '.join(self.model_types)})"
+
+    def torch_parts(self) -> Parts:
+        module, _, name = self.parts.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    @property
+    def take_apart(self) -> Callable[[nn.Module], Chain]:
+        return self.torch_parts().take_apart
+
+    @property
+    def first_token(self) -> FirstToken | None:
+        return self.torch_parts().first_token
