@@ -77,21 +77,7 @@ def _score(request: ScoreRequest) -> dict:
         "run_uri": redact_uri(context.run_uri),
         "predictions": redact_uri(context.run.uri_of(RunFolder.PREDICTIONS)),
         "rows": gathered["rows"],
-        "metrics": {
-            k: metrics.get(k)
-            for k in (
-                "evaluated",
-                "accuracy",
-                "macro_f1",
-                "log_loss",
-                "ece",
-                "scoring_only",
-                "ground_truth_source",
-                "missing_predictions",
-                "ground_truth_rows",
-                "unknown_label_rows",
-            )
-        },
+        "metrics": metrics.summary(),
         "throughput": throughput,
         "report": redact_uri(files.get("report.html")),
     }

@@ -1,51 +1,73 @@
 """Quality gates: conditions on metrics.json that fail the run (after its outputs are published).
 
 A gate is `{metric: "OP NUMBER"}` with OP one of >=, >, <=, <, e.g. `{"accuracy": ">=0.9"}`.
-Metrics: the scalar metrics of metrics.json (SCALAR_METRICS) and, with `compare_to`, the
-comparison's (COMPARISON_METRICS): `<metric>_drop` = other run - this run, `<metric>_delta` =
-this run - other run, `mcnemar_p`, `right_to_wrong`, `wrong_to_right`. A comparison gate may end in
-`if significant` (or `when significant`): it then fails only when McNemar's exact test on the rows
-both runs scored says the runs differ (mcnemar_p < SIGNIFICANCE). A gate whose metric has no value
-(a scoring-only run, an undefined ROC-AUC) fails: what cannot be checked does not pass.
+Metrics: the run's own metrics of the metric registry (scorekeeper/metrics/registry.py) and, with
+`compare_to`, the comparison's: `<metric>_drop` = other run - this run, `<metric>_delta` = this run
+- other run (for the metrics `comparison.deltas` holds), and the comparison's statistics
+(`mcnemar_p`, `right_to_wrong`, `wrong_to_right`). A comparison gate may end in `if significant`
+(or `when significant`): it then fails only when McNemar's exact test on the rows both runs scored
+says the runs differ (mcnemar_p < SIGNIFICANCE). A gate whose metric has no value (a scoring-only
+run, an undefined ROC-AUC, a metric the run's head kind does not have) fails: what cannot be
+checked does not pass.
 
 Pure functions, no Prefect: the parameter model validates gates with them before anything runs.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from scorekeeper.metrics.document import GateResult
+from scorekeeper.metrics.registry import (
+    HeadKind,
+    Metric,
+    Path,
+    Scope,
+    compared_metrics,
+    metrics_of,
+    number_at,
+    run_metrics,
+)
 
 SIGNIFICANCE = 0.05
 
-# gate metric -> path into metrics.json
-SCALAR_METRICS: dict[str, tuple] = {
-    "accuracy": ("accuracy",),
-    "macro_f1": ("macro_f1",),
-    "weighted_f1": ("weighted_f1",),
-    "log_loss": ("log_loss",),
-    "ece": ("ece",),
-    "roc_auc_macro": ("roc_auc", "macro"),
-    "average_precision_macro": ("average_precision", "macro"),
-    "accuracy_ci_low": ("accuracy_ci", 0),
-    "accuracy_ci_high": ("accuracy_ci", 1),
-    **{f"top_{k}_accuracy": ("top_k_accuracy", str(k)) for k in range(2, 6)},
-    "evaluated": ("evaluated",),
-    "missing_predictions": ("missing_predictions",),
-    "unmatched_predictions": ("unmatched_predictions",),
-}
-# the metrics whose difference between two runs the comparison reports (its "deltas")
-DELTA_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
-COMPARISON_METRICS: dict[str, tuple] = {
-    **{f"{m}_drop": ("comparison", "deltas", m) for m in DELTA_METRICS},
-    **{f"{m}_delta": ("comparison", "deltas", m) for m in DELTA_METRICS},
-    "mcnemar_p": ("comparison", "mcnemar_p"),
-    "right_to_wrong": ("comparison", "flipped", "right_to_wrong"),
-    "wrong_to_right": ("comparison", "flipped", "wrong_to_right"),
-}
+
+@dataclass(frozen=True)
+class GateMetric:
+    """A name a gate may use: a metric of the registry, or the change of one (`_drop`, `_delta`)."""
+
+    name: str
+    path: Path
+    metric: Metric
+    drop: bool = False  # other - this: the delta negated
+
+    @property
+    def comparison(self) -> bool:
+        return self.metric.scope == Scope.COMPARISON or self.path[0] == "comparison"
+
+
+def gate_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> dict[str, GateMetric]:
+    """Every name a gate of a `head` run may use (None: of any head), in the registry's order."""
+    names = {m.name: GateMetric(m.name, m.path, m) for m in run_metrics(head)}
+    for m in compared_metrics(head):
+        names[f"{m.name}_drop"] = GateMetric(f"{m.name}_drop", ("comparison", "deltas", m.name), m, drop=True)
+    for m in compared_metrics(head):
+        names[f"{m.name}_delta"] = GateMetric(f"{m.name}_delta", ("comparison", "deltas", m.name), m)
+    names |= {m.name: GateMetric(m.name, m.path, m) for m in metrics_of(head, Scope.COMPARISON)}
+    return names
+
+
+# Every head's names: a gate is parsed before the model (and so the head kind) is known.
+GATE_METRICS = gate_metrics(None)
+# The names that need compare_to (the parameter model refuses them without it).
+COMPARISON_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.comparison)
 OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -70,26 +92,26 @@ class Gate:
 
     @property
     def comparison(self) -> bool:
-        return self.metric in COMPARISON_METRICS
+        return GATE_METRICS[self.metric].comparison
 
     def __str__(self) -> str:
         return f"{self.metric} {self.op} {self.limit:g}" + (" if significant" if self.if_significant else "")
 
 
-def parse_gate(metric: str, spec: str) -> Gate:
-    """One gate from its metric name and its condition; ValueError with a message naming both."""
-    if metric not in SCALAR_METRICS and metric not in COMPARISON_METRICS:
-        raise ValueError(
-            f"gate {metric!r}: unknown metric; gates read {', '.join(SCALAR_METRICS)}, and with compare_to "
-            "<metric>_drop / <metric>_delta (for " + ", ".join(DELTA_METRICS) + "), mcnemar_p, right_to_wrong, wrong_to_right"
-        )
+def parse_gate(metric: str, spec: str, head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> Gate:
+    """One gate from its metric name and its condition; ValueError with a message naming both.
+    `head`: the run's head kind, whose metrics the gate may name (None, while it is not known yet:
+    any head's). Every run is single-label until the model's head kind is a parameter."""
+    names = gate_metrics(head)
+    if metric not in names:
+        raise ValueError(f"gate {metric!r}: unknown metric{_did_you_mean(metric, names)}; gates read {_known(head)}")
     if not isinstance(spec, str):
         raise ValueError(f"gate {metric!r}: the condition must be text such as '>=0.9', not {spec!r}")
     match = _SPEC.match(spec)
     if not match:
         raise ValueError(f"gate {metric!r}: {spec!r} is not OP NUMBER with OP one of >=, >, <=, < (e.g. '>=0.9'; '<=0.01 if significant')")
     significant = bool(_SIGNIFICANT.search(spec))
-    if significant and metric not in COMPARISON_METRICS:
+    if significant and not names[metric].comparison:
         raise ValueError(f"gate {metric!r}: 'if significant' applies to comparison gates only (<metric>_drop, <metric>_delta, ...)")
     limit = float(match.group(2))
     if not math.isfinite(limit):  # 1e999 is inf: metrics.json is strict JSON, and such a gate means nothing
@@ -97,8 +119,30 @@ def parse_gate(metric: str, spec: str) -> Gate:
     return Gate(metric, match.group(1), limit, significant)
 
 
-def parse_gates(gates: dict[str, str]) -> list[Gate]:
-    return [parse_gate(metric, spec) for metric, spec in gates.items()]
+def _did_you_mean(metric: str, names: Iterable[str]) -> str:
+    close = difflib.get_close_matches(metric, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _known(head: HeadKind | str | None) -> str:
+    """The gate names of a head kind (of each, when it is not known): its own metrics, then what
+    compare_to adds."""
+    heads = list(HeadKind) if head is None else [HeadKind(head)]
+    parts = []
+    for kind in heads:
+        own = ", ".join(m.name for m in run_metrics(kind))
+        compared = ", ".join(m.name for m in compared_metrics(kind))
+        statistics = ", ".join(m.name for m in metrics_of(kind, Scope.COMPARISON))
+        parts.append(
+            ("" if head else f"in {kind.value} runs ")
+            + f"{own}, and with compare_to <metric>_drop / <metric>_delta (for {compared})"
+            + (f", {statistics}" if statistics else "")
+        )
+    return "; ".join(parts)
+
+
+def parse_gates(gates: dict[str, str], head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Gate]:
+    return [parse_gate(metric, spec, head) for metric, spec in gates.items()]
 
 
 def gates_from_options(items: list[str]) -> dict[str, str]:
@@ -126,52 +170,42 @@ def gates_from_options(items: list[str]) -> dict[str, str]:
     return gates
 
 
-def _lookup(metrics: dict, path: tuple):
-    value = metrics
-    for key in path:
-        if value is None:
-            return None
-        if isinstance(key, int):
-            value = value[key] if isinstance(value, list) and len(value) > key else None
-        else:
-            value = value.get(key) if isinstance(value, dict) else None
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def gate_value(metrics: Any, metric: str) -> float | None:
+    """A gate metric's value in a metrics document (typed, or parsed JSON); None when it has none.
+    A `_drop` is other - this, the comparison's delta (this - other) negated."""
+    gate = GATE_METRICS[metric]
+    value = number_at(metrics, gate.path)
+    return -value if value is not None and gate.drop else value
 
 
-def metric_value(metrics: dict, metric: str) -> float | None:
-    """A scalar metric of metrics.json by its gate name (accuracy, roc_auc_macro, top_2_accuracy...)."""
-    return _lookup(metrics, SCALAR_METRICS[metric])
-
-
-def evaluate_gates(gates: dict[str, str], metrics: dict) -> list[dict]:
-    """metrics.json's `gates`: [{gate, metric, value, limit, passed, ...}] in the order given."""
+def evaluate_gates(gates: dict[str, str], metrics: Any) -> list[GateResult]:
+    """metrics.json's `gates`: one verdict per gate, in the order given."""
     results = []
-    for gate in parse_gates(gates):
-        path = SCALAR_METRICS.get(gate.metric) or COMPARISON_METRICS[gate.metric]
-        value = _lookup(metrics, path)
-        if value is not None and gate.metric.endswith("_drop"):
-            value = -value  # deltas are this - other; a drop is other - this
-        result = {"gate": str(gate), "metric": gate.metric, "value": value, "limit": gate.limit}
+    # Refused up front when the run's head kind lacks the metric; any that gets here has no value.
+    for gate in parse_gates(gates, head=None):
+        value = gate_value(metrics, gate.metric)
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
+        p = gate_value(metrics, "mcnemar_p")
+        significant = p is not None and p < SIGNIFICANCE
         if gate.if_significant:
-            p = _lookup(metrics, ("comparison", "mcnemar_p"))
-            result["mcnemar_p"] = p
-            result["significant"] = p is not None and p < SIGNIFICANCE
-            passed = passed or (value is not None and not result["significant"])
-        results.append(result | {"passed": passed})
+            passed = passed or (value is not None and not significant)
+        result = GateResult(gate=str(gate), metric=gate.metric, value=value, limit=gate.limit, passed=passed)
+        if gate.if_significant:  # set, so written (p null included); absent on the other gates
+            result.mcnemar_p, result.significant = p, significant
+        results.append(result)
     return results
 
 
-def failure_message(results: list[dict]) -> str | None:
+def failure_message(results: list[GateResult]) -> str | None:
     """One line naming each failed gate and its numbers; None when every gate passed."""
-    failed = [r for r in results if not r["passed"]]
+    failed = [r for r in results if not r.passed]
     if not failed:
         return None
     parts = []
     for r in failed:
-        value = "no value" if r["value"] is None else f"{r['value']:.6g}"
-        text = f"{r['gate']}: {r['metric']} is {value}"
-        if "mcnemar_p" in r and r["mcnemar_p"] is not None:
-            text += f" (mcnemar_p {r['mcnemar_p']:.3g})"
+        value = "no value" if r.value is None else f"{r.value:.6g}"
+        text = f"{r.gate}: {r.metric} is {value}"
+        if r.mcnemar_p is not None:
+            text += f" (mcnemar_p {r.mcnemar_p:.3g})"
         parts.append(text)
     return f"{len(failed)} of {len(results)} quality gate(s) failed: " + "; ".join(parts)

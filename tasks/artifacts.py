@@ -1,5 +1,8 @@
 """Prefect artifacts: a progress bar while scoring, then a summary, a per-class table, the plots
-and a link to the report. Only called from inside a flow run."""
+and a link to the report. Only called from inside a flow run.
+
+Its text comes from tasks/render.py, as the report's does; it imports none of the flow's steps, so
+the scoring steps (score, fan_out) import it without pulling in the report."""
 
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ from prefect.artifacts import (
 )
 
 from scorekeeper.escape import md_code, md_text
+from scorekeeper.metrics.registry import compared_metrics, head_of, metric_value
 from scorekeeper.redact import redact_uri
 from scorekeeper.tasks import plots
-from scorekeeper.tasks.report import fmt, headline, metric_value, plot_files, signed
+from scorekeeper.tasks.render import fmt, headline, plot_files, signed
 
 
 class ProgressTracker:
@@ -65,10 +69,11 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
     comparison = metrics.get("comparison")
     if comparison:
         flipped = comparison["flipped"]
+        first = compared_metrics(head_of(metrics))[0].name  # the headline's first metric
         lines += [
             "",
-            f"Against run {md_code(comparison['run'])} ({comparison['rows_compared']} rows): accuracy "
-            f"{signed((comparison.get('deltas') or {}).get('accuracy'))}, {flipped['right_to_wrong']} rows right -> wrong, "
+            f"Against run {md_code(comparison['run'])} ({comparison['rows_compared']} rows): {first} "
+            f"{signed((comparison.get('deltas') or {}).get(first))}, {flipped['right_to_wrong']} rows right -> wrong, "
             f"{flipped['wrong_to_right']} wrong -> right, McNemar p = {comparison['mcnemar_p']:.4g}.",
         ]
     if throughput.get("rows_scored"):

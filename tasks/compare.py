@@ -17,10 +17,20 @@ import numpy as np
 from prefect import task
 
 from scorekeeper.errors import InputError
-from scorekeeper.gates import DELTA_METRICS, metric_value
+from scorekeeper.metrics.document import (
+    ClassDelta,
+    Comparison,
+    FlipCounts,
+    FlipSample,
+    MetricsDocument,
+    RecordedMetrics,
+    SliceDelta,
+)
+from scorekeeper.metrics.registry import Metric, compared_metrics
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
+from scorekeeper.tasks.duck import SLICE_GROUPS, null_group_key, parquet_uri, sql
 from scorekeeper.tasks.history import completed_runs, is_complete
 from scorekeeper.tasks.retries import IO_RETRIES
 
@@ -66,13 +76,11 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
-def compare(con, run: Location, other: Location, metrics: dict, slice_columns: list[str]) -> dict:
+def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice_columns: list[str]) -> Comparison:
     """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
-    from scorekeeper.tasks.evaluate import SLICE_GROUPS, _uri, null_group_key, sql
-
     plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
-    other_metrics = other.read_json(RunFolder.METRICS)
-    con.read_parquet(_uri(other, RunFolder.PREDICTIONS)).create_view("other")
+    other_metrics = RecordedMetrics.parse(other.read_json(RunFolder.METRICS)) or RecordedMetrics()
+    con.read_parquet(parquet_uri(other, RunFolder.PREDICTIONS)).create_view("other")
     if same_input(plan, other_plan):
         matched_on, keys = "row_index", ("o.row_index", "s.row_index")
     else:
@@ -87,7 +95,7 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
         samples[direction] = [
-            {"row_index": int(i), "id": row_id, "truth": truth, "before": before, "after": after, "score_before": sb, "score_after": sa}
+            FlipSample(row_index=int(i), id=row_id, truth=truth, before=before, after=after, score_before=sb, score_after=sa)
             for i, row_id, truth, before, after, sb, sa in con.execute(
                 sql("flipped_samples.sql"), {"right_before": right_before, "limit": SAMPLES}
             ).fetchall()
@@ -97,34 +105,36 @@ def compare(con, run: Location, other: Location, metrics: dict, slice_columns: l
         sides.setdefault(name, {})[side] = {"precision": precision, "recall": recall, "f1": f1}
     zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
     per_class = {
-        name: {k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")} for name, s in sides.items()
+        name: ClassDelta(**{k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")})
+        for name, s in sides.items()
     }
     slice_deltas = {}
     for i, column in enumerate(slice_columns):
         groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in groups if not is_null})
         slice_deltas[column] = {
-            (null_key if is_null else value): {"accuracy": delta, "rows": int(n)} for is_null, value, n, delta in groups
+            (null_key if is_null else value): SliceDelta(accuracy=delta, rows=int(n)) for is_null, value, n, delta in groups
         }
     if rows == 0:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
-    return {
-        "run": posixpath.basename(other.path),
-        "rows_compared": int(rows),
-        "matched_on": matched_on,
-        "flipped": {"right_to_wrong": int(right_to_wrong), "wrong_to_right": int(wrong_to_right), "other": int(other_flips)},
-        "mcnemar_p": mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
-        "accuracy_delta_paired": (int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
-        "accuracy_delta_ci": paired_bootstrap_ci(int(right_to_wrong), int(wrong_to_right), int(rows)),
-        "deltas": {m: _delta(metrics, other_metrics, m) for m in DELTA_METRICS},
-        "samples": samples,
-        "per_class_deltas": per_class,
-        "slice_deltas": slice_deltas,
-    }
+    return Comparison(
+        run=posixpath.basename(other.path),
+        rows_compared=int(rows),
+        matched_on=matched_on,
+        flipped=FlipCounts(right_to_wrong=int(right_to_wrong), wrong_to_right=int(wrong_to_right), other=int(other_flips)),
+        mcnemar_p=mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
+        accuracy_delta_paired=(int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
+        accuracy_delta_ci=paired_bootstrap_ci(int(right_to_wrong), int(wrong_to_right), int(rows)),
+        deltas={m.name: _delta(metrics, other_metrics, m) for m in compared_metrics(metrics.head)},
+        samples=samples,
+        per_class_deltas=per_class,
+        slice_deltas=slice_deltas,
+    )
 
 
-def _delta(metrics: dict, other_metrics: dict, metric: str) -> float | None:
-    this, other = metric_value(metrics, metric), metric_value(other_metrics, metric)
+def _delta(metrics: MetricsDocument, other_metrics: RecordedMetrics, metric: Metric) -> float | None:
+    """this - other of a metric as each run reported it; None when either has no value."""
+    this, other = metric.value(metrics), metric.value(other_metrics)
     return None if this is None or other is None else this - other
 
 

@@ -1,4 +1,5 @@
-"""DuckDB connections for the flow's steps, with bounded memory.
+"""DuckDB for the flow's steps: connections with bounded memory, the SQL files, and the helpers the
+evaluation and the comparison share (a run's files as DuckDB reads them, the slices' null group).
 
 The flow process must stay small however many rows it evaluates: every connection gets a memory
 limit and a folder to spill to, so a large join or aggregate pages out instead of growing the
@@ -13,8 +14,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+from importlib import resources
+
+from scorekeeper.storage import Location, is_local
 
 DEFAULT_MEMORY_LIMIT = "256MB"
+SLICE_GROUPS = 50  # the largest groups of a slice column kept in metrics.json
+NULL_GROUP = "∅ (null)"  # the key of a slice's null group (suffixed if a real value is spelled so)
 
 
 def settings() -> dict[str, str | int]:
@@ -42,3 +48,27 @@ def connect(fs=None):
     if fs is not None:
         con.register_filesystem(fs)
     return con
+
+
+def connect_run(run: Location):
+    """A connection that reads `run`'s files: through its filesystem on object storage, directly on disk."""
+    return connect(None if is_local(run.fs) else run.fs)
+
+
+def parquet_uri(run: Location, rel: str) -> str:
+    """A file of a run folder as read_parquet names it: the URI on object storage, the path on disk."""
+    return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
+
+
+def sql(name: str, **macros: str) -> str:
+    """tasks/sql/<name>, with `{macro}`s filled in (canonical column names only, never user text)."""
+    text = resources.files("scorekeeper.tasks").joinpath("sql", name).read_text()
+    return text.format(**macros) if macros else text
+
+
+def null_group_key(values: set[str]) -> str:
+    """The key of a slice column's null group: NULL_GROUP, made distinct from every real value."""
+    key = NULL_GROUP
+    while key in values:
+        key += " [null]"
+    return key

@@ -9,14 +9,29 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from importlib import resources
+from typing import Any
 
 import numpy as np
 from prefect import task
 
+from scorekeeper.gates import evaluate_gates
+from scorekeeper.metrics.document import (
+    CalibrationBin,
+    ClassAreas,
+    ClassScores,
+    ConfidentError,
+    GroundTruthSource,
+    MetricsDocument,
+    ScoreHistogram,
+    SliceGroup,
+    ThresholdRow,
+)
+from scorekeeper.metrics.registry import TOP_K_MAX, HeadKind
 from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
-from scorekeeper.storage import Location, is_local
-from scorekeeper.tasks import duck
+from scorekeeper.storage import Location
+from scorekeeper.tasks.compare import compare
+from scorekeeper.tasks.duck import SLICE_GROUPS, connect_run, null_group_key, parquet_uri, sql
+from scorekeeper.tasks.history import run_history
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
@@ -24,40 +39,26 @@ ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
 THRESHOLDS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 HISTOGRAM_BINS = 20
-TOP_K_MAX = 5
 CONFIDENT_ERRORS = 20
 EXCERPT_CHARS = 200
-SLICE_GROUPS = 50  # the largest groups of a slice column kept in metrics.json
-NULL_GROUP = "∅ (null)"  # the key of a slice's null group (suffixed if a real value is spelled so)
-
-
-def sql(name: str, **macros: str) -> str:
-    text = resources.files("scorekeeper.tasks").joinpath("sql", name).read_text()
-    return text.format(**macros) if macros else text
-
-
-def _connect(run: Location):
-    return duck.connect(None if is_local(run.fs) else run.fs)
-
-
-def _uri(run: Location, rel: str) -> str:
-    return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
 def evaluate(
     run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
-) -> dict:
-    """metrics.json's content (docs/contracts.md, sections 3 and 8); `baseline` is a completed run to compare with."""
-    con = _connect(run)
+) -> MetricsDocument:
+    """metrics.json's content (docs/contracts.md, sections 3 and 6), the history and gates not yet
+    filled in; `baseline` is a completed run to compare with."""
+    con = connect_run(run)
     try:
         con.execute(sql("wilson.sql"))
-        con.read_parquet(_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
-        con.read_parquet(_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        con.read_parquet(parquet_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
+        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
         con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
         con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
         ground_truth = manifest.ground_truth
+        source: GroundTruthSource | None
         if ground_truth:
-            con.read_parquet(_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+            con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
             id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
             con.execute(sql("truth_from_files.sql", id_cast=id_cast))
             source = "ground_truth_uri"
@@ -77,7 +78,7 @@ def evaluate(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
         ).fetchone()
         per_class = {
-            name: {"precision": p, "recall": r, "f1": f1, "support": int(s)}
+            name: ClassScores(precision=p, recall=r, f1=f1, support=int(s))
             for name, p, r, f1, s in con.execute(sql("per_class.sql")).fetchall()
         }
         confusion: dict[str, dict[str, int]] = {}
@@ -88,46 +89,46 @@ def evaluate(
         unknown = {name: int(n) for name, n in con.execute(sql("unknown_labels.sql")).fetchall()}
         slices, slices_truncated = _slices(con, slice_columns) if evaluated else ({}, {})
         ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
-        result = {
-            "rows": manifest.total_rows,
-            "scored": int(scored),
-            "evaluated": int(evaluated),
-            "ground_truth_source": source,
-            "scoring_only": source is None,
-            "accuracy": _number(accuracy),
-            "macro_f1": _number(macro_f1),
-            "weighted_f1": _number(weighted_f1),
-            "log_loss": _number(log_loss),
-            "log_loss_rows": int(log_loss_rows),
-            "ece": _number(ece),
-            "ece_bins": ECE_BINS,
-            "calibration": [
-                {"bin": int(b), "lower": b / ECE_BINS, "upper": (b + 1) / ECE_BINS, "rows": int(n), "confidence": conf, "accuracy": acc}
+        result = MetricsDocument(
+            rows=manifest.total_rows,
+            scored=int(scored),
+            evaluated=int(evaluated),
+            ground_truth_source=source,
+            scoring_only=source is None,
+            head=HeadKind.SINGLE_LABEL,
+            accuracy=_number(accuracy),
+            macro_f1=_number(macro_f1),
+            weighted_f1=_number(weighted_f1),
+            log_loss=_number(log_loss),
+            log_loss_rows=int(log_loss_rows),
+            ece=_number(ece),
+            ece_bins=ECE_BINS,
+            calibration=[
+                CalibrationBin(bin=int(b), lower=b / ECE_BINS, upper=(b + 1) / ECE_BINS, rows=int(n), confidence=conf, accuracy=acc)
                 for b, n, conf, acc in bins
             ],
-            "per_class": per_class,
-            "confusion": confusion,
-            "labels": labels,
-            "ground_truth_rows": int(truth_rows),
-            "missing_predictions": int(missing),
-            "unmatched_predictions": int(unmatched),
-            "unknown_labels": unknown,
-            "unknown_label_rows": sum(unknown.values()),
-            "null_text_rows": manifest.null_text_rows,
-            "slices": slices,
-            "slices_truncated": slices_truncated,
-            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        } | ranking
+            per_class=per_class,
+            confusion=confusion,
+            labels=labels,
+            ground_truth_rows=int(truth_rows),
+            missing_predictions=int(missing),
+            unmatched_predictions=int(unmatched),
+            unknown_labels=unknown,
+            unknown_label_rows=sum(unknown.values()),
+            null_text_rows=manifest.null_text_rows,
+            slices=slices,
+            slices_truncated=slices_truncated,
+            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            **ranking,
+        )
         if baseline is not None and evaluated:
-            from scorekeeper.tasks.compare import compare
-
-            result["comparison"] = compare(con, run, baseline, result, slice_columns)
+            result.comparison = compare(con, run, baseline, result, slice_columns)
     finally:
         con.close()
     return result
 
 
-def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
+def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
     """The docs/contracts.md section 8 fields and the report's extra fields, over the `evaluated` table."""
     right = con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated").fetchone()[0]
     accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]
@@ -142,15 +143,15 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
         top_k = {str(k): hits.get(k, 0) / evaluated for k in range(2, kmax + 1)}
     con.execute("CREATE OR REPLACE TEMP TABLE cuts AS SELECT unnest(?::DOUBLE[]) AS threshold", [THRESHOLDS])
     thresholds = [
-        {
-            "threshold": t,
-            "rows": int(n),
-            "coverage": n / evaluated,
-            "accuracy": _number(acc),
-            "macro_precision": _number(p),
-            "macro_recall": _number(r),
-            "macro_f1": _number(f1),
-        }
+        ThresholdRow(
+            threshold=t,
+            rows=int(n),
+            coverage=n / evaluated,
+            accuracy=_number(acc),
+            macro_precision=_number(p),
+            macro_recall=_number(r),
+            macro_f1=_number(f1),
+        )
         for t, n, acc, p, r, f1 in con.execute(sql("thresholds.sql")).fetchall()
     ]
     curves: dict[str, dict] = {"roc": {}, "pr": {}}
@@ -160,37 +161,26 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict:
         points = curves[curve].setdefault(name, {keys[0]: [start[0]], keys[1]: [start[1]]})
         points[keys[0]].append(x)
         points[keys[1]].append(y)
-    histogram = {
-        "edges": [b / HISTOGRAM_BINS for b in range(HISTOGRAM_BINS + 1)],
-        "correct": [0] * HISTOGRAM_BINS,
-        "wrong": [0] * HISTOGRAM_BINS,
-    }
+    correct, wrong = [0] * HISTOGRAM_BINS, [0] * HISTOGRAM_BINS
     for b, right_n, wrong_n in con.execute(sql("score_histogram.sql")).fetchall():
-        histogram["correct"][b], histogram["wrong"][b] = int(right_n), int(wrong_n)
+        correct[b], wrong[b] = int(right_n), int(wrong_n)
+    histogram = ScoreHistogram(edges=[b / HISTOGRAM_BINS for b in range(HISTOGRAM_BINS + 1)], correct=correct, wrong=wrong)
     errors = [
-        {"row_index": int(i), "id": row_id, "text": text, "truth": truth, "predicted": predicted, "score": score}
+        ConfidentError(row_index=int(i), id=row_id, text=text, truth=truth, predicted=predicted, score=score)
         for i, row_id, text, truth, predicted, score in con.execute(
             sql("confident_errors.sql"), {"chars": EXCERPT_CHARS, "limit": CONFIDENT_ERRORS}
         ).fetchall()
     ]
     return {
         "accuracy_ci": accuracy_ci,
-        "roc_auc": {"macro": _mean(roc.values()), "per_class": roc},
-        "average_precision": {"macro": _mean(ap.values()), "per_class": ap},
+        "roc_auc": ClassAreas(macro=_mean(roc.values()), per_class=roc),
+        "average_precision": ClassAreas(macro=_mean(ap.values()), per_class=ap),
         "top_k_accuracy": top_k,
         "thresholds": thresholds,
         "curves": curves,
         "score_histogram": histogram,
         "confident_errors": errors,
     }
-
-
-def null_group_key(values: set[str]) -> str:
-    """The key of a slice column's null group: NULL_GROUP, made distinct from every real value."""
-    key = NULL_GROUP
-    while key in values:
-        key += " [null]"
-    return key
 
 
 def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
@@ -201,7 +191,8 @@ def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
         rows = con.execute(sql("slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in rows if not is_null})
         slices[column] = {
-            (null_key if is_null else value): {"rows": int(n), "accuracy": acc, "accuracy_ci": ci} for is_null, value, n, acc, ci, _ in rows
+            (null_key if is_null else value): SliceGroup(rows=int(n), accuracy=acc, accuracy_ci=ci)
+            for is_null, value, n, acc, ci, _ in rows
         }
         groups = rows[0][-1] if rows else 0
         if groups > len(rows):
@@ -232,15 +223,12 @@ def _number(value) -> float | None:
 
 
 @task(name="evaluate", **IO_RETRIES)
-def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> dict:
+def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
-    from scorekeeper.gates import evaluate_gates
-    from scorekeeper.tasks.history import run_history
-
     output = Location.from_uri(request.output_uri)
     metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None)
-    metrics["history"] = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
-        metrics["gates"] = evaluate_gates(request.gates, metrics)
+        metrics.gates = evaluate_gates(request.gates, metrics)
     return metrics

@@ -35,6 +35,7 @@ from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.plan import committed_ranges
+from scorekeeper.tasks.render import spans
 
 POLL_S = 2.0
 STATUS_LOG_S = 15.0
@@ -67,17 +68,6 @@ def split_groups(ranges: list[IndexRange], groups: int) -> list[list[IndexRange]
         out.append(ranges[start:end])
         start = end
     return out
-
-
-def spans(indices: list[int]) -> str:
-    """Range indices as compact spans: [0, 1, 2, 5] -> '0-2, 5'."""
-    parts: list[str] = []
-    for i in sorted(indices):
-        if parts and i == parts[-1][1] + 1:
-            parts[-1] = (parts[-1][0], i)
-        else:
-            parts.append((i, i))
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in parts)
 
 
 @dataclass

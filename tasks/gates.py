@@ -12,19 +12,20 @@ from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.errors import GateFailed
 from scorekeeper.gates import failure_message
+from scorekeeper.metrics.document import GateResult, MetricsDocument
 
 
-def enforce_gates(metrics: dict, run_uri: str) -> None:
+def enforce_gates(gates: list[GateResult] | None, run_uri: str) -> None:
     """Raise GateFailed naming each failed gate and its numbers; nothing when all passed (or none)."""
-    message = failure_message(metrics.get("gates") or [])
+    message = failure_message(gates or [])
     if message:
         raise GateFailed(f"{message}; the outputs are published in {run_uri}")
 
 
 @task(name="check quality gates", cache_policy=NO_CACHE)
-def check_gates_task(context, metrics: dict) -> None:
+def check_gates_task(context, metrics: MetricsDocument) -> None:
     """Fail the run when a quality gate failed (the report is already published)."""
-    enforce_gates(metrics, context.run_uri)
-    gates = metrics.get("gates")
+    enforce_gates(metrics.gates, context.run_uri)
+    gates = metrics.gates
     if gates:
         get_run_logger().info("%d quality gate(s) passed", len(gates))

@@ -29,7 +29,9 @@ outputs each top-level metric is the mean of the per-output values (scikit-learn
 
 from __future__ import annotations
 
-from scorekeeper.tasks.evaluate import CONFIDENT_ERRORS, ECE_BINS, EXCERPT_CHARS, LOG_LOSS_EPS, _mean, _number, sql
+from scorekeeper.metrics.registry import HeadKind, scalar_metrics
+from scorekeeper.tasks.duck import sql
+from scorekeeper.tasks.evaluate import CONFIDENT_ERRORS, ECE_BINS, EXCERPT_CHARS, LOG_LOSS_EPS, _mean, _number
 
 TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8-f measures it"
 SCATTER_POINTS = 3000  # past this many rows the predicted-vs-true plot is a 2-D histogram
@@ -37,34 +39,10 @@ DENSITY_BINS = 40
 RESIDUAL_BINS = 30
 LARGEST_ERRORS = 20
 
-MULTILABEL_SCALARS = (
-    "subset_accuracy",
-    "hamming_loss",
-    "micro_precision",
-    "micro_recall",
-    "micro_f1",
-    "macro_f1",
-    "weighted_f1",
-    "samples_f1",
-    "lrap",
-    "coverage_error",
-    "ranking_loss",
-    "log_loss",
-)
-REGRESSION_SCALARS = (
-    "mae",
-    "mse",
-    "rmse",
-    "r2",
-    "explained_variance",
-    "max_error",
-    "median_absolute_error",
-    "mape",
-    "wmape",
-    "mean_truth",
-    "mean_prediction",
-)
-CORRELATIONS = ("pearson", "spearman", "kendall_tau_b")
+# One number each, computed by multilabel_metrics.sql and regression_metrics.sql (the correlations by
+# their own queries): the metric registry's scalars of the head.
+MULTILABEL_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.MULTI_LABEL))
+REGRESSION_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.REGRESSION))
 
 
 def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
@@ -185,9 +163,10 @@ def regression_metrics(con, outputs: list[str]) -> dict:
     con.execute(sql("regression_cells.sql"))
     status = dict(con.execute("SELECT status, count(*) FROM reg_status GROUP BY status").fetchall())
     evaluated = int(status.get("evaluated", 0))
-    per_output = {name: dict.fromkeys((*REGRESSION_SCALARS, "mape_rows", *CORRELATIONS)) | {"mape_rows": 0} for name in outputs}
+    per_output = {name: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for name in outputs}
     for fields in records(con.execute(sql("regression_metrics.sql"))):
-        per_output[outputs[fields["output_id"]]] |= {k: _number(fields[k]) for k in REGRESSION_SCALARS} | {
+        # every scalar but the correlations, which the queries below fill in
+        per_output[outputs[fields["output_id"]]] |= {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | {
             "mape_rows": int(fields["mape_rows"])
         }
     for output_id, r in con.execute(sql("regression_correlation.sql", x="truth", y="prediction", source="reg_cells")).fetchall():
@@ -199,7 +178,7 @@ def regression_metrics(con, outputs: list[str]) -> dict:
         per_output[outputs[output_id]]["kendall_tau_b"] = _number(tau)
 
     means = {}
-    for key in (*REGRESSION_SCALARS, *CORRELATIONS):
+    for key in REGRESSION_SCALARS:
         values = [fields[key] for fields in per_output.values()]
         means[key] = None if any(v is None for v in values) else sum(values) / len(values)
     return {

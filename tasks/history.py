@@ -13,19 +13,16 @@ import json
 import logging
 import posixpath
 
+from scorekeeper.metrics.document import HistoryEntry, MetricsDocument, RecordedMetrics, history_entry
 from scorekeeper.run_folder import CompletionRecord, RunFolder
 from scorekeeper.storage import Location
 
 log = logging.getLogger(__name__)
 
-HISTORY_FIELDS = (
-    "run_id", "finished_at", "rows", "evaluated", "accuracy", "macro_f1", "model_fingerprint", "adapter_fingerprint", "input_fingerprint",
-)  # fmt: skip
-
 
 def completed_runs(output: Location) -> list[dict]:
-    """One record per completed run under `output`, oldest first: the history fields plus
-    `input_files` (the fingerprints of the files it read, in order)."""
+    """One record per completed run under `output`, oldest first: its line in the history (a
+    HistoryEntry's fields) plus `input_files` (the fingerprints of the files it read, in order)."""
     fs = output.fs
     fs.invalidate_cache(output.path)  # other runs finish while this one works
     try:
@@ -39,40 +36,26 @@ def completed_runs(output: Location) -> list[dict]:
     plans = _fetch(fs, {run_id: posixpath.join(folders[run_id], RunFolder.PLAN) for run_id in metrics})
     records = []
     for run_id, data in metrics.items():
+        recorded = RecordedMetrics.parse(data)
+        if recorded is None:
+            log.warning("ignoring run %s: its %s is not a metrics document", run_id, RunFolder.METRICS)
+            continue
         plan = plans.get(run_id) or {}
-        finished = data.get("finished_at") or completions[run_id].get("finished_at")
-        records.append(
-            {
-                "run_id": run_id,
-                "finished_at": finished,
-                "rows": data.get("rows"),
-                "evaluated": data.get("evaluated"),
-                "accuracy": data.get("accuracy"),
-                "macro_f1": data.get("macro_f1"),
-                "model_fingerprint": plan.get("model_fingerprint"),
-                "adapter_fingerprint": plan.get("adapter_fingerprint"),
-                "input_fingerprint": plan.get("input_fingerprint"),
-                "input_files": [f.get("fingerprint") for f in plan.get("files", [])] if plan else None,
-            }
-        )
+        if recorded.finished_at is None:
+            recorded.finished_at = completions[run_id].get("finished_at")
+        entry = history_entry(run_id, recorded, plan).model_dump()
+        records.append(entry | {"input_files": [f.get("fingerprint") for f in plan.get("files", [])] if plan else None})
     return sorted(records, key=lambda r: (r["finished_at"] or "", r["run_id"]))
 
 
-def run_history(output: Location, run_id: str, metrics: dict, plan: dict) -> list[dict]:
+def run_history(output: Location, run_id: str, metrics: MetricsDocument, plan: dict) -> list[HistoryEntry]:
     """metrics.json's `history`: the completed runs under output_uri, oldest first, this run last."""
-    earlier = [{k: r[k] for k in HISTORY_FIELDS} for r in completed_runs(output) if r["run_id"] != run_id]
-    this = {
-        "run_id": run_id,
-        "finished_at": metrics.get("finished_at"),
-        "rows": metrics.get("rows"),
-        "evaluated": metrics.get("evaluated"),
-        "accuracy": metrics.get("accuracy"),
-        "macro_f1": metrics.get("macro_f1"),
-        "model_fingerprint": plan.get("model_fingerprint"),
-        "adapter_fingerprint": plan.get("adapter_fingerprint"),
-        "input_fingerprint": plan.get("input_fingerprint"),
-    }
-    return earlier + [this]
+    earlier = [HistoryEntry.model_validate(_without(r, "input_files")) for r in completed_runs(output) if r["run_id"] != run_id]
+    return earlier + [history_entry(run_id, metrics, plan)]
+
+
+def _without(record: dict, key: str) -> dict:
+    return {k: v for k, v in record.items() if k != key}
 
 
 def is_complete(run: RunFolder) -> bool:

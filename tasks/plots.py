@@ -11,6 +11,7 @@ import base64
 import math
 
 from scorekeeper.escape import html_text
+from scorekeeper.metrics.registry import head_of, history_metrics
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#7f7f7f"]
@@ -343,11 +344,13 @@ def model_of(run: dict) -> tuple:
 
 
 def history_svg(metrics: dict) -> str:
-    """Accuracy and macro F1 of the completed runs under the same output, oldest first."""
-    runs = [r for r in metrics.get("history") or [] if r.get("accuracy") is not None]
+    """The history metrics (accuracy and macro F1 of a single-label run) of the completed runs
+    under the same output, oldest first."""
+    names = [m.name for m in history_metrics(head_of(metrics))]
+    runs = [r for r in metrics.get("history") or [] if names and r.get(names[0]) is not None]
     if len(runs) < 2:
         return ""
-    values = [r[m] for r in runs for m in ("accuracy", "macro_f1") if r.get(m) is not None]
+    values = [r[m] for r in runs for m in names if r.get(m) is not None]
     lo = max(0.0, math.floor(min(values) * 20 - 1) / 20)
     hi = min(1.0, math.ceil(max(values) * 20 + 1) / 20)
     c = Canvas(760, 340, "Run history")
@@ -365,7 +368,8 @@ def history_svg(metrics: dict) -> str:
         if i and model_of(r) != model_of(runs[i - 1]):
             c.line(x, a.y, x, a.y + a.h, "#bbb", dash="3 3")
             c.text(x, a.y - 3, "▲", size=9, anchor="middle", color=MUTED, title="model changed")
-    for k, (metric, color) in enumerate((("accuracy", CORRECT), ("macro_f1", PALETTE[1]))):
+    for k, metric in enumerate(names):
+        color = CORRECT if k == 0 else PALETTE[k % len(PALETTE)]
         pts = [(a.px(i), a.py(r[metric]), r) for i, r in enumerate(runs) if r.get(metric) is not None]
         c.polyline([(x, y) for x, y, _ in pts], color, width=2)
         for x, y, r in pts:

@@ -6,40 +6,16 @@ The record is withdrawn before anything is published again, the report files are
 output_uri, a missing bucket) removes what this attempt wrote and says so in one line: no file
 that looks complete is left behind, and history and `compare_to` do not see the run.
 
-metrics.json is strict JSON: a non-finite number anywhere in it is a bug, refused here, naming
-where it is, rather than written as NaN or Infinity (which JSON parsers other than Python's refuse).
+metrics.json's bytes come from its one writer (MetricsDocument.to_json_bytes: strict JSON).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import posixpath
 
 from scorekeeper.errors import OutputError, storage_failure
 from scorekeeper.run_folder import CompletionRecord, RunFolder
-
-
-def non_finite(value, path: tuple = ()) -> tuple[tuple, float] | None:
-    """The JSON path and value of the first NaN or infinity in a JSON-able object, or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path, value
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list | tuple) else ()
-    for key, item in items:
-        found = non_finite(item, (*path, key))
-        if found:
-            return found
-    return None
-
-
-def metrics_bytes(metrics: dict) -> bytes:
-    """metrics.json's bytes: keys in the order they were built (slices worst first), no NaN/Infinity."""
-    found = non_finite(metrics)
-    if found:
-        where = ".".join(str(k) for k in found[0])
-        raise ValueError(f"metrics.json would hold the non-finite number {found[1]} at {where}: that is a bug, not a result")
-    return json.dumps(metrics, indent=2, default=str, allow_nan=False).encode() + b"\n"
 
 
 def publish_complete(run: RunFolder, files: dict[str, bytes], finished_at: str) -> dict[str, str]:

@@ -1,6 +1,8 @@
 """The human report: report.md, report.html (one self-contained file, inline SVG) and metrics.json.
 
-Rendering is pure: metrics and run facts in, text out. report.html is a Jinja template
+Rendering is pure: metrics (the document as metrics.json holds it) and run facts in, text out; the
+text helpers are tasks/render.py's. metrics.json itself is the typed document's own writer's
+(scorekeeper/metrics/document.py), so every file shows the same numbers. report.html is a Jinja template
 (templates/report.html.j2) with autoescaping on, so every text from the data (labels, ids, row
 texts) is escaped; plots come from plots.py. Every section is shown only when its field is in the
 metrics. Numbers shown carry `data-key` (their JSON path in metrics.json) and `data-value`, so a
@@ -10,115 +12,38 @@ check can compare the page with metrics.json. Publishing writes each file whole.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from prefect import task
 
-from scorekeeper.escape import md_code, md_text
+from scorekeeper.escape import md_code
+from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
 from scorekeeper.run_folder import RunFolder
-from scorekeeper.tasks import plots
+from scorekeeper.tasks import artifacts, plots
+from scorekeeper.tasks.render import (
+    GROUP_HEADER,
+    cards,
+    ci,
+    fmt,
+    group_rows,
+    groups_markdown,
+    headline,
+    md,
+    plot_files,
+    regression_plot_name,
+    signed,
+    sorted_slices,
+)
 from scorekeeper.tasks.retries import IO_RETRIES
 
-HEADLINE_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece")
-COMPARED_METRICS = ("accuracy", "macro_f1", "weighted_f1", "log_loss", "ece", "roc_auc_macro", "average_precision_macro")
-LOWER_IS_BETTER = frozenset({"log_loss", "ece"})
-SAMPLE_TEXT = 200  # characters of a row's text shown among the confident errors
-
-
-def fmt(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
-def _ci(interval, digits: int = 4) -> str:
-    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
-
-
-def signed(value, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
-
-
-# The headline of the other heads (docs/contracts.md section 9): JSON paths into metrics.json.
-HEAD_HEADLINES = {
-    "multi_label": (
-        ("subset_accuracy",),
-        ("micro_f1",),
-        ("macro_f1",),
-        ("samples_f1",),
-        ("hamming_loss",),
-        ("log_loss",),
-        ("roc_auc", "macro"),
-        ("average_precision", "macro"),
-        ("lrap",),
-    ),
-    "regression": (("mae",), ("rmse",), ("r2",), ("spearman",), ("pearson",), ("kendall_tau_b",), ("mape",), ("wmape",)),
-}
-REGRESSION_TABLE = ("mae", "mse", "rmse", "r2", "explained_variance", "max_error", "median_absolute_error", "mape", "mape_rows", "wmape")
-REGRESSION_TABLE += ("pearson", "spearman", "kendall_tau_b", "mean_truth", "mean_prediction")
+# The per-output table of a regression run: every metric only a regression head has, in the registry's order.
+REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION})
 REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
-def head_of(metrics: dict) -> str:
-    return metrics.get("head") or "single_label"
-
-
-def head_headline(metrics: dict) -> list[tuple[str, list[str], object]]:
-    """(name, JSON path, value) of the headline metrics of a multi-label or regression run."""
-    rows = []
-    for path in HEAD_HEADLINES.get(head_of(metrics), ()):
-        value = metrics.get(path[0])
-        if len(path) > 1:
-            value = (value or {}).get(path[1])
-        rows.append((" ".join(path).replace("_", " "), list(path), value))
-    return rows
-
-
-def regression_plot_name(kind: str, index: int, outputs: int) -> str:
-    """The file of one output's regression plot: one file per output when the head has several."""
-    return f"{kind}.svg" if outputs == 1 else f"{kind}-{index}.svg"
-
-
-def metric_value(metrics: dict, name: str):
-    """A headline metric by name; the macro ROC-AUC and AP live one level down."""
-    if name in ("roc_auc_macro", "average_precision_macro"):
-        return (metrics.get(name.removesuffix("_macro")) or {}).get("macro")
-    return metrics.get(name)
-
-
-def headline(metrics: dict) -> list[tuple[str, str]]:
-    rows = [("rows", fmt(metrics["rows"])), ("scored", fmt(metrics["scored"])), ("evaluated", fmt(metrics["evaluated"]))]
-    if head_of(metrics) != "single_label":
-        if not metrics.get("scoring_only"):
-            rows += [(name, fmt(value)) for name, _, value in head_headline(metrics)]
-        return rows + [(k, fmt(metrics.get(k))) for k in ("missing_predictions", "unmatched_predictions")]
-    if not metrics["scoring_only"]:
-        for k in HEADLINE_METRICS:
-            text = fmt(metrics[k])
-            if k == "accuracy" and metrics.get("accuracy_ci"):
-                text += f" (95% CI {_ci(metrics['accuracy_ci'])})"
-            rows.append((k, text))
-        for k in ("roc_auc_macro", "average_precision_macro"):
-            if metric_value(metrics, k) is not None:
-                rows.append((k, fmt(metric_value(metrics, k))))
-        rows += [(f"top-{k} accuracy", fmt(v)) for k, v in (metrics.get("top_k_accuracy") or {}).items()]
-        rows += [(k, fmt(metrics[k])) for k in ("missing_predictions", "unmatched_predictions")]
-    return rows
-
-
-def sorted_slices(values: dict) -> list[tuple[str, dict]]:
-    """A slice column's groups, worst accuracy first (then most rows); groups without accuracy last."""
-    return sorted(values.items(), key=lambda kv: (kv[1].get("accuracy") is None, kv[1].get("accuracy") or 0.0, -kv[1].get("rows", 0)))
-
-
-def _md(text) -> str:
-    """A value from the data in markdown (a table cell too): escaped, never rendered (scorekeeper/escape.py)."""
-    return md_text(text)
-
-
 def render_markdown(metrics: dict, run_info: dict) -> str:
-    lines = [f"# scorekeeper report: {_md(run_info['run_id'])}", ""]
+    lines = [f"# scorekeeper report: {md(run_info['run_id'])}", ""]
     lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
     if run_info.get("adapter_uri"):
         lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
@@ -153,22 +78,22 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
     if metrics.get("unknown_labels"):
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
-        lines += [f"| {_md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
+        lines += [f"| {md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
     if metrics.get("per_class"):
         lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
         lines += [
-            f"| {_md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
+            f"| {md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
             for name, c in metrics["per_class"].items()
         ] + [""]
         names, counts, grouped = plots.confusion_cells(metrics)
         lines += ["## Confusion (rows: truth, columns: prediction)", ""]
         if grouped:
             lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
-        lines += ["| | " + " | ".join(_md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
-        lines += [f"| **{_md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
+        lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
     for column, values in (metrics.get("slices") or {}).items():
-        lines += [f"## By {_md(column)} (worst first)", "", "| value | rows | accuracy | 95% CI |", "|---|---|---|---|"]
-        lines += [f"| {_md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {_ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
+        lines += [f"## By {md(column)} (worst first)", "", "| value | rows | accuracy | 95% CI |", "|---|---|---|---|"]
+        lines += [f"| {md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
     return "\n".join(lines)
 
@@ -197,12 +122,12 @@ def _markdown_multilabel(metrics: dict) -> list[str]:
     tuning = metrics.get("threshold_tuning") or {}
     if tuning:
         lines += [
-            f"Tuned thresholds are F1-optimal on one half of the rows ({_md(tuning['split'])}: {tuning['tuning_rows']} rows) "
+            f"Tuned thresholds are F1-optimal on one half of the rows ({md(tuning['split'])}: {tuning['tuning_rows']} rows) "
             f"and measured on the other ({tuning['heldout_rows']} rows); the gap between the two F1s is the optimism of tuning in-sample.",
             "",
         ]
     lines += ["| " + " | ".join(PER_LABEL_HEADER) + " |", "|---" * len(PER_LABEL_HEADER) + "|"]
-    lines += ["| " + _md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
+    lines += ["| " + md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
     card = metrics.get("label_cardinality") or {}
     if card:
         lines += [
@@ -213,7 +138,7 @@ def _markdown_multilabel(metrics: dict) -> list[str]:
     errors = metrics.get("confident_wrong_labels") or []
     if errors:
         lines += ["", "## Most confident wrong labels", "", "| row | id | label | truth | probability |", "|---|---|---|---|---|"]
-        lines += [f"| {e['row_index']} | {_md(e['id'])} | {_md(e['label'])} | {e['truth']} | {fmt(e['probability'])} |" for e in errors]
+        lines += [f"| {e['row_index']} | {md(e['id'])} | {md(e['label'])} | {e['truth']} | {fmt(e['probability'])} |" for e in errors]
     return lines + [""]
 
 
@@ -222,10 +147,10 @@ def _markdown_regression(metrics: dict) -> list[str]:
         return []
     outputs = metrics["per_output"]
     lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
-    lines += ["| metric | " + " | ".join(_md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
+    lines += ["| metric | " + " | ".join(md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
     lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in REGRESSION_TABLE]
     for output in outputs:
-        title = f" ({_md(output)})" if len(outputs) > 1 else ""
+        title = f" ({md(output)})" if len(outputs) > 1 else ""
         deciles = (metrics.get("calibration_deciles") or {}).get(output) or []
         if deciles:
             lines += ["", f"## Calibration by decile{title}", "", "| decile | rows | mean prediction | mean truth |", "|---|---|---|---|"]
@@ -234,34 +159,10 @@ def _markdown_regression(metrics: dict) -> list[str]:
         if errors:
             lines += ["", f"## Largest errors{title}", "", "| row | id | truth | prediction | error | text |", "|---|---|---|---|---|---|"]
             lines += [
-                f"| {e['row_index']} | {_md(e['id'])} | {fmt(e['truth'])} | {fmt(e['prediction'])} | {fmt(e['error'])} | {_md(e.get('text') or '')} |"
+                f"| {e['row_index']} | {md(e['id'])} | {fmt(e['truth'])} | {fmt(e['prediction'])} | {fmt(e['error'])} | {md(e.get('text') or '')} |"
                 for e in errors
             ]
     return lines + [""]
-
-
-GROUP_HEADER = ("group", "worker (machine)", "ranges", "rows", "rows/s", "attempts")
-
-
-def group_rows(throughput: dict | None) -> list[tuple[str, ...]]:
-    """One row per group of a fanned-out run (fan_out > 1): which machine scored which ranges, how
-    fast; none for a run scored on one machine."""
-    from scorekeeper.tasks.fan_out import spans
-
-    rows = []
-    for g in (throughput or {}).get("groups") or []:
-        where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
-        rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))
-    return rows
-
-
-def groups_markdown(throughput: dict | None) -> list[str]:
-    """The fan-out table of report.md (report.html shows the same rows in its `groups` section)."""
-    rows = group_rows(throughput)
-    if not rows:
-        return []
-    lines = ["## Scoring groups", "", "| " + " | ".join(GROUP_HEADER) + " |", "|---" * len(GROUP_HEADER) + "|"]
-    return lines + ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows] + [""]
 
 
 def _markdown_comparison(comparison: dict | None) -> list[str]:
@@ -279,30 +180,10 @@ def _markdown_comparison(comparison: dict | None) -> list[str]:
     if comparison.get("accuracy_delta_ci"):
         paired = comparison.get("accuracy_delta_paired")
         change = f" {paired:+.4f} over the rows both runs scored," if isinstance(paired, float) else ""
-        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {_ci(comparison['accuracy_delta_ci'])}.", ""]
+        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {ci(comparison['accuracy_delta_ci'])}.", ""]
     lines += ["| metric | change (this - other) |", "|---|---|"]
     lines += [f"| {k} | {signed(v)} |" for k, v in comparison["deltas"].items()] + [""]
     return lines
-
-
-def plot_files(metrics: dict) -> dict[str, str]:
-    """The report's plots by file name; absent data gives no file."""
-    made = {
-        "confusion.svg": plots.confusion_svg(metrics),
-        "reliability.svg": plots.reliability_svg(metrics),
-        "roc.svg": plots.curve_svg(metrics, "roc"),
-        "pr.svg": plots.curve_svg(metrics, "pr"),
-        "scores.svg": plots.score_histogram_svg(metrics),
-        "coverage.svg": plots.coverage_svg(metrics),
-        "history.svg": plots.history_svg(metrics),
-        "label_calibration.svg": plots.label_calibration_svg(metrics),
-    }
-    outputs = metrics.get("outputs") or []
-    for i, output in enumerate(outputs):
-        made[regression_plot_name("predicted_vs_true", i, len(outputs))] = plots.predicted_vs_true_svg(metrics, output)
-        made[regression_plot_name("residuals", i, len(outputs))] = plots.residual_histogram_svg(metrics, output)
-        made[regression_plot_name("deciles", i, len(outputs))] = plots.deciles_svg(metrics, output)
-    return {name: svg for name, svg in made.items() if svg}
 
 
 def _environment():
@@ -316,7 +197,7 @@ def _environment():
     )
     env.filters["fmt"] = fmt
     env.filters["signed"] = signed
-    env.filters["ci"] = _ci
+    env.filters["ci"] = ci
     env.filters["key"] = lambda path: json.dumps(list(path), ensure_ascii=False)
     env.filters["raw"] = lambda value: "" if value is None else repr(value)
     return env
@@ -343,7 +224,7 @@ def render_html(metrics: dict, run_info: dict) -> str:
             run=run_info,
             svg=svgs,
             facts=facts,
-            headline_cards=_cards(metrics),
+            headline_cards=cards(metrics),
             gates=gates,
             failed_gates=[g for g in gates if not g["passed"]],
             slices=slices,
@@ -351,7 +232,8 @@ def render_html(metrics: dict, run_info: dict) -> str:
             confusion_grouped=grouped,
             confusion_shown=len(names) - (1 if grouped else 0),
             compared=[(k, metric_value(metrics, k), v) for k, v in ((metrics.get("comparison") or {}).get("deltas") or {}).items()],
-            lower_is_better=LOWER_IS_BETTER,
+            lower_is_better=lower_is_better(head_of(metrics)),
+            history_columns=history_metrics(head_of(metrics)),
             group_header=GROUP_HEADER,
             groups=group_rows(run_info.get("throughput") or metrics.get("scoring")),
             max_curves=plots.MAX_CURVES,
@@ -372,25 +254,6 @@ def _regression_svgs(metrics: dict, svgs: dict) -> dict[str, list]:
         ]
         for i, output in enumerate(outputs)
     }
-
-
-def _cards(metrics: dict) -> list[dict]:
-    """The headline numbers: name, value, JSON path, and an interval where there is one."""
-    if metrics.get("scoring_only"):
-        return []
-    if head_of(metrics) != "single_label":
-        return [{"name": name, "value": value, "key": path} for name, path, value in head_headline(metrics)]
-    cards = [{"name": "accuracy", "value": metrics["accuracy"], "key": ["accuracy"], "ci": metrics.get("accuracy_ci")}]
-    cards += [{"name": k.replace("_", " "), "value": metrics[k], "key": [k]} for k in HEADLINE_METRICS[1:]]
-    if (metrics.get("roc_auc") or {}).get("macro") is not None:
-        cards.append({"name": "ROC-AUC (macro)", "value": metrics["roc_auc"]["macro"], "key": ["roc_auc", "macro"]})
-    if (metrics.get("average_precision") or {}).get("macro") is not None:
-        cards.append(
-            {"name": "average precision (macro)", "value": metrics["average_precision"]["macro"], "key": ["average_precision", "macro"]}
-        )
-    for k, v in (metrics.get("top_k_accuracy") or {}).items():
-        cards.append({"name": f"top-{k} accuracy", "value": v, "key": ["top_k_accuracy", k]})
-    return cards
 
 
 def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
@@ -458,25 +321,25 @@ def _groups_dtype(scoring: dict) -> str | None:
     return ", ".join(sorted(used)) or None
 
 
-def publish_report(run: RunFolder, metrics: dict, run_info: dict) -> dict[str, str]:
+def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> dict[str, str]:
     """Write the plots, report.md, report.html and metrics.json (last), then the completion record
-    (tasks/publish.py); returns their URIs."""
+    (tasks/publish.py); returns their URIs. Every file is rendered from the document as
+    metrics.json holds it, so none can disagree with it."""
     from datetime import UTC, datetime
 
-    from scorekeeper.tasks.publish import metrics_bytes, publish_complete
+    from scorekeeper.tasks.publish import publish_complete
 
-    files = {name: svg.encode() for name, svg in plot_files(metrics).items()}
-    files |= {"report.md": render_markdown(metrics, run_info).encode(), "report.html": render_html(metrics, run_info).encode()}
-    files["metrics.json"] = metrics_bytes(metrics)
-    finished = metrics.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds")
+    document = metrics.as_dict()
+    files = {name: svg.encode() for name, svg in plot_files(document).items()}
+    files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
+    files["metrics.json"] = metrics.to_json_bytes()
+    finished = document.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds")
     return publish_complete(run, files, finished)
 
 
 @task(name="publish report", **IO_RETRIES)
-def report_task(request, context, metrics: dict, throughput: dict) -> dict:
+def report_task(request, context, metrics: MetricsDocument, throughput: dict) -> dict:
     """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
-    from scorekeeper.tasks import artifacts
-
     plan = context.run.read_plan() if context.run.exists(RunFolder.PLAN) else None
     run_info = request.public_dict() | {
         "run_id": context.run_id,
@@ -486,7 +349,7 @@ def report_task(request, context, metrics: dict, throughput: dict) -> dict:
         "adapter_fingerprint": context.adapter_fingerprint,
         "input_fingerprint": plan.input_fingerprint if plan else None,
     }
-    metrics = metrics | {"scoring": throughput}
+    metrics = metrics.model_copy(update={"scoring": throughput})
     files = publish_report(context.run, metrics, run_info)
-    artifacts.publish_report_artifacts(context, metrics, throughput, files)
+    artifacts.publish_report_artifacts(context, metrics.as_dict(), throughput, files)
     return files

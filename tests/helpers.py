@@ -84,7 +84,7 @@ def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=N
     run = context.run
     with run.fs.open(run.join("predictions.parquet"), "rb") as f:
         predictions = pq.read_table(f)
-    return Result(Path(run.path) if is_local(run.fs) else run.uri, predictions, metrics, progress)
+    return Result(Path(run.path) if is_local(run.fs) else run.uri, predictions, metrics.as_dict(), progress)
 
 
 def reference_probabilities(

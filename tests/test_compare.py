@@ -15,13 +15,15 @@ import pytest
 from sklearn.metrics import precision_recall_fscore_support
 
 from scorekeeper.errors import InputError
+from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import mcnemar_exact, paired_bootstrap_ci, resolve_baseline
-from scorekeeper.tasks.evaluate import NULL_GROUP, evaluate
+from scorekeeper.tasks.duck import NULL_GROUP
+from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.history import completed_runs, run_history
-from scorekeeper.tasks.publish import metrics_bytes, publish_complete
+from scorekeeper.tasks.publish import publish_complete
 from scorekeeper.tasks.read import list_input_files
 from tests.helpers import staged_manifest, write_predictions
 from tests.s3server import moto  # noqa: F401  (a fixture)
@@ -60,9 +62,9 @@ def write_run(
     if complete:
         metrics = evaluate(location, LABELS, manifest, [f"s{i}" for i in range(len(slices or []))])
         if finished_at:
-            metrics["finished_at"] = finished_at
+            metrics.finished_at = finished_at
         # as the report step publishes it: metrics.json, then the completion record
-        publish_complete(RunFolder(location.fs, location.path), {"metrics.json": metrics_bytes(metrics)}, finished_at or "2026-01-01")
+        publish_complete(RunFolder(location.fs, location.path), {"metrics.json": metrics.to_json_bytes()}, finished_at or "2026-01-01")
     return location, manifest
 
 
@@ -94,7 +96,7 @@ def test_comparison_reports_exactly_the_flipped_rows(tmp_path):
     group = np.random.default_rng(1).choice(np.array(["a", "b", "None", None], dtype=object), size=n).tolist()
     base, _ = write_run(tmp_path, "base", before, truth, slices=[group])
     run, manifest = write_run(tmp_path, "cand", after, truth, slices=[group], complete=False)
-    m = evaluate(run, LABELS, manifest, ["group"], baseline=base)
+    m = evaluate(run, LABELS, manifest, ["group"], baseline=base).as_dict()
     c = m["comparison"]
     base_metrics = json.loads((tmp_path / "base" / "report" / "metrics.json").read_text())
 
@@ -157,7 +159,7 @@ def test_runs_over_other_inputs_are_matched_on_ids(tmp_path):
         id_column="rid",
         complete=False,
     )
-    c = evaluate(run, LABELS, manifest, [], baseline=base)["comparison"]
+    c = evaluate(run, LABELS, manifest, [], baseline=base).as_dict()["comparison"]
     kept = set(order.tolist())
     assert c["matched_on"] == "id" and c["rows_compared"] == 100
     assert c["flipped"] == {"right_to_wrong": len(r2w & kept), "wrong_to_right": len(w2r & kept), "other": len(other & kept)}
@@ -196,7 +198,9 @@ def test_history_lists_completed_runs_oldest_first_and_this_run_last(tmp_path):
     write_run(tmp_path, "early", probs, truth)
     metrics_file = tmp_path / "early" / "report" / "metrics.json"
     metrics = {k: v for k, v in json.loads(metrics_file.read_text()).items() if k != "finished_at"}
-    publish_complete(RunFolder.from_uri(str(tmp_path / "early")), {"metrics.json": metrics_bytes(metrics)}, "2019-01-01T00:00:00+00:00")
+    publish_complete(
+        RunFolder.from_uri(str(tmp_path / "early")), {"metrics.json": json.dumps(metrics).encode()}, "2019-01-01T00:00:00+00:00"
+    )
     (tmp_path / "stray.txt").write_text("not a run")
     output = Location.from_uri(str(tmp_path))
 
@@ -205,7 +209,8 @@ def test_history_lists_completed_runs_oldest_first_and_this_run_last(tmp_path):
     assert runs[0]["finished_at"] < "2020" and runs[1]["accuracy"] == 1.0 and runs[1]["model_fingerprint"] == "model-a-older"
 
     this = {"finished_at": "2026-11-03T02:00:00+00:00", "rows": 20, "evaluated": 20, "accuracy": 0.5, "macro_f1": 0.4}
-    history = run_history(output, "b-newer", this, {"model_fingerprint": "m", "input_fingerprint": "i"})  # a rerun of b-newer
+    plan = {"model_fingerprint": "m", "input_fingerprint": "i"}
+    history = [h.model_dump() for h in run_history(output, "b-newer", RecordedMetrics.parse(this), plan)]  # a rerun of b-newer
     assert [h["run_id"] for h in history] == ["early", "a-older", "b-newer"]
     assert history[-1] == {"run_id": "b-newer", "model_fingerprint": "m", "adapter_fingerprint": None, "input_fingerprint": "i"} | this
     assert set(history[0]) == {
@@ -265,6 +270,21 @@ def test_history_and_comparison_over_object_storage(moto, tmp_path):
     output = Location.from_uri(f"s3://{bucket}/runs", **moto.storage_options())
 
     assert [r["run_id"] for r in completed_runs(output)] == ["base"]
-    m = evaluate(output.child("cand"), LABELS, manifest, [], baseline=output.child("base"))
+    m = evaluate(output.child("cand"), LABELS, manifest, [], baseline=output.child("base")).as_dict()
     assert m["comparison"]["flipped"] == {"right_to_wrong": len(r2w), "wrong_to_right": len(w2r), "other": len(other)}
-    assert [h["run_id"] for h in run_history(output, "cand", m, {})] == ["base", "cand"]
+    assert [h.run_id for h in run_history(output, "cand", RecordedMetrics.parse(m), {})] == ["base", "cand"]
+
+
+def test_a_baseline_written_before_fields_existed_is_compared_on_what_it_has(tmp_path):
+    """compare_to an early run: its metrics.json lacks `head`, `roc_auc`, `average_precision` and
+    `finished_at` (fields added since). The deltas it can give are given, the others are null."""
+    truth, before, after, *_ = two_runs_differing_in_known_rows(2, n=80)
+    base, _ = write_run(tmp_path, "base", before, truth)
+    path = tmp_path / "base" / "report" / "metrics.json"
+    early = {k: v for k, v in json.loads(path.read_text()).items() if k not in {"head", "roc_auc", "average_precision", "finished_at"}}
+    publish_complete(RunFolder.from_uri(str(tmp_path / "base")), {"metrics.json": json.dumps(early).encode()}, "2026-01-01")
+    run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
+    c = evaluate(run, LABELS, manifest, [], baseline=base).as_dict()["comparison"]
+    assert c["deltas"]["roc_auc_macro"] is None and c["deltas"]["average_precision_macro"] is None
+    assert c["deltas"]["accuracy"] == pytest.approx(c["accuracy_delta_paired"]) and c["deltas"]["macro_f1"] is not None
+    assert [h["run_id"] for h in completed_runs(Location.from_uri(str(tmp_path)))] == ["base"]

@@ -100,8 +100,8 @@ def test_verdicts():
         "accuracy_drop": "<=0",
         "right_to_wrong": "<5",
     }
-    results = {r["metric"]: r for r in evaluate_gates(gates, METRICS)}
-    assert [r["metric"] for r in evaluate_gates(gates, METRICS)] == list(gates)
+    results = {r.metric: r.model_dump(exclude_unset=True) for r in evaluate_gates(gates, METRICS)}
+    assert [r.metric for r in evaluate_gates(gates, METRICS)] == list(gates)
     assert results["accuracy"] == {"gate": "accuracy >= 0.8", "metric": "accuracy", "value": 0.82, "limit": 0.8, "passed": True}
     assert not results["macro_f1"]["passed"]
     assert results["roc_auc_macro"]["value"] is None and not results["roc_auc_macro"]["passed"]  # cannot be checked: fails
@@ -110,18 +110,18 @@ def test_verdicts():
     assert results["accuracy_drop"]["value"] == pytest.approx(-0.01) and results["accuracy_drop"]["passed"]
 
     significant = evaluate_gates({"macro_f1_drop": "<=0.01 if significant"}, METRICS)[0]
-    assert significant["passed"] and significant["significant"] is False and significant["mcnemar_p"] == 0.2  # noise: passes
+    assert significant.passed and significant.significant is False and significant.mcnemar_p == 0.2  # noise: passes
     strict = METRICS | {"comparison": METRICS["comparison"] | {"mcnemar_p": 0.01}}
-    assert not evaluate_gates({"macro_f1_drop": "<=0.01 if significant"}, strict)[0]["passed"]
+    assert not evaluate_gates({"macro_f1_drop": "<=0.01 if significant"}, strict)[0].passed
 
     message = failure_message(evaluate_gates(gates, METRICS))
     assert message.startswith("3 of 8 quality gate(s) failed: macro_f1 > 0.8: macro_f1 is 0.75")
     assert "roc_auc_macro >= 0.5: roc_auc_macro is no value" in message and "macro_f1_drop <= 0.01: macro_f1_drop is 0.03" in message
     with pytest.raises(GateFailed, match="quality gate.*published in /runs/r1") as failed:
-        enforce_gates({"gates": evaluate_gates(gates, METRICS)}, "/runs/r1")
+        enforce_gates(evaluate_gates(gates, METRICS), "/runs/r1")
     assert failed.value.exit_code == 4
-    enforce_gates({"gates": evaluate_gates({"accuracy": ">=0.8"}, METRICS)}, "/runs/r1")
-    enforce_gates({}, "/runs/r1")
+    enforce_gates(evaluate_gates({"accuracy": ">=0.8"}, METRICS), "/runs/r1")
+    enforce_gates(None, "/runs/r1")
 
 
 def test_a_resume_may_change_compare_to_and_gates():
@@ -135,6 +135,6 @@ def test_a_drop_equal_to_its_limit_passes_despite_float_rounding():
     """0.90 - 0.89 is 0.010000000000000009 in floats: a gate `<= 0.01` on it must pass."""
     metrics = {"accuracy": 0.89, "comparison": {"deltas": {"accuracy": 0.89 - 0.90}, "mcnemar_p": 0.5}}
     (result,) = evaluate_gates({"accuracy_drop": "<=0.01"}, metrics)
-    assert result["value"] > 0.01 and result["passed"]
+    assert result.value > 0.01 and result.passed
     (strict,) = evaluate_gates({"accuracy_drop": "<0.01"}, metrics)
-    assert not strict["passed"]
+    assert not strict.passed

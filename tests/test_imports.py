@@ -14,28 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # One import namespace, three folders (pyproject.toml's package-dir).
 FOLDERS = {"scorekeeper": ROOT / "scorekeeper", "scorekeeper.tasks": ROOT / "tasks", "scorekeeper.flows": ROOT / "flows"}
 
-# Cycles being broken on another branch at the time of writing (issue 17, the `house-metrics`
-# branch: the report's text helpers into a render module, `_uri` out of evaluate). Remove an
-# entry once that branch is merged; the test then holds the line for them too.
-KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"scorekeeper.tasks.compare", "scorekeeper.tasks.evaluate"}),
-    frozenset(
-        {
-            "scorekeeper.tasks.artifacts",
-            "scorekeeper.tasks.fan_out",
-            "scorekeeper.tasks.group",
-            "scorekeeper.tasks.report",
-            "scorekeeper.tasks.score",
-        }
-    ),
-}
-
-# Imports of the worker from the Prefect layer still being moved on another branch (issue 17, the
-# `inv-model` branch: the model-folder checks into the torch-free library). Remove once merged.
-KNOWN_WORKER_IMPORTS: set[tuple[str, str]] = {
-    ("scorekeeper.tasks.open_run", "scorekeeper.worker.model"),
-    ("scorekeeper.tasks.group", "scorekeeper.worker.model"),
-}
+# None allowed: an entry here would name a cycle or a worker import still being broken.
+KNOWN_CYCLES: set[frozenset[str]] = set()
+KNOWN_WORKER_IMPORTS: set[tuple[str, str]] = set()
 
 
 def project_modules() -> dict[str, Path]:

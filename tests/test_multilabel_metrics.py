@@ -273,5 +273,5 @@ def test_report_shows_the_multilabel_sections_with_every_value_escaped():
     assert checked >= len(labels) * 12 + 9  # every per-label cell and the headline
     assert set(plot_files(metrics)) == {"roc.svg", "pr.svg", "label_calibration.svg"}
     markdown = render_markdown(metrics, RUN_INFO)
-    assert "## Per label" in markdown and "\\|pipe" in markdown and "| subset accuracy |" in markdown
+    assert "## Per label" in markdown and "\\|pipe" in markdown and "| subset_accuracy |" in markdown
     assert "## Per class" not in markdown

@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 import pytest
 
 from scorekeeper.escape import md_text
+from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.artifacts import comparison_rows, summary_markdown
@@ -235,6 +236,6 @@ def test_comparison_table_rows(full):
 
 def test_publish_report_writes_every_file(tmp_path, full):
     metrics, run_info = full
-    written = publish_report(RunFolder.from_uri(str(tmp_path)), metrics, run_info)
+    written = publish_report(RunFolder.from_uri(str(tmp_path)), MetricsDocument.model_validate(metrics), run_info)
     assert set(written) == {"metrics.json", "report.md", "report.html"} | set(plot_files(metrics))
     assert SCRIPT_TEXT not in (tmp_path / "report" / "report.html").read_text()

@@ -1,0 +1,425 @@
+"""report/metrics.json as a typed document: what the evaluation builds, the comparison, the history
+and the gates fill in, the report renders and one writer serialises.
+
+The shape is the contract of docs/contracts.md (sections 3 and 6) and the README's field tables;
+every key keeps its name, type and place. Presence is part of it: a field is written when the step
+that owns it set it (null included: a scoring-only run has `"accuracy": null`), and absent when
+nothing set it (no `comparison` without compare_to, no `roc_auc` without evaluated rows, no
+single-label field in a regression run). Pydantic's "fields set" is exactly that record, so the
+writer dumps with `exclude_unset`. NaN is never written: a value that is not a finite number is
+null (strict JSON, `allow_nan=False`).
+
+Every part refuses keys it does not declare (a misspelt field is a bug, not a new key): a new field
+of metrics.json is declared here, and a new metric also gets its entry in registry.py.
+
+Other runs' metrics.json (compare_to, the history) are read tolerantly with `RecordedMetrics`:
+runs written by earlier versions lack fields this one writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
+
+Number = float | None
+GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column
+
+
+class Part(BaseModel):
+    """A part of the document: unknown keys refused (a typo is a bug), assignment validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# -- single-label evaluation (docs/contracts.md sections 3 and 6) ------------------------------------
+
+
+class ClassScores(Part):
+    precision: Number
+    recall: Number
+    f1: Number
+    support: int
+
+
+class CalibrationBin(Part):
+    bin: int
+    lower: float
+    upper: float
+    rows: int
+    confidence: Number
+    accuracy: Number
+
+
+class ClassAreas(Part):
+    """roc_auc / average_precision of a single-label run: one-vs-rest per class and their macro mean."""
+
+    macro: Number
+    per_class: dict[str, Number]
+
+
+class ThresholdRow(Part):
+    threshold: float
+    rows: int
+    coverage: float
+    accuracy: Number
+    macro_precision: Number
+    macro_recall: Number
+    macro_f1: Number
+
+
+class ScoreHistogram(Part):
+    edges: list[float]
+    correct: list[int]
+    wrong: list[int]
+
+
+class ConfidentError(Part):
+    row_index: int
+    id: Any  # the input id's own type
+    text: str | None
+    truth: str | None
+    predicted: str | None
+    score: Number
+
+
+class SliceGroup(Part):
+    rows: int
+    accuracy: Number
+    accuracy_ci: list[float] | None = None
+
+
+# -- multi-label evaluation -----------------------------------------------------------------------------
+
+
+class LabelAreas(Part):
+    """roc_auc / average_precision of a multi-label run."""
+
+    macro: Number
+    micro: Number
+    per_label: dict[str, Number]
+
+
+class MacroMicro(Part):
+    """ece of a multi-label run: averaged over the labels, over every (row, label) cell, and per label."""
+
+    macro: Number
+    micro: Number
+    per_label: dict[str, Number] | None = None
+
+
+class LabelScores(Part):
+    """per_label: at the label's threshold, and what a threshold tuned on half the rows gives."""
+
+    precision: Number
+    recall: Number
+    f1: Number
+    support: int
+    prevalence: Number = None
+    threshold: float
+    tuned_threshold: Number = None
+    tuned_f1_in_sample: Number = None
+    tuned_f1_heldout: Number = None
+    heldout_f1_at_threshold: Number = None
+
+
+class ThresholdTuning(Part):
+    split: str
+    tuning_rows: int
+    heldout_rows: int
+
+
+class LabelCardinality(Part):
+    truth: Number
+    predicted: Number
+    rows_without_prediction: int
+
+
+class LabelCalibrationBin(Part):
+    bin: int
+    lower: float
+    upper: float
+    rows: int
+    confidence: Number
+    frequency: Number
+
+
+class WrongLabel(Part):
+    """confident_wrong_labels: a (row, label) cell the model was surest of and wrong about."""
+
+    row_index: int
+    id: Any
+    label: str
+    truth: bool
+    probability: Number
+
+
+# -- regression evaluation ------------------------------------------------------------------------------
+
+
+class ResidualHistogram(Part):
+    edges: list[float]
+    counts: list[int]
+
+
+class PredictedPoints(Part):
+    kind: Literal["points"]
+    truth: list[float]
+    prediction: list[float]
+
+
+class PredictedDensity(Part):
+    kind: Literal["density"]
+    lo: float
+    hi: float
+    bins: int
+    cells: list[list[int]]  # [truth bin, prediction bin, rows]
+
+
+class Decile(Part):
+    decile: int
+    rows: int
+    mean_prediction: Number
+    mean_truth: Number
+    min_prediction: Number
+    max_prediction: Number
+
+
+class LargestError(Part):
+    row_index: int
+    id: Any
+    text: str | None
+    truth: Number
+    prediction: Number
+    error: Number
+
+
+# -- comparison, history, gates ---------------------------------------------------------------------------
+
+
+class FlipCounts(Part):
+    right_to_wrong: int
+    wrong_to_right: int
+    other: int
+
+
+class FlipSample(Part):
+    row_index: int
+    id: Any
+    truth: str | None
+    before: str | None
+    after: str | None
+    score_before: Number
+    score_after: Number
+
+
+class ClassDelta(Part):
+    precision: Number
+    recall: Number
+    f1: Number
+
+
+class SliceDelta(Part):
+    accuracy: Number
+    rows: int
+
+
+class Comparison(Part):
+    """metrics.json `comparison`: this run against another on the rows both scored."""
+
+    run: str
+    rows_compared: int
+    matched_on: Literal["row_index", "id"] | None = None
+    flipped: FlipCounts
+    mcnemar_p: float
+    accuracy_delta_paired: Number = None
+    accuracy_delta_ci: list[float] | None = None
+    deltas: dict[str, Number]  # registry.compared_metrics, this - other
+    samples: dict[str, list[FlipSample]] = {}
+    per_class_deltas: dict[str, ClassDelta] = {}
+    slice_deltas: dict[str, dict[str, SliceDelta]] = {}
+
+
+class HistoryEntry(Part):
+    """One completed run under output_uri. The metrics are registry.history_metrics (a test checks
+    each is a field here); extra keys allowed for the history metrics of other head kinds."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str
+    finished_at: str | None
+    rows: int | None
+    evaluated: int | None
+    accuracy: Number = None
+    macro_f1: Number = None
+    model_fingerprint: str | None
+    adapter_fingerprint: str | None = None  # the history's "model changed" marker compares both
+    input_fingerprint: str | None
+
+
+class GateResult(Part):
+    """One quality gate's verdict; `mcnemar_p` and `significant` only on `if significant` gates."""
+
+    gate: str
+    metric: str
+    value: Number
+    limit: float
+    mcnemar_p: Number = None
+    significant: bool | None = None
+    passed: bool
+
+
+# -- the document ----------------------------------------------------------------------------------------
+
+
+class MetricsDocument(Part):
+    """report/metrics.json. Field order is key order in the file."""
+
+    rows: int
+    scored: int
+    evaluated: int
+    ground_truth_source: GroundTruthSource | None
+    scoring_only: bool
+    head: HeadKind
+    # single-label scores (docs/contracts.md sections 3 and 6)
+    accuracy: Number = None
+    macro_f1: Number = None
+    weighted_f1: Number = None
+    log_loss: Number = None
+    log_loss_rows: int | None = None
+    ece: float | MacroMicro | None = None
+    ece_bins: int | None = None
+    calibration: list[CalibrationBin] | None = None
+    per_class: dict[str, ClassScores] | None = None
+    confusion: dict[str, dict[str, int]] | None = None
+    labels: list[str] | None = None
+    ground_truth_rows: int | None = None
+    missing_predictions: int | None = None
+    unmatched_predictions: int | None = None
+    unknown_labels: dict[str, int] | None = None
+    unknown_label_rows: int | None = None
+    null_text_rows: int | None = None
+    slices: dict[str, dict[str, SliceGroup]] | None = None
+    slices_truncated: dict[str, int] | None = None
+    finished_at: str | None = None
+    accuracy_ci: list[float] | None = None
+    roc_auc: ClassAreas | LabelAreas | None = None
+    average_precision: ClassAreas | LabelAreas | None = None
+    top_k_accuracy: dict[str, float] | None = None
+    thresholds: list[ThresholdRow] | None = None
+    curves: dict[str, dict[str, dict[str, list[float]]]] | None = None
+    score_histogram: ScoreHistogram | None = None
+    confident_errors: list[ConfidentError] | None = None
+    # multi-label
+    subset_accuracy: Number = None
+    hamming_loss: Number = None
+    micro_f1: Number = None
+    micro_precision: Number = None
+    micro_recall: Number = None
+    samples_f1: Number = None
+    lrap: Number = None
+    coverage_error: Number = None
+    ranking_loss: Number = None
+    per_label: dict[str, LabelScores] | None = None
+    threshold_tuning: ThresholdTuning | None = None
+    label_cardinality: LabelCardinality | None = None
+    label_calibration: dict[str, list[LabelCalibrationBin]] | None = None
+    confident_wrong_labels: list[WrongLabel] | None = None
+    # regression: with several outputs, the mean of the outputs' values; each under per_output
+    outputs: list[str] | None = None
+    mae: Number = None
+    mse: Number = None
+    rmse: Number = None
+    r2: Number = None
+    explained_variance: Number = None
+    max_error: Number = None
+    median_absolute_error: Number = None
+    mape: Number = None
+    mape_rows: int | None = None
+    wmape: Number = None
+    pearson: Number = None
+    spearman: Number = None
+    kendall_tau_b: Number = None
+    mean_truth: Number = None
+    mean_prediction: Number = None
+    no_truth_rows: int | None = None
+    partial_truth_rows: int | None = None
+    not_finite_rows: int | None = None
+    per_output: dict[str, dict[str, int | float | None]] | None = None
+    residual_histogram: dict[str, ResidualHistogram] | None = None
+    predicted_vs_true: dict[str, PredictedPoints | PredictedDensity] | None = None
+    calibration_deciles: dict[str, list[Decile]] | None = None
+    largest_errors: dict[str, list[LargestError]] | None = None
+    # filled in after the evaluation: compare_to, the history, the gates, the scoring step's facts
+    comparison: Comparison | None = None
+    history: list[HistoryEntry] | None = None
+    gates: list[GateResult] | None = None
+    scoring: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict:
+        """The document as metrics.json holds it: the fields set, JSON types, NaN and infinities null."""
+        return _finite(self.model_dump(mode="json", exclude_unset=True))
+
+    def to_json_bytes(self) -> bytes:
+        """metrics.json's bytes: the one writer of the document."""
+        return json.dumps(self.as_dict(), indent=2, allow_nan=False).encode() + b"\n"
+
+    def summary(self) -> dict:
+        """What the flow returns about its metrics (the command's last line reads it)."""
+        return (
+            {"evaluated": self.evaluated}
+            | {m.name: m.value(self) for m in summary_metrics(self.head)}
+            | {
+                "scoring_only": self.scoring_only,
+                "ground_truth_source": self.ground_truth_source,
+                "missing_predictions": self.missing_predictions,
+                "ground_truth_rows": self.ground_truth_rows,
+                "unknown_label_rows": self.unknown_label_rows,
+            }
+        )
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+class RecordedMetrics(BaseModel):
+    """Another run's metrics.json, read back for compare_to and the history. Tolerant: every field
+    may be missing (older runs wrote fewer), unknown ones are kept for lookups by path; a run
+    without `head` was single-label (the only kind there was)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    head: HeadKind = HeadKind.SINGLE_LABEL
+    finished_at: str | None = None
+    rows: int | None = None
+    evaluated: int | None = None
+
+    @classmethod
+    def parse(cls, data: Any) -> RecordedMetrics | None:
+        """The parsed JSON of a metrics.json, or None when it is not a metrics document at all."""
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls.model_validate(data)
+        except ValidationError:
+            return None
+
+
+def history_entry(run_id: str, metrics: MetricsDocument | RecordedMetrics, plan: dict | None) -> HistoryEntry:
+    """A run's line in metrics.json `history`: its counts, its history metrics, what it scored."""
+    plan = plan or {}
+    entry: dict[str, Any] = {"run_id": run_id, "finished_at": metrics.finished_at, "rows": metrics.rows, "evaluated": metrics.evaluated}
+    entry |= {m.name: m.value(metrics) for m in history_metrics(metrics.head)}
+    entry |= {k: plan.get(k) for k in ("model_fingerprint", "adapter_fingerprint", "input_fingerprint")}
+    return HistoryEntry.model_validate(entry)
