@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import operator
 import re
 from collections.abc import Iterable
@@ -117,7 +118,10 @@ def parse_gate(metric: str, spec: str, head: HeadKind | str | None = HeadKind.SI
     significant = bool(_SIGNIFICANT.search(spec))
     if significant and not names[metric].comparison:
         raise ValueError(f"gate {metric!r}: 'if significant' applies to comparison gates only (<metric>_drop, <metric>_delta, ...)")
-    return Gate(metric, match.group(1), float(match.group(2)), significant)
+    limit = float(match.group(2))
+    if not math.isfinite(limit):  # 1e999 is inf: metrics.json is strict JSON, and such a gate means nothing
+        raise ValueError(f"gate {metric!r}: the limit in {spec!r} is not a finite number")
+    return Gate(metric, match.group(1), limit, significant)
 
 
 def _did_you_mean(metric: str, names: Iterable[str]) -> str:

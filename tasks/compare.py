@@ -33,7 +33,7 @@ from scorekeeper.staging.truth import TruthMatching
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare_tests import comparison_tests
 from scorekeeper.tasks.duck import SLICE_GROUPS, null_group_key, parquet_uri, sql
-from scorekeeper.tasks.history import completed_runs
+from scorekeeper.tasks.history import completed_runs, is_complete
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.truth import label_table, match_truth
 
@@ -176,9 +176,9 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
         log.info("comparing with the previous run on the same input: %s (finished %s)", name, same[-1]["finished_at"])
         return name
     name = request.compare_to
-    other = output.child(name)
-    if not other.exists(RunFolder.METRICS):
-        state = "has not completed (no report/metrics.json)" if other.exists() else "does not exist"
+    other = RunFolder(output.fs, output.join(name))
+    if not is_complete(other):
+        state = f"has not completed (no {RunFolder.COMPLETION})" if other.exists() else "does not exist"
         raise InputError(f"compare_to: run {name!r} under {output.uri} {state}")
     if not other.exists(RunFolder.PREDICTIONS) or not other.exists(RunFolder.PLAN):
         raise InputError(f"compare_to: run {name!r} under {output.uri} has no predictions.parquet or plan.json to compare with")

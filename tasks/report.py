@@ -16,6 +16,7 @@ from pathlib import Path
 
 from prefect import task
 
+from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
 from scorekeeper.run_folder import RunFolder
@@ -51,10 +52,10 @@ REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
 def render_markdown(metrics: dict, run_info: dict) -> str:
-    lines = [f"# scorekeeper report: {run_info['run_id']}", ""]
-    lines += [f"- input: `{run_info['input_uri']}`", f"- model: `{run_info['model_uri']}`"]
+    lines = [f"# scorekeeper report: {md(run_info['run_id'])}", ""]
+    lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
     if run_info.get("adapter_uri"):
-        lines.append(f"- adapter: `{run_info['adapter_uri']}`")
+        lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}", ""]
     if metrics["scoring_only"]:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
@@ -183,7 +184,7 @@ def _markdown_comparison(comparison: dict | None) -> list[str]:
     if not comparison:
         return []
     flipped = comparison["flipped"]
-    lines = [f"## Compared with run `{comparison['run']}`", ""]
+    lines = [f"## Compared with run {md_code(comparison['run'])}", ""]
     lines += [
         f"{comparison['rows_compared']} rows compared"
         + (f" (matched on {comparison['matched_on']})" if comparison.get("matched_on") else "")
@@ -296,7 +297,7 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
         (
             "mode",
             f"{run_info['mode']}, {run_info['num_processes']} process(es)"
-            + (f", dtype {run_info['dtype']}" if run_info.get("dtype") else ""),
+            + (f", dtype {dtype}" if (dtype := scoring.get("dtype") or _groups_dtype(scoring) or run_info.get("dtype")) else ""),
         )
     )
     if scoring.get("rows_scored") is not None:
@@ -334,21 +335,26 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
     return facts
 
 
+def _groups_dtype(scoring: dict) -> str | None:
+    """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
+    used = {g.get("dtype") for g in scoring.get("groups") or [] if g.get("dtype")}
+    return ", ".join(sorted(used)) or None
+
+
 def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> dict[str, str]:
-    """Write metrics.json, report.md, report.html and the plots; returns their URIs. Every file is
-    rendered from the document as metrics.json holds it, so none can disagree with it."""
+    """Write the plots, report.md, report.html and metrics.json (last), then the completion record
+    (tasks/publish.py); returns their URIs. Every file is rendered from the document as
+    metrics.json holds it, so none can disagree with it."""
+    from datetime import UTC, datetime
+
+    from scorekeeper.tasks.publish import publish_complete
+
     document = metrics.as_dict()
-    files = {
-        "metrics.json": metrics.to_json_bytes(),
-        "report.md": render_markdown(document, run_info).encode(),
-        "report.html": render_html(document, run_info).encode(),
-    }
-    files |= {name: svg.encode() for name, svg in plot_files(document).items()}
-    written = {}
-    for name, data in files.items():
-        run.publish_bytes(data, RunFolder.REPORT_DIR, name)
-        written[name] = run.child(RunFolder.REPORT_DIR).uri + "/" + name
-    return written
+    files = {name: svg.encode() for name, svg in plot_files(document).items()}
+    files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
+    files["metrics.json"] = metrics.to_json_bytes()
+    finished = document.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds")
+    return publish_complete(run, files, finished)
 
 
 @task(name="publish report", **IO_RETRIES)

@@ -313,6 +313,7 @@ class HistoryEntry(Part):
     accuracy: Number = None
     macro_f1: Number = None
     model_fingerprint: str | None
+    adapter_fingerprint: str | None = None  # the history's "model changed" marker compares both
     input_fingerprint: str | None
 
 
@@ -484,5 +485,5 @@ def history_entry(run_id: str, metrics: MetricsDocument | RecordedMetrics, plan:
     plan = plan or {}
     entry: dict[str, Any] = {"run_id": run_id, "finished_at": metrics.finished_at, "rows": metrics.rows, "evaluated": metrics.evaluated}
     entry |= {m.name: m.value(metrics) for m in history_metrics(metrics.head)}
-    entry |= {"model_fingerprint": plan.get("model_fingerprint"), "input_fingerprint": plan.get("input_fingerprint")}
+    entry |= {k: plan.get(k) for k in ("model_fingerprint", "adapter_fingerprint", "input_fingerprint")}
     return HistoryEntry.model_validate(entry)
