@@ -27,11 +27,13 @@ def evaluate_run(
     baseline: Location | None = None,
     head: str = "single_label",
     thresholds: float | dict = 0.5,
+    truth_column: str = "label",
 ) -> MetricsDocument:
-    """metrics.json's content for a run whose head is `head` (scorekeeper.heads)."""
+    """metrics.json's content for a run whose head is `head` (scorekeeper.heads); `truth_column`
+    is the user's name of the ground-truth column (for messages)."""
     if head == "single_label":
-        return evaluate(run, labels, manifest, slice_columns, baseline)
-    return evaluate_head(run, labels, manifest, head, thresholds, baseline)
+        return evaluate(run, labels, manifest, slice_columns, baseline, truth_column=truth_column)
+    return evaluate_head(run, labels, manifest, head, thresholds, baseline, truth_column=truth_column)
 
 
 @task(name="evaluate", **IO_RETRIES)
@@ -40,7 +42,16 @@ def evaluate_task(request, context, manifest: StagedManifest, baseline: str | No
     `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
     output = Location.from_uri(request.output_uri)
     baseline_run = output.child(baseline) if baseline else None
-    metrics = evaluate_run(context.run, context.labels, manifest, request.slice_columns, baseline_run, context.head, request.thresholds)
+    metrics = evaluate_run(
+        context.run,
+        context.labels,
+        manifest,
+        request.slice_columns,
+        baseline_run,
+        context.head,
+        request.thresholds,
+        truth_column=request.label_column or "label",
+    )
     metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
         metrics.gates = evaluate_gates(request.gates, metrics)

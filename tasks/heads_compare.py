@@ -23,9 +23,12 @@ import numpy as np
 
 from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import compared_metrics
+from scorekeeper.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
+from scorekeeper.paired_tests import SEED as BOOTSTRAP_SEED
+from scorekeeper.paired_tests import mcnemar_exact
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from scorekeeper.tasks.compare import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, _delta, mcnemar_exact, open_other
+from scorekeeper.tasks.compare import _delta, open_other
 
 log = logging.getLogger(__name__)
 

@@ -21,36 +21,25 @@ from scorekeeper.errors import InputError
 from scorekeeper.heads import threshold_vector
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.run_folder import RunFolder, StagedManifest
+from scorekeeper.staging.truth import ColumnKind, TruthRule
 from scorekeeper.storage import Location
 
 
-def _truth(con, run: RunFolder, manifest: StagedManifest, head: str) -> str | None:
-    """The `truth` table (row_index, id, value in its staged type); returns where it came from."""
-    from scorekeeper.tasks.duck import parquet_uri, sql
-
-    ground_truth = manifest.ground_truth
-    if ground_truth:
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
-        id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
-        con.execute(sql("heads_truth_from_files.sql", id_cast=id_cast))
-        return "ground_truth_uri"
-    if manifest.has_label:
-        con.execute(sql("heads_truth_from_input.sql"))
-        return "label_column"
-    value_type = "VARCHAR[]" if head == "multi_label" else "DOUBLE"
-    con.execute(f"CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, value {value_type})")
-    return None
-
-
-def _multi_label(con, labels: list[str], thresholds) -> dict:
+def _multi_label(con, labels: list[str], thresholds, kind: ColumnKind | None, truth_column: str) -> dict:
+    """The multi-label metrics; the list elements are matched to the labels by the column's one
+    rule (tasks/truth.py, as a single-label column is), recorded as `truth_matching`."""
     from scorekeeper.tasks import heads_metrics
     from scorekeeper.tasks.duck import sql
+    from scorekeeper.tasks.truth import match_truth
 
-    con.execute(sql("multi_label_evaluated.sql"))
+    matching = match_truth(con, kind, labels, truth_column, truth="truth_elements") if kind else None
+    con.execute(sql("multi_label_evaluated.sql", rule=repr((matching.rule if matching else TruthRule.ID).value)))
     unknown = {str(name): int(n) for name, n in con.execute(sql("multi_label_unknown.sql")).fetchall()}
-    return {"unknown_labels": unknown, "unknown_label_rows": sum(unknown.values())} | heads_metrics.multilabel_metrics(
-        con, labels, threshold_vector(thresholds, labels)
-    )
+    return {
+        "truth_matching": matching,
+        "unknown_labels": unknown,
+        "unknown_label_rows": sum(unknown.values()),
+    } | heads_metrics.multilabel_metrics(con, labels, threshold_vector(thresholds, labels))
 
 
 def _regression(con, labels: list[str]) -> dict:
@@ -73,25 +62,40 @@ def _regression(con, labels: list[str]) -> dict:
 
 
 def evaluate_head(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None = None
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    head: str,
+    thresholds,
+    baseline: Location | None = None,
+    truth_column: str = "label",
 ) -> MetricsDocument:
     """metrics.json's content for a multi_label or regression run (docs/contracts.md, section 7), the
-    history and gates not yet filled in."""
+    history and gates not yet filled in; `truth_column` is the user's name of the ground-truth
+    column (for messages)."""
     from scorekeeper.tasks.evaluate import open_evaluation
 
     con = open_evaluation(run, labels)
     try:
-        return _evaluate(con, run, labels, manifest, head, thresholds, baseline)
+        return _evaluate(con, run, labels, manifest, head, thresholds, baseline, truth_column)
     finally:
         con.close()
 
 
 def _evaluate(
-    con, run: RunFolder, labels: list[str], manifest: StagedManifest, head: str, thresholds, baseline: Location | None
+    con,
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    head: str,
+    thresholds,
+    baseline: Location | None,
+    truth_column: str,
 ) -> MetricsDocument:
     from scorekeeper.tasks.duck import sql
+    from scorekeeper.tasks.truth import head_truth_table
 
-    source = _truth(con, run, manifest, head)
+    source, kind = head_truth_table(con, run, manifest, head)
     missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
     truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
     result = {
@@ -107,7 +111,7 @@ def _evaluate(
         "null_text_rows": manifest.null_text_rows,
     }
     if head == "multi_label":
-        result |= _multi_label(con, labels, thresholds)  # each label's threshold is in per_label
+        result |= _multi_label(con, labels, thresholds, kind, truth_column)  # each label's threshold is in per_label
     else:
         result |= _regression(con, labels)
     document = MetricsDocument.model_validate(result | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})

@@ -7,7 +7,7 @@ import functools
 
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.errors import ScorekeeperError
+from scorekeeper.errors import ScorekeeperError, storage_failure
 
 
 @functools.cache
@@ -43,7 +43,7 @@ def is_transient_io_error(exc: BaseException) -> bool:
     """Whether `exc`, or an exception it was explicitly raised from, is transient I/O."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, ScorekeeperError):
+        if isinstance(exc, ScorekeeperError) or storage_failure(exc) is not None:  # a full disk stays full
             return False
         if isinstance(exc, transient_io_errors()):
             return True

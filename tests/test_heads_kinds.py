@@ -142,15 +142,22 @@ def test_regression_table_one_output_and_several():
 
 
 def test_compare_to_a_run_of_another_kind_of_head_is_refused_before_scoring(tmp_path):
+    import hashlib
     import json
     from types import SimpleNamespace
 
+    from scorekeeper.run_folder import CompletionRecord
     from scorekeeper.tasks.compare import resolve_baseline_task
 
     (tmp_path / "in.csv").write_text("review_id,text\nr1,a\n")
     base = tmp_path / "runs" / "base"
     (base / "report").mkdir(parents=True)
-    (base / "report" / "metrics.json").write_text(json.dumps({"head": "single_label"}))
+    metrics = json.dumps({"head": "single_label"}).encode()
+    (base / "report" / "metrics.json").write_bytes(metrics)
+    record = CompletionRecord(
+        run_id="base", finished_at="2026-12-01T00:00:00+00:00", files={"metrics.json": hashlib.sha256(metrics).hexdigest()}
+    )
+    (base / "complete.json").write_bytes(record.to_bytes())  # a completed run: history and compare_to trust only this
     (base / "plan.json").write_text(json.dumps({"files": []}))
     (base / "request.json").write_text(json.dumps({"id_column": "review_id"}))
     (base / "predictions.parquet").write_bytes(b"")

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from scorekeeper.errors import InputError
-from scorekeeper.truth_kinds import label_columns_truth, multi_label_truth, regression_truth
+from scorekeeper.staging.truth_kinds import label_columns_truth, multi_label_truth, regression_truth
 from tests.helpers import open_run_and_plan
 
 LABELS = ["toxic", "spam", "off_topic", "praise"]
@@ -20,7 +20,9 @@ def test_a_list_column_of_names_or_ids():
     names = pa.array([["toxic", "spam"], [], None, ["praise"]], pa.list_(pa.string()))
     assert multi_label_truth(names, "f", "labels", "|", 0).to_pylist() == [["toxic", "spam"], [], None, ["praise"]]
     ids = pa.array([[0, 3], [], None], pa.list_(pa.int32()))
-    assert multi_label_truth(ids, "f", "labels", "|", 0).to_pylist() == [["0", "3"], [], None]
+    staged = multi_label_truth(ids, "f", "labels", "|", 0)
+    # integer elements stay integers: the column is matched by id, as an integer single-label column
+    assert staged.type == pa.list_(pa.int64()) and staged.to_pylist() == [[0, 3], [], None]
     with pytest.raises(InputError, match=r"label column 'labels' in f has a null inside a list at row_index 11"):
         multi_label_truth(pa.array([["a"], ["b", None]]), "f", "labels", "|", 10)
     with pytest.raises(InputError, match="is a list of double"):
@@ -93,8 +95,9 @@ def test_every_multi_label_form_stages_the_same_truth(tmp_path, heads):
     (tmp_path / "columns.csv").write_text("text,toxic,spam,off_topic,praise\na,1,1,0,0\nb,0,0,0,0\nc,,,,\nd,0,0,0,1\n")
     context, staged = _staged_labels(tmp_path / "1", heads["multi_label"], tmp_path / "list.parquet", label_column="labels")
     assert context.head == "multi_label" and staged == truth
+    # integer ids stay integers (matched by id in the evaluation: the element type decides the rule)
     assert _staged_labels(tmp_path / "2", heads["multi_label"], tmp_path / "ids.jsonl", label_column="labels")[1] == [
-        ["0", "1"], [], None, ["3"]
+        [0, 1], [], None, [3]
     ]  # fmt: skip
     # a CSV cannot tell an empty list from a missing one: an empty cell is a row with no label
     assert _staged_labels(tmp_path / "3", heads["multi_label"], tmp_path / "delimited.csv", label_column="labels", label_delimiter=";")[

@@ -1,15 +1,20 @@
 -- A multi-label run's rows for tasks/heads_metrics.py: `ml_rows` (row_index, id as text,
 -- probabilities, truth BOOLEAN[] in model label order or NULL without ground truth, text), one
--- row per scored row. A ground-truth name is a model label when it equals one of its names, or is
--- an integer id in range (as single-label truth is resolved); other names are unknown: counted in
--- `ml_truth_names`, the row evaluated on the labels the model has.
--- Expects: truth (row_index, id, value VARCHAR[]), predictions, staged, labels (label_id, label_name).
+-- row per scored row. Each list element is resolved by the one rule of the column ({rule}: 'id',
+-- 'name' or 'name_or_id', a literal decided once from the elements' type and values by
+-- scorekeeper/staging/truth.py, as for a single-label column; never chosen element by element);
+-- other elements are unknown: counted in `ml_truth_names`, the row evaluated on the labels the
+-- model has.
+-- Expects: truth (row_index, id, value), truth_elements (row_index, id, raw_label), predictions,
+-- staged, labels (label_id, label_name).
 CREATE TEMP TABLE ml_truth_names AS
-SELECT t.row_index, t.raw, COALESCE(by_name.label_id, by_id.label_id) AS label_id
-FROM (SELECT row_index, unnest(value) AS raw FROM truth WHERE row_index IS NOT NULL) AS t
-LEFT JOIN labels AS by_name ON by_name.label_name = t.raw
-LEFT JOIN labels AS by_id ON by_name.label_id IS NULL
-    AND regexp_full_match(t.raw, '-?[0-9]+') AND by_id.label_id = TRY_CAST(t.raw AS BIGINT);
+SELECT t.row_index, t.raw_label AS raw,
+       CASE {rule} WHEN 'name' THEN by_name.label_id
+                   WHEN 'id' THEN by_id.label_id
+                   ELSE coalesce(by_name.label_id, by_id.label_id) END AS label_id
+FROM truth_elements AS t
+LEFT JOIN labels AS by_name ON by_name.label_name = t.raw_label
+LEFT JOIN labels AS by_id ON regexp_full_match(t.raw_label, '-?[0-9]+') AND by_id.label_id = TRY_CAST(t.raw_label AS BIGINT);
 
 CREATE TEMP TABLE ml_truth_vectors AS
 WITH hits AS (SELECT DISTINCT row_index, label_id FROM ml_truth_names WHERE label_id IS NOT NULL)

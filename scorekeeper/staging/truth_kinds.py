@@ -1,18 +1,20 @@
 """Ground truth for multi-label and regression heads, staged in one canonical form each.
 
-* multi_label -> `label` as list<string>: the row's label names (an integer id is kept as its text
-  and resolved against the model's labels in the evaluation, as single-label ids are). Accepted:
-  a list column of names or integer ids (an empty list is a row with no label, null a row without
-  ground truth); a text column of names joined by `label_delimiter` ("toxic|spam"; pieces are
-  trimmed, empty pieces dropped, so an empty text is a row with no label: in CSV an empty cell
-  is a row with no label, since a CSV cannot tell an empty list from a missing one); or one 0/1
-  column per model label (`label_columns`; a row whose label columns are all empty has no ground
-  truth).
+* multi_label -> `label` as a list: list<int64> when the elements are integers (ids), list<string>
+  when they are text (names, or ids written as text). The element type decides how the elements
+  are matched to the model's labels, by the one rule per column of scorekeeper/staging/truth.py
+  (integer elements by id, text elements by name, ...), exactly as a single-label column's type
+  does. Accepted: a list column of names or integer ids (an empty list is a row with no label,
+  null a row without ground truth); a text column of names joined by `label_delimiter`
+  ("toxic|spam"; pieces are trimmed, empty pieces dropped, so an empty text is a row with no
+  label: in CSV an empty cell is a row with no label, since a CSV cannot tell an empty list from a
+  missing one); or one 0/1 column per model label (`label_columns`: the names of the labels
+  marked 1; a row whose label columns are all empty has no ground truth).
 * regression -> `label` as float64: a numeric column; null or NaN is a row without ground truth.
   A text column is read as numbers; a value that is not one is refused, naming the rows. A head
   with several outputs takes a list of numbers per row (list<float64>, in output order).
 
-Pure pyarrow, no Prefect: the read step calls these per batch.
+Pure pyarrow, no Prefect: stage.py calls these per batch.
 """
 
 from __future__ import annotations
@@ -24,17 +26,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scorekeeper.errors import InputError
+from scorekeeper.params import ScoreRequest
+from scorekeeper.staging.columns import empty_cells_null, is_text, normalise
+from scorekeeper.staging.listing import SHOWN
 
-LABELS_TYPE = pa.list_(pa.string())
-_SHOWN = 5
+LABELS_TYPE = pa.list_(pa.string())  # label names (or ids written as text)
+IDS_TYPE = pa.list_(pa.int64())  # label ids
 
 
 def _rows(mask: np.ndarray, first_row: int) -> str:
-    return ", ".join(str(first_row + int(i)) for i in np.flatnonzero(mask)[:_SHOWN])
-
-
-def _is_text(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+    return ", ".join(str(first_row + int(i)) for i in np.flatnonzero(mask)[:SHOWN])
 
 
 def _plain(column) -> pa.Array:
@@ -45,12 +46,13 @@ def _plain(column) -> pa.Array:
 
 
 def multi_label_truth(column, where: str, user_name: str, delimiter: str, first_row: int) -> pa.Array:
-    """A label column (list of names or ids, or delimited text) as list<string>; nulls stay null."""
+    """A label column (list of names or ids, or delimited text) as list<string> (text elements) or
+    list<int64> (integer elements); nulls stay null."""
     column = _plain(column)
     t = column.type
     if pa.types.is_null(t):
         return pa.nulls(len(column), LABELS_TYPE)
-    if _is_text(t):
+    if is_text(t):
         text = column.cast(pa.string())
         pieces = pc.split_pattern(text, pattern=delimiter)
         flat = pc.utf8_trim_whitespace(pc.list_flatten(pieces))
@@ -64,7 +66,7 @@ def multi_label_truth(column, where: str, user_name: str, delimiter: str, first_
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         values = _plain(column.values) if not pa.types.is_fixed_size_list(t) else _plain(column.flatten())
         vt = values.type
-        if not (_is_text(vt) or pa.types.is_integer(vt) or pa.types.is_null(vt)):
+        if not (is_text(vt) or pa.types.is_integer(vt) or pa.types.is_boolean(vt) or pa.types.is_null(vt)):
             raise InputError(
                 f"label column '{user_name}' in {where} is a list of {vt}; a multi-label ground truth lists label names or integer ids"
             )
@@ -79,11 +81,24 @@ def multi_label_truth(column, where: str, user_name: str, delimiter: str, first_
                 f"label column '{user_name}' in {where} has a null inside a list at row_index {_rows(bad, first_row)}; "
                 "a list holds label names or ids (an empty list is a row with no label, a null list a row without ground truth)"
             )
+        if pa.types.is_integer(vt) or pa.types.is_boolean(vt):
+            return _int_lists(column, user_name, where)
         return column.cast(LABELS_TYPE)
     raise InputError(
         f"label column '{user_name}' in {where} is {t}; a multi-label ground truth is a list of label names or ids, "
         "a text of names joined by label_delimiter, or one 0/1 column per label (label_columns)"
     )
+
+
+def _int_lists(column: pa.ListArray, user_name: str, where: str) -> pa.Array:
+    """Integer elements as int64 (the id type of every staged label); a uint64 id beyond it refused."""
+    try:
+        return column.cast(IDS_TYPE)
+    except (pa.ArrowInvalid, OverflowError):
+        raise InputError(
+            f"label column '{user_name}' in {where} holds an id beyond the 64-bit signed integers labels are stored as; "
+            "write the labels as text"
+        ) from None
 
 
 def label_columns_truth(columns: Sequence, names: Sequence[str], where: str, first_row: int) -> pa.Array:
@@ -97,7 +112,7 @@ def label_columns_truth(columns: Sequence, names: Sequence[str], where: str, fir
     for j, (column, name) in enumerate(zip(columns, names)):
         column = _plain(column)
         t = column.type
-        if _is_text(t):  # a CSV cell read as text: "0"/"1", "true"/"false"
+        if is_text(t):  # a CSV cell read as text: "0"/"1", "true"/"false"
             column = pc.if_else(pc.equal(pc.utf8_trim_whitespace(column), ""), pa.scalar(None, t), column)
             lowered = pc.utf8_lower(pc.utf8_trim_whitespace(column))
             mapped = pc.if_else(pc.is_in(lowered, pa.array(["1", "true", "1.0"])), True, None)
@@ -136,13 +151,13 @@ def regression_truth(column, where: str, user_name: str, first_row: int) -> pa.A
     t = column.type
     if pa.types.is_null(t):
         return pa.nulls(len(column), pa.float64())
-    if _is_text(t):
+    if is_text(t):
         text = pc.utf8_trim_whitespace(column.cast(pa.string()))
         text = pc.if_else(pc.equal(text, ""), pa.scalar(None, pa.string()), text)
         parsed = [_number(v) for v in text.to_pylist()]
         bad = np.array([v is _NOT_A_NUMBER for v in parsed], dtype=bool)
         if bad.any():
-            shown = ", ".join(f"{first_row + int(i)} ({text[int(i)].as_py()!r})" for i in np.flatnonzero(bad)[:_SHOWN])
+            shown = ", ".join(f"{first_row + int(i)} ({text[int(i)].as_py()!r})" for i in np.flatnonzero(bad)[:SHOWN])
             raise InputError(
                 f"label column '{user_name}' in {where} holds text that is not a number at row_index {shown}; "
                 "a regression ground truth is numeric (empty, null or NaN: a row without ground truth)"
@@ -176,3 +191,20 @@ def _number(value: str | None):
         return float(value)
     except ValueError:
         return _NOT_A_NUMBER
+
+
+def staged_head(request: ScoreRequest) -> str:
+    """The kind of head whose ground-truth form staging writes: the flow hands it a request whose
+    `head` it has resolved from the model; `auto` left unresolved stages single-label truth."""
+    return "single_label" if request.head == "auto" else request.head
+
+
+def stage_truth(head: str, request: ScoreRequest, column, where: str, user: str, first_row: int | None, csv: bool) -> pa.Array:
+    """A ground-truth column in the staged form of the head's kind."""
+    if head == "multi_label":  # an empty text is a row with no label, not a missing one
+        return multi_label_truth(column, where, user, request.label_delimiter, first_row or 0)
+    if csv:
+        column = empty_cells_null(column)
+    if head == "regression":
+        return regression_truth(column, where, user, first_row or 0)
+    return normalise("label", column, where, user, first_row)
