@@ -34,6 +34,7 @@ from scorekeeper.metrics.registry import (
     Path,
     Scope,
     compared_metrics,
+    head_of,
     metrics_of,
     number_at,
     run_metrics,
@@ -106,7 +107,8 @@ class Gate:
 def parse_gate(metric: str, spec: str, head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> Gate:
     """One gate from its metric name and its condition; ValueError with a message naming both.
     `head`: the run's head kind, whose metrics the gate may name (None, while it is not known yet:
-    any head's). Every run is single-label until the model's head kind is a parameter."""
+    any head's). The parameter model parses with the `head` parameter (None for `auto`); the run,
+    once the model's head is resolved, with that head (heads.check_head_options, evaluate_gates)."""
     names = gate_metrics(head)
     if metric not in names:
         raise ValueError(f"gate {metric!r}: unknown metric{_did_you_mean(metric, names)}; gates read {_known(head)}")
@@ -186,8 +188,9 @@ def gate_value(metrics: Any, metric: str) -> float | None:
 def evaluate_gates(gates: dict[str, str], metrics: Any) -> list[GateResult]:
     """metrics.json's `gates`: one verdict per gate, in the order given."""
     results = []
-    # Refused up front when the run's head kind lacks the metric; any that gets here has no value.
-    for gate in parse_gates(gates, head=None):
+    # Parsed against the run's own head kind: a gate on a metric it lacks was refused when the run
+    # opened (heads.check_head_options), so every gate here names a metric of the run.
+    for gate in parse_gates(gates, head=head_of(metrics)):
         value = gate_value(metrics, gate.metric)
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
         test = gate_test(gate, metrics) if gate.comparison else {}

@@ -75,14 +75,12 @@ def check_head_options(head: str, labels: Sequence[str], thresholds, label_colum
     thresholds only for multi_label heads and naming only the model's labels; label_columns only for
     multi_label heads, naming every label of the model and nothing else; gates only on metrics this
     kind of head has (a gate on a metric without a value would fail every run)."""
-    from scorekeeper.gates import gate_metrics
+    from scorekeeper.gates import parse_gates
 
-    known = set(gate_metrics(head))
-    foreign = [name for name in gates if name not in known]
-    if foreign:
-        raise InputError(
-            f"gates {', '.join(map(repr, foreign))}: no such metric for a {head} head; its gates read {', '.join(sorted(known))}"
-        )
+    try:
+        parse_gates(dict(gates), head)  # the head is known now: its own metrics only
+    except ValueError as exc:
+        raise InputError(f"{exc} (this model's head is {head})") from None
     if head != "multi_label":
         if isinstance(thresholds, Mapping) or thresholds != DEFAULT_THRESHOLD:
             raise InputError(f"thresholds apply to multi_label heads; this model's head is {head}")

@@ -343,7 +343,7 @@ class ScoreRequest(BaseModel):
     def _gates(cls, value: dict[str, str]) -> dict[str, str]:
         from scorekeeper.gates import parse_gates
 
-        parse_gates(value, head=None)  # any head's metrics: the model's head is known once the run opens (heads.check_head_options)
+        parse_gates(value, head=None)  # any head's metrics here; the head's own in _consistent and when the run opens
         return value
 
     @field_validator("run_name")
@@ -405,6 +405,10 @@ class ScoreRequest(BaseModel):
             needing = [name for name in self.gates if name in COMPARISON_METRICS]
             if needing:
                 raise ValueError(f"gates {', '.join(needing)} compare with another run: set compare_to too")
+        if self.head != "auto":
+            from scorekeeper.gates import parse_gates
+
+            parse_gates(self.gates, head=self.head)  # a head given as a parameter: gates on its own metrics only
         if self.label_columns and self.ground_truth_uri is not None:
             raise ValueError("label_columns are read from the input rows; ground_truth_uri files hold label_column")
         overlap = [c for c in self.label_columns if c in (self.text_column, self.text_pair_column, self.id_column)]

@@ -11,7 +11,13 @@ id) and both runs' predictions are judged against this run's ground truth:
   many blocks, so its cost does not grow with the row count.
 
 `deltas` holds this - other for every compared metric of the kind (the metric registry's
-compared_metrics), from the two metrics documents.
+compared_metrics), from the two metrics documents, and `metric_tests` a paired test for each, by
+the single-label comparison's statistics (scorekeeper/paired_tests.py): the metrics that are
+means over rows (the registry's Pairing.ROW_MEAN: samples_f1, hamming_loss, lrap, log_loss, ...; mae, mse, mape) by
+the paired normal test of their per-row differences (tasks/sql/paired_*_rows.sql),
+subset_accuracy by McNemar's exact test with the paired bootstrap interval (as accuracy), rmse by
+the paired bootstrap above. A metric no paired test here computes yet (micro and macro F1,
+ROC-AUC, r2, correlations, ...) has an entry without p, its method the registry's pairing's.
 """
 
 from __future__ import annotations
@@ -21,25 +27,40 @@ import posixpath
 
 import numpy as np
 
+from scorekeeper import paired_tests as pt
 from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
-from scorekeeper.metrics.registry import compared_metrics
+from scorekeeper.metrics.registry import Pairing, compared_metrics, value_at
 from scorekeeper.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
 from scorekeeper.paired_tests import SEED as BOOTSTRAP_SEED
 from scorekeeper.paired_tests import mcnemar_exact
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import _delta, open_other
+from scorekeeper.tasks.compare_tests import LOG_LOSS_EPS, METHODS, _counted, _paired, label_positions
+from scorekeeper.tasks.duck import sql
 
 log = logging.getLogger(__name__)
 
 BOOTSTRAP_BLOCKS = 10_000
 
 
-def _multi_label(con, keys: tuple[str, str]) -> dict:
+def row_mean_tests(con, table: str, head: str) -> dict[str, dict]:
+    """The paired normal test of each metric of `head` that is a mean over rows (the registry's
+    Pairing.ROW_MEAN), from its column of per-row differences (this - other) in `table`; a column
+    that is null in every row (a metric the other run's outputs cannot give) is untested."""
+    tests = {}
+    for name in (m.name for m in compared_metrics(head) if m.compared is Pairing.ROW_MEAN):
+        n, mean, variance = con.execute(f"SELECT count({name}), avg({name}), var_samp({name}) FROM {table}").fetchone()
+        tests[name] = pt.paired_normal(int(n), mean, variance)
+    return tests
+
+
+def _multi_label(con, keys: tuple[str, str], positions: list[int] | None) -> dict:
     con.execute(
         f"""
         CREATE TEMP TABLE ml_paired AS
-        SELECT r.row_index, r.truth, o.predicted_labels AS before, p.predicted_labels AS after
+        SELECT r.row_index, r.truth, o.predicted_labels AS before, p.predicted_labels AS after,
+               o.probabilities AS before_probabilities
         FROM ml_rows AS r
         JOIN predictions AS p ON p.row_index = r.row_index
         JOIN staged AS s ON s.row_index = r.row_index
@@ -79,7 +100,11 @@ def _multi_label(con, keys: tuple[str, str]) -> dict:
         """
     ).fetchall():
         per_label[name] = {"right_to_wrong": int(b), "wrong_to_right": int(c), "mcnemar_p": mcnemar_exact(int(b), int(c))}
+    con.execute(sql("paired_multilabel_rows.sql"), {"positions": positions or [], "eps": LOG_LOSS_EPS})
+    tests = row_mean_tests(con, "ml_paired_rows", "multi_label")
+    tests["subset_accuracy"] = pt.accuracy_test(int(r2w), int(w2r), int(rows)) if rows else pt.untested(pt.MCNEMAR)
     return {
+        "tests": tests,
         "rows_compared": int(rows),
         "flipped": {"right_to_wrong": int(r2w), "wrong_to_right": int(w2r), "other": int(other)},
         "mcnemar_p": mcnemar_exact(int(r2w), int(w2r)),
@@ -104,6 +129,7 @@ def paired_error_changes(sums: np.ndarray) -> dict:
     boot_mae, boot_rmse = changes(sums[picks].sum(axis=1))
     interval = lambda v: [float(x) for x in np.percentile(v, [2.5, 97.5])]  # noqa: E731
     return {
+        "rmse_test": pt.bootstrap_summary(float(rmse), boot_rmse),
         "rows_compared": int(n),
         "mae": {"this": float(totals[1] / n), "other": float(totals[2] / n), "delta": float(mae), "ci": interval(boot_mae)},
         "rmse": {
@@ -146,9 +172,13 @@ def _regression(con, keys: tuple[str, str], outputs: int) -> dict:
             [output],
         ).fetchnumpy()
         per_output[output] = paired_error_changes(np.column_stack([np.asarray(v, dtype=np.float64) for v in sums.values()]))
+    tests_of = {k: v.pop("rmse_test") for k, v in per_output.items()}
+    con.execute(sql("paired_regression_rows.sql"), {"outputs": outputs})
+    tests = row_mean_tests(con, "reg_paired_rows", "regression")
     if outputs == 1:
-        return result | next(iter(per_output.values())) | {"rows_compared": int(rows)}
-    return result | {"per_output": per_output}
+        tests["rmse"] = next(iter(tests_of.values()))
+        return result | next(iter(per_output.values())) | {"rows_compared": int(rows), "tests": tests}
+    return result | {"per_output": per_output, "tests": tests}
 
 
 def compare_head(con, run: Location, other: Location, metrics: MetricsDocument, head: str) -> Comparison:
@@ -161,8 +191,17 @@ def compare_head(con, run: Location, other: Location, metrics: MetricsDocument, 
         raise InputError(f"compare_to: run {posixpath.basename(other.path)!r} scored a {other_head} head, this run a {head} head")
     other_metrics = RecordedMetrics.parse(recorded) or RecordedMetrics()
     matched_on, keys = open_other(con, run, other)
-    found = _multi_label(con, keys) if head == "multi_label" else _regression(con, keys, len(metrics.labels or []))
+    if head == "multi_label":
+        found = _multi_label(con, keys, label_positions(metrics.labels or [], value_at(other_metrics, ("labels",))))
+    else:
+        found = _regression(con, keys, len(metrics.labels or []))
     if not found["rows_compared"]:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
-    deltas = {m.name: _delta(metrics, other_metrics, m) for m in compared_metrics(head)}
-    return Comparison.model_validate({"run": posixpath.basename(other.path), "matched_on": matched_on, **found, "deltas": deltas})
+    compared = compared_metrics(head)
+    deltas = {m.name: _delta(metrics, other_metrics, m) for m in compared}
+    tests = found.pop("tests", {})
+    metric_tests = {m.name: _paired(tests.get(m.name) or pt.untested(METHODS[m.compared])) for m in compared}
+    return Comparison.model_validate(
+        {"run": posixpath.basename(other.path), "matched_on": matched_on, **found, "deltas": deltas}
+        | {"metric_tests": metric_tests, "tests_counted": _counted([tests[m.name] for m in compared if m.name in tests], {}, {})}
+    )

@@ -62,6 +62,7 @@ def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_
     metrics = first.metrics
     assert metrics["head"] == "multi_label" and metrics["rows"] == metrics["scored"] == 14 and metrics["evaluated"] == 13
     assert metrics["unknown_labels"] == {"ham": 1}
+    assert metrics["truth_matching"]["rule"] == "name" and metrics["truth_matching"]["column_type"] == "text"
     assert set(metrics["per_label"]) == set(LABELS) and "accuracy" not in metrics
     # the wiring, checked against scikit-learn on the predictions as written
     kept = [i for i in range(14) if i != 7]
@@ -129,6 +130,16 @@ def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp
     comparison = json.loads((tmp_path / "runs" / "cand" / "report" / "metrics.json").read_text())["comparison"]
     assert comparison["run"] == "base" and comparison["rows_compared"] == 9 and comparison["matched_on"] == "row_index"
     assert comparison["mae"]["delta"] == 0.0 and comparison["mae"]["ci"] == [0.0, 0.0] and comparison["deltas"]["mae"] == 0.0
+    # the same paired tests as a single-label comparison: per-row means by paired normal, rmse by the bootstrap
+    tests = comparison["metric_tests"]
+    assert set(tests) == set(comparison["deltas"])
+    assert {k: (tests[k]["method"], tests[k]["delta"], tests[k]["p"]) for k in ("mae", "mse", "mape", "rmse")} == {
+        "mae": ("paired_normal", 0.0, 1.0),
+        "mse": ("paired_normal", 0.0, 1.0),
+        "mape": ("paired_normal", 0.0, 1.0),
+        "rmse": ("paired_bootstrap", 0.0, 1.0),
+    }
+    assert tests["r2"]["p"] is None and comparison["tests_counted"]["metric_tests"] == 4
 
 
 def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_path, heads):
@@ -169,3 +180,20 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
         c = sum(not cell(before[i], i) and cell(after[i], i) for i in kept)
         assert comparison["per_label"][name] == {"right_to_wrong": b, "wrong_to_right": c, "mcnemar_p": mcnemar_exact(b, c)}
     assert set(comparison["deltas"]) >= {"subset_accuracy", "micro_f1", "hamming_loss", "roc_auc_macro", "ece_micro"}
+    # paired tests as for single-label runs: per-row means by paired normal on the per-row
+    # differences, subset accuracy by McNemar (as accuracy); what is not computed has no p
+    from scorekeeper import paired_tests as pt
+
+    tests = comparison["metric_tests"]
+    assert set(tests) == set(comparison["deltas"])
+    wrong = lambda predicted, i: sum((n in predicted) != (n in truth[i]) for n in LABELS) / len(LABELS)  # noqa: E731
+    f1 = lambda p, i: 2 * len(set(p) & set(truth[i])) / (len(p) + len(truth[i])) if p or truth[i] else 0.0  # noqa: E731
+    for name, per_row in (("hamming_loss", wrong), ("samples_f1", f1)):
+        diffs = np.array([per_row(after[i], i) - per_row(before[i], i) for i in kept])
+        expected = pt.paired_normal(len(diffs), float(diffs.mean()), float(diffs.var(ddof=1)))
+        assert tests[name]["method"] == "paired_normal"
+        assert tests[name]["delta"] == pytest.approx(expected["delta"]) and tests[name]["p"] == pytest.approx(expected["p"])
+    assert tests["subset_accuracy"]["method"] == "mcnemar_exact" and tests["subset_accuracy"]["p"] == mcnemar_exact(r2w, w2r)
+    assert tests["lrap"]["delta"] == 0.0 and tests["ranking_loss"]["p"] == 1.0  # the same probabilities on both sides
+    assert tests["micro_f1"]["p"] is None and tests["micro_f1"]["method"] == "paired_bootstrap"
+    assert tests["log_loss"]["delta"] == 0.0 and comparison["tests_counted"]["metric_tests"] == 7

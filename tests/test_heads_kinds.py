@@ -91,7 +91,7 @@ def test_head_options_are_checked_against_the_models_labels():
         check_head_options("multi_label", LABELS, 0.5, ["toxic", "spam", "ham"])
     with pytest.raises(InputError, match="label_columns .* apply to multi_label heads"):
         check_head_options("single_label", LABELS, 0.5, LABELS)
-    with pytest.raises(InputError, match="gates 'accuracy': no such metric for a regression head"):
+    with pytest.raises(InputError, match=r"gate 'accuracy': unknown metric; gates read mae, .*\(this model's head is regression\)"):
         check_head_options("regression", ["score"], 0.5, [], {"accuracy": ">=0.9"})
     check_head_options("regression", ["score"], 0.5, [], {"mae": "<=0.1", "rmse_delta": "<=0", "r2": ">=0.5"})
 
@@ -196,3 +196,14 @@ def test_the_finite_score_check_reads_every_heads_table():
     assert non_finite_rows(one).tolist() == [1]
     several = HeadOutputs.of("regression", ["a", "b"], 0.5).table(_rows(2), np.array([[1.0, np.nan], [3.0, 4.0]]))
     assert non_finite_rows(several).tolist() == [0]
+
+
+def test_gates_are_parsed_against_a_head_given_as_a_parameter():
+    from pydantic import ValidationError
+
+    base = {"input_uri": "in.csv", "model_uri": "m", "output_uri": "out"}
+    ScoreRequest(**base, head="regression", gates={"mae": "<=0.1", "r2": ">=0.5"})
+    with pytest.raises(ValidationError, match="gate 'accuracy': unknown metric; gates read mae"):
+        ScoreRequest(**base, head="regression", gates={"accuracy": ">=0.9"})
+    # `auto`: any head's names until the model is opened (then check_head_options parses them again)
+    ScoreRequest(**base, gates={"accuracy": ">=0.9", "mae": "<=0.1"})

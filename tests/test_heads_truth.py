@@ -114,3 +114,46 @@ def test_a_regression_truth_with_text_is_refused_naming_the_rows(tmp_path, heads
     (tmp_path / "ok.csv").write_text("text,score\na,1.5\nb,\nc,-3\n")
     context, staged = _staged_labels(tmp_path / "ok", heads["regression"], tmp_path / "ok.csv", label_column="score")
     assert context.head == "regression" and staged == [1.5, None, -3.0]
+
+
+@pytest.mark.parametrize(
+    ("elements", "rule", "kind", "matched"),
+    [
+        # integer elements are ids, whatever the label names: 1 is the label named "2"
+        (pa.array([[1], [0, 2], []], pa.list_(pa.int64())), "id", "integer", [[False, True, False], [True, False, True], [False] * 3]),
+        # text digits against digit label names are names: "1" is the label named "1"
+        (pa.array([["1"], ["3", "2"], []]), "name", "text", [[True, False, False], [False, True, True], [False] * 3]),
+    ],
+)
+def test_multi_label_elements_are_matched_by_the_columns_one_rule(elements, rule, kind, matched):
+    """A multi-label column's elements follow the single-label rule: its element type and values
+    decide one rule for the whole column (staging/truth.py's decide), recorded as truth_matching."""
+    from scorekeeper.staging.truth import column_kind
+    from scorekeeper.tasks.duck import connect, sql
+    from scorekeeper.tasks.truth import label_table, match_truth
+
+    labels = ["1", "2", "3"]  # digits other than their ids
+    con = connect()
+    con.register("given", pa.table({"row_index": pa.array([0, 1, 2], pa.int64()), "value": elements}))
+    con.execute("CREATE TEMP TABLE truth AS SELECT row_index, row_index::VARCHAR AS id, value FROM given")
+    con.execute("CREATE TEMP TABLE truth_elements AS SELECT row_index, id, CAST(unnest(value) AS VARCHAR) AS raw_label FROM truth")
+    label_table(con, "labels", labels)
+    probabilities = [[0.5] * 3] * 3
+    con.register("predictions", pa.table({"row_index": [0, 1, 2], "id": [0, 1, 2], "probabilities": probabilities}))
+    con.register("staged", pa.table({"row_index": [0, 1, 2], "text": ["a", "b", "c"]}))
+    matching = match_truth(con, column_kind(str(elements.type)), labels, "labels", truth="truth_elements")
+    assert (matching.rule.value, matching.column_type.value) == (rule, kind)
+    con.execute(sql("multi_label_evaluated.sql", rule=repr(matching.rule.value)))
+    assert [t for (t,) in con.execute("SELECT truth FROM ml_rows ORDER BY row_index").fetchall()] == matched
+
+
+def test_a_multi_label_text_column_whose_elements_mean_different_labels_is_refused():
+    from scorekeeper.staging.truth import ColumnKind
+    from scorekeeper.tasks.duck import connect
+    from scorekeeper.tasks.truth import label_table, match_truth
+
+    con = connect()
+    con.execute("CREATE TEMP TABLE truth_elements AS SELECT * FROM (VALUES (0, '0', '0'), (1, '1', '1')) AS t(row_index, id, raw_label)")
+    label_table(con, "labels", ["1", "2", "3"])  # "1" is the name of id 0 and the id of "2"; "0" only an id
+    with pytest.raises(InputError, match="holds both label names and label ids"):
+        match_truth(con, ColumnKind.TEXT, ["1", "2", "3"], "labels", truth="truth_elements")
