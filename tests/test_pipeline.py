@@ -24,7 +24,7 @@ from scorekeeper.worker.pipeline import RangeWork, bubble_theoretical, plan_layo
 from scorekeeper.worker.replica import score_batches  # noqa: E402
 from scorekeeper.worker.stages import balanced_boundaries, build_stage  # noqa: E402
 from tests import models as demo  # noqa: E402
-from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows  # noqa: E402
+from tests.helpers import make_rows, probabilities, reference_probabilities, run_flow, write_rows  # noqa: E402
 
 TOLERANCE = 1e-4
 CPU = torch.device("cpu")
@@ -190,9 +190,10 @@ def replica_reference(model_dir, texts, *, rows_per_range, tokens_per_batch, max
 
 def _run(tmp_path, model_dir, rows, processes, **params):
     data = write_rows(tmp_path / "data" / "rows.csv", rows)
-    return run_job(
+    # oversubscribe: up to 4 stages on a 2-core machine
+    return run_flow(
         processes, input_uri=str(data), model_uri=model_dir, output_uri=str(tmp_path / "runs"),
-        run_name="pp", mode="pipeline", id_column="review_id", **params,
+        run_name="pp", mode="pipeline", id_column="review_id", oversubscribe=True, **params,
     )  # fmt: skip
 
 
@@ -208,7 +209,7 @@ def _check(result, rows, references: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 def _events(result, pipelines: int, stages: int, microbatches: int) -> list[dict]:
-    events = sorted(result.progress.pipeline, key=lambda e: e["pipeline"])
+    events = sorted(result.scoring["pipeline"], key=lambda e: e["pipeline"])
     assert [e["pipeline"] for e in events] == list(range(pipelines))
     for e in events:
         assert len(e["stages"]) == stages and e["stages"][0][0] == 0
