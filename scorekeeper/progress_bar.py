@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # rich is imported where a bar is shown
 
         console: Console
 
+
 PROGRESS_RECORD = "scoring_progress"  # a log record's attribute: a periodic progress line
 _lock = threading.Lock()
 _display: BarDisplay | LineDisplay | None = None

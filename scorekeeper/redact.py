@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import overload
 from urllib.parse import urlsplit
 
 REDACTED = "***"
@@ -19,6 +20,12 @@ _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[
 _LOCAL = ("", "file", "local")
 
 
+@overload
+def redact_uri(uri: str) -> str: ...
+@overload
+def redact_uri(uri: None) -> None: ...
+@overload
+def redact_uri(uri: str | None) -> str | None: ...
 def redact_uri(uri: str | None) -> str | None:
     """The URI with any user name and password replaced by ***."""
     if uri is None:

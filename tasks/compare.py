@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import posixpath
+from typing import Literal
 
 import numpy as np
 from prefect import task
@@ -81,6 +82,7 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
     plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
     other_metrics = RecordedMetrics.parse(other.read_json(RunFolder.METRICS)) or RecordedMetrics()
     con.read_parquet(parquet_uri(other, RunFolder.PREDICTIONS)).create_view("other")
+    matched_on: Literal["row_index", "id"]
     if same_input(plan, other_plan):
         matched_on, keys = "row_index", ("o.row_index", "s.row_index")
     else:

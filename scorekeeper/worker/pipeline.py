@@ -238,7 +238,9 @@ class StepStats:
 class StageRunner:
     """This process's stage of one pipeline: runs each batch as one schedule step."""
 
-    def __init__(self, module: EncoderStage | DecoderStage, layout: Layout, group, device: torch.device, dtype: torch.dtype, microbatches: int):
+    def __init__(
+        self, module: EncoderStage | DecoderStage, layout: Layout, group, device: torch.device, dtype: torch.dtype, microbatches: int
+    ):
         self.timed = TimedStage(module, device)
         self.module = module
         self.layout = layout
