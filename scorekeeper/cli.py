@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from scorekeeper.params import ScoreRequest
+from scorekeeper.staging.truth import why_nothing_evaluated
 
 NONE_WORDS = {"none", "null"}
 
@@ -189,6 +190,9 @@ def summary_line(result: dict) -> str:
         line += "; scoring only"
     else:
         line += f"; evaluated {metrics.get('evaluated', 0)} of {result['rows']}"
+        if not metrics.get("evaluated") and not metrics.get("ground_truth_rows"):  # (unmatched ids are said below)
+            why = why_nothing_evaluated(metrics.get("ground_truth_source"), 0, 0)
+            line += f" ({why})" if why else ""
         truth = metrics.get("ground_truth_rows")
         if metrics.get("ground_truth_source") == "ground_truth_uri" and truth is not None:
             line += f" (ground truth: {truth - metrics['missing_predictions']} of {truth} rows matched an input row)"

@@ -30,10 +30,12 @@ from scorekeeper.metrics.document import (
 from scorekeeper.metrics.registry import Metric, compared_metrics
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.staging.truth import TruthMatching
 from scorekeeper.storage import Location
 from scorekeeper.tasks.duck import SLICE_GROUPS, null_group_key, parquet_uri, sql
 from scorekeeper.tasks.history import completed_runs
 from scorekeeper.tasks.retries import IO_RETRIES
+from scorekeeper.tasks.truth import label_table, match_truth
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +79,19 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
-def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice_columns: list[str]) -> Comparison:
-    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
+def compare(
+    con,
+    run: Location,
+    other: Location,
+    metrics: MetricsDocument,
+    slice_columns: list[str],
+    matching: TruthMatching,
+    truth_column: str = "label",
+) -> Comparison:
+    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`,
+    `truth` and `labels`; `matching` is how this run's truth was matched to its labels."""
     plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
+    other_matching = _other_matching(con, other_plan.get("labels") or [], matching, truth_column)
     other_metrics = RecordedMetrics.parse(other.read_json(RunFolder.METRICS)) or RecordedMetrics()
     con.read_parquet(parquet_uri(other, RunFolder.PREDICTIONS)).create_view("other")
     matched_on: Literal["row_index", "id"]
@@ -92,7 +104,7 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
         }
         cast = "::VARCHAR" if len(types) > 1 else ""
         keys = (f"o.id{cast}", f"s.id{cast}")
-    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]))
+    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]), {"other_rule": other_matching.rule.value})
     rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
@@ -123,6 +135,7 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
         run=posixpath.basename(other.path),
         rows_compared=int(rows),
         matched_on=matched_on,
+        truth_matching=other_matching,
         flipped=FlipCounts(right_to_wrong=int(right_to_wrong), wrong_to_right=int(wrong_to_right), other=int(other_flips)),
         mcnemar_p=mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
         accuracy_delta_paired=(int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
@@ -132,6 +145,24 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
         per_class_deltas=per_class,
         slice_deltas=slice_deltas,
     )
+
+
+def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
+    """How the other run's predictions are judged against this truth: by the rule this truth column
+    has against the other run's labels (the rule that run's own evaluation of it uses), so that the
+    paired delta is the difference of the accuracies. A column that would resolve differently by
+    name and by id against the other run's labels is paired by this run's rule (said in the log)."""
+    if not other_labels:  # a plan.json that does not record its labels: taken as this run's
+        con.execute("CREATE OR REPLACE TEMP TABLE other_labels AS SELECT * FROM labels")
+        return matching
+    label_table(con, "other_labels", other_labels)
+    try:
+        return match_truth(con, matching.column_type, other_labels, truth_column, "other_labels", quiet=True)
+    except InputError as exc:
+        log.warning(
+            "compare_to: %s (against the other run's labels); its predictions are judged by this run's rule, %s", exc, matching.rule
+        )
+        return matching
 
 
 def _delta(metrics: MetricsDocument, other_metrics: RecordedMetrics, metric: Metric) -> float | None:
@@ -145,7 +176,7 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
     not this run, and its rows can be matched with this run's (same input, or ids on both sides)."""
     if request.compare_to is None:
         return None
-    from scorekeeper.tasks.read import list_input_files
+    from scorekeeper.staging.listing import list_input_files
 
     output = Location.from_uri(request.output_uri)
     if request.compare_to == run_id:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
+from scorekeeper.staging.truth import TruthMatching
 
 Number = float | None
 GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column
@@ -234,6 +235,7 @@ class Comparison(Part):
     run: str
     rows_compared: int
     matched_on: Literal["row_index", "id"] | None = None
+    truth_matching: TruthMatching | None = None  # how the other run's predictions were judged against this truth
     flipped: FlipCounts
     mcnemar_p: float
     accuracy_delta_paired: Number = None
@@ -282,6 +284,7 @@ class MetricsDocument(Part):
     scored: int
     evaluated: int
     ground_truth_source: GroundTruthSource | None
+    truth_matching: TruthMatching | None = None  # the one rule matching the ground truth to the labels
     scoring_only: bool
     head: HeadKind
     # single-label scores (docs/contracts.md sections 3 and 6)
