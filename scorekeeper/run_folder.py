@@ -161,6 +161,23 @@ class CommitRecord(BaseModel):
         return cls.model_validate_json(data)
 
 
+class CompletionRecord(BaseModel):
+    """complete.json: written last, atomically, once every output of the run is published; removed
+    before they are published again. History, `compare_to` (a name or `previous`) and anything
+    else that asks "did this run complete?" read this record and nothing else: a metrics.json
+    without it is what a failure while publishing left behind.
+
+    `files` holds the sha256 of each report file as published, so a reader can tell that the
+    files it reads are the ones the record vouches for."""
+
+    run_id: str
+    finished_at: str
+    files: dict[str, str]
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.model_dump(), indent=2, sort_keys=True).encode() + b"\n"
+
+
 def row_index_checksum(row_index: np.ndarray) -> str:
     """sha256 of the row indices as little-endian int64: what the commit record vouches for."""
     return hashlib.sha256(np.ascontiguousarray(row_index, dtype="<i8").tobytes()).hexdigest()
@@ -173,7 +190,8 @@ class RunFolder(Location):
     PLAN: ClassVar[str] = "plan.json"
     PREDICTIONS: ClassVar[str] = "predictions.parquet"
     REPORT_DIR: ClassVar[str] = "report"
-    METRICS: ClassVar[str] = "report/metrics.json"  # a run is complete once this exists
+    METRICS: ClassVar[str] = "report/metrics.json"
+    COMPLETION: ClassVar[str] = "complete.json"  # a run is complete when, and only when, this exists
     WORK_DIR: ClassVar[str] = "work"  # what a resume needs; not an output
     STAGED_INPUT: ClassVar[str] = "work/input.parquet"
     STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"
@@ -217,6 +235,13 @@ class RunFolder(Location):
 
     def publish_plan(self, plan: Plan) -> None:
         self.publish_json(plan.model_dump(mode="json"), self.PLAN)
+
+    def read_completion(self) -> CompletionRecord | None:
+        """The run's completion record, or None when the run has not completed."""
+        try:
+            return CompletionRecord.model_validate_json(self.read_bytes(self.COMPLETION))
+        except FileNotFoundError:
+            return None
 
     def commit_records(self) -> list[tuple[str, CommitRecord]]:
         """Every commit record in the folder, by file name (whatever fingerprint it was made under)."""

@@ -33,6 +33,7 @@ from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import compare
 from scorekeeper.tasks.duck import SLICE_GROUPS, connect_run, null_group_key, parquet_uri, sql
 from scorekeeper.tasks.history import run_history
+from scorekeeper.tasks.label_audit import label_audit
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 from scorekeeper.tasks.truth import label_table, match_truth, truth_table
@@ -123,6 +124,8 @@ def evaluate(
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             **ranking,
         )
+        if evaluated:
+            result.label_audit = label_audit(con, labels, EXCERPT_CHARS)
         if baseline is not None and evaluated:
             assert matching is not None, "evaluated rows were matched to a truth"
             result.comparison = compare(con, run, baseline, result, slice_columns, matching, truth_column)

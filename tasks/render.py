@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from scorekeeper.escape import md_text
 from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, number_at, value_at
 from scorekeeper.tasks import plots
 
@@ -30,8 +31,8 @@ def signed(value, digits: int = 4) -> str:
 
 
 def md(text) -> str:
-    """A value for a markdown table cell: pipes and newlines would break the table."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A value from the data in markdown (a table cell too): escaped, never rendered (scorekeeper/escape.py)."""
+    return md_text(text)
 
 
 def shown_metrics(metrics: dict) -> list[tuple[Metric, object]]:

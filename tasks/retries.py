@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 
 from prefect.cache_policies import NO_CACHE, CachePolicy
 
-from scorekeeper.errors import ScorekeeperError
+from scorekeeper.errors import ScorekeeperError, storage_failure
 
 
 @functools.cache
@@ -46,7 +46,7 @@ def is_transient_io_error(exc: BaseException) -> bool:
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, ScorekeeperError):
+        if isinstance(current, ScorekeeperError) or storage_failure(current) is not None:  # a full disk stays full
             return False
         if isinstance(current, transient_io_errors()):
             return True

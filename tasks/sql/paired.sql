@@ -9,7 +9,7 @@
 -- Macros: {this_key} / {other_key} are the join columns, s.row_index / o.row_index for the same
 -- input, else the ids (as text when their types differ).
 CREATE TEMP TABLE paired AS
-SELECT e.row_index, s.id, e.true_name,
+SELECT e.row_index, o.row_index AS other_row_index, s.id, e.true_name,
        o.predicted_label AS before, o.score AS score_before,
        e.pred_name AS after, e.score AS score_after,
        coalesce(CASE $other_rule
