@@ -110,6 +110,7 @@ def compare(
     flipped = (int(rows), int(right_to_wrong), int(wrong_to_right))
     other_labels = value_at(other_metrics, ("labels",))
     compared = compared_metrics(metrics.head)
+    assert metrics.ece_bins is not None, "a single-label evaluation records its ECE bins"
     tests = comparison_tests(con, metrics.labels or [], other_labels, flipped, slice_counts, metrics.ece_bins, compared)
     return Comparison(
         run=posixpath.basename(other.path),
