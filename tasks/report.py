@@ -65,10 +65,10 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
         lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
         lines += [
-            f"| {md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {gate_test_text(g)} | {'pass' if g['passed'] else '**FAIL**'} |"
+            f"| {g['gate']} | {fmt(g['value'])} | {fmt(g['limit'])} | {gate_test_text(g)} | {'pass' if g['passed'] else '**FAIL**'} |"
             for g in gates
         ]
-        lines += [f"- warning: {md(g['warning'])}" for g in gates if g.get("warning")]
+        lines += [f"- warning: {g['warning']}" for g in gates if g.get("warning")]
         lines.append("")
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     throughput = run_info.get("throughput")
