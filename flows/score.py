@@ -13,13 +13,13 @@ from prefect import flow
 from prefect.runtime import flow_run
 from pydantic import Field
 
-from scorekeeper.errors import Interrupted
+from scorekeeper.errors import Interrupted, storage_error
 from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
-from scorekeeper.redact import redact_uri
+from scorekeeper.redact import install_log_redaction, redact_uri, redacted_exception
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
-from scorekeeper.tasks.credentials import storage_credentials
+from scorekeeper.tasks.credentials import storage_credentials, with_handed_uris
 from scorekeeper.tasks.evaluate import evaluate_task
 from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gates import check_gates_task
@@ -32,7 +32,22 @@ from scorekeeper.tasks.score import score_ranges_task, scoring_processes
 
 
 def score_dataset(**parameters: Any) -> dict:
-    request = ScoreRequest(**parameters)
+    install_log_redaction()
+    # The parameters hold no credential (Prefect stores them); the URIs the CLI handed over do.
+    request = with_handed_uris(ScoreRequest(**parameters))
+    try:
+        return _score(request)
+    except Exception as exc:  # its message becomes the flow run's state message: one line, no secret
+        failure = storage_error(exc)  # a full disk, a missing bucket: no traceback
+        if failure is not None:
+            raise failure from None
+        clean = redacted_exception(exc)
+        if clean is exc:
+            raise
+        raise clean from None
+
+
+def _score(request: ScoreRequest) -> dict:
     run_id = resolve_run_id(request, flow_run.get_id())
     check_output_uri(request.output_uri)
     try:
@@ -47,7 +62,7 @@ def score_dataset(**parameters: Any) -> dict:
             baseline = resolve_baseline_task(request, context)
             manifest = read_inputs_task(request, context)
             job = plan_run_task(request, context, manifest)
-            if request.fan_out > 1:
+            if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
                 throughput = score_groups_task(request, context, job)
             else:
                 throughput = score_ranges_task(context, job, processes)
@@ -83,7 +98,8 @@ def _flow_signature() -> inspect.Signature:
     parameters = []
     for name, field in ScoreRequest.model_fields.items():
         default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
-        annotation = Annotated[field.annotation, Field(description=field.description)]
+        # A type built at run time from the field's: mypy reads `Annotated[...]` as a static type only.
+        annotation = Annotated[field.annotation, Field(description=field.description)]  # type: ignore[name-defined]
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
     return inspect.Signature(parameters, return_annotation=dict)
 
@@ -93,6 +109,7 @@ def _flow_docstring() -> str:
     return "Score a labelled dataset with a text classifier and evaluate it.\n\nArgs:\n" + args
 
 
-score_dataset.__signature__ = _flow_signature()
+# Prefect reads the flow's parameters from its signature; functions have no declared `__signature__`.
+score_dataset.__signature__ = _flow_signature()  # type: ignore[attr-defined]
 score_dataset.__doc__ = _flow_docstring()
 score_dataset = flow(name="scorekeeper", log_prints=False)(score_dataset)

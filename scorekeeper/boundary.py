@@ -166,6 +166,7 @@ class Started(RankEvent):
 class ModelLoaded(RankEvent):
     event: Literal[EventKind.MODEL_LOADED] = EventKind.MODEL_LOADED
     seconds: float
+    dtype: str | None = None  # the compute dtype used (`auto` resolved), shown in the run facts
 
 
 class Heartbeat(RankEvent):

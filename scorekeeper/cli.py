@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from scorekeeper.params import ScoreRequest
+from scorekeeper.staging.truth import why_nothing_evaluated
 
 NONE_WORDS = {"none", "null"}
 
@@ -152,10 +153,15 @@ def _run(options: dict[str, Any]) -> int:
             ahead = ScoringProcesses(processes, request.collective_timeout_s).start()
         from scorekeeper.flows.score import score_dataset
         from scorekeeper.progress_bar import progress_display
+        from scorekeeper.redact import install_log_redaction
+        from scorekeeper.tasks.credentials import hand_over_uris, handed_uris
 
         _hide_known_tracebacks()
-        with _api(server), progress_display(), offering(ahead):
-            result = score_dataset(**options)
+        install_log_redaction()
+        # Credentials in a URI never become a flow-run parameter: the flow gets them out of band.
+        parameters, handed = hand_over_uris(options)
+        with _api(server), progress_display(), offering(ahead), handed_uris(handed):
+            result = score_dataset(**parameters)
     except Interrupted as exc:
         return _interrupted(str(exc))
     except ScorekeeperError as exc:
@@ -189,6 +195,9 @@ def summary_line(result: dict) -> str:
         line += "; scoring only"
     else:
         line += f"; evaluated {metrics.get('evaluated', 0)} of {result['rows']}"
+        if not metrics.get("evaluated") and not metrics.get("ground_truth_rows"):  # (unmatched ids are said below)
+            why = why_nothing_evaluated(metrics.get("ground_truth_source"), 0, 0)
+            line += f" ({why})" if why else ""
         truth = metrics.get("ground_truth_rows")
         if metrics.get("ground_truth_source") == "ground_truth_uri" and truth is not None:
             line += f" (ground truth: {truth - metrics['missing_predictions']} of {truth} rows matched an input row)"
@@ -285,10 +294,10 @@ class _DropKnownErrors(logging.Filter):
     the one-line message printed by the CLI says it all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from scorekeeper.errors import ScorekeeperError
+        from scorekeeper.errors import ScorekeeperError, storage_failure
 
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)):
+        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_failure(exc) is not None):
             return False
         message = record.getMessage()
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
@@ -301,9 +310,15 @@ _KNOWN_ERROR_NAMES = (
     "ScoringFailed",
     "GatherError",
     "GateFailed",
+    "OutputError",
     "Interrupted",
     "ScorekeeperError",
     "KeyboardInterrupt",
+    # storage failures no retry cures (errors.storage_failure): the flow ends them in one line
+    "No space left on device",
+    "Disk quota exceeded",
+    "Read-only file system",
+    "bucket does not exist",
 )
 
 

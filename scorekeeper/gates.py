@@ -4,11 +4,14 @@ A gate is `{metric: "OP NUMBER"}` with OP one of >=, >, <=, <, e.g. `{"accuracy"
 Metrics: the run's own metrics of the metric registry (scorekeeper/metrics/registry.py) and, with
 `compare_to`, the comparison's: `<metric>_drop` = other run - this run, `<metric>_delta` = this run
 - other run (for the metrics `comparison.deltas` holds), and the comparison's statistics
-(`mcnemar_p`, `right_to_wrong`, `wrong_to_right`). A comparison gate may end in `if significant`
-(or `when significant`): it then fails only when McNemar's exact test on the rows both runs scored
-says the runs differ (mcnemar_p < SIGNIFICANCE). A gate whose metric has no value (a scoring-only
-run, an undefined ROC-AUC, a metric the run's head kind does not have) fails: what cannot be
-checked does not pass.
+(`mcnemar_p`, `right_to_wrong`, `wrong_to_right`). Every comparison gate carries its metric's
+paired test (comparison.metric_tests; accuracy's for the statistics): `method`, `p`, `ci` (of the
+gate's value: a drop's interval is the delta's, negated) and the `detectable_change` at this row
+count. A comparison gate may end in `if significant` (or `when significant`): it then fails only
+when that metric's own test says the runs differ (p < SIGNIFICANCE); a test without a p-value
+cannot say so, and the gate is then judged on its value alone. A gate whose metric has no value
+(a scoring-only run, an undefined ROC-AUC, a metric the run's head kind does not have) fails: what
+cannot be checked does not pass.
 
 Pure functions, no Prefect: the parameter model validates gates with them before anything runs.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import operator
 import re
 from collections.abc import Iterable
@@ -33,9 +37,11 @@ from scorekeeper.metrics.registry import (
     metrics_of,
     number_at,
     run_metrics,
+    value_at,
 )
+from scorekeeper.paired_tests import ALPHA, detectable_change
 
-SIGNIFICANCE = 0.05
+SIGNIFICANCE = ALPHA
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,10 @@ def parse_gate(metric: str, spec: str, head: HeadKind | str | None = HeadKind.SI
     significant = bool(_SIGNIFICANT.search(spec))
     if significant and not names[metric].comparison:
         raise ValueError(f"gate {metric!r}: 'if significant' applies to comparison gates only (<metric>_drop, <metric>_delta, ...)")
-    return Gate(metric, match.group(1), float(match.group(2)), significant)
+    limit = float(match.group(2))
+    if not math.isfinite(limit):  # 1e999 is inf: metrics.json is strict JSON, and such a gate means nothing
+        raise ValueError(f"gate {metric!r}: the limit in {spec!r} is not a finite number")
+    return Gate(metric, match.group(1), limit, significant)
 
 
 def _did_you_mean(metric: str, names: Iterable[str]) -> str:
@@ -181,15 +190,47 @@ def evaluate_gates(gates: dict[str, str], metrics: Any) -> list[GateResult]:
     for gate in parse_gates(gates, head=None):
         value = gate_value(metrics, gate.metric)
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
-        p = gate_value(metrics, "mcnemar_p")
-        significant = p is not None and p < SIGNIFICANCE
+        test = gate_test(gate, metrics) if gate.comparison else {}
+        significant = None if test.get("p") is None else test["p"] < SIGNIFICANCE
         if gate.if_significant:
-            passed = passed or (value is not None and not significant)
+            passed = passed or (value is not None and significant is False)
         result = GateResult(gate=str(gate), metric=gate.metric, value=value, limit=gate.limit, passed=passed)
-        if gate.if_significant:  # set, so written (p null included); absent on the other gates
-            result.mcnemar_p, result.significant = p, significant
+        for field, field_value in test.items():  # set, so written (nulls included); absent on the run's own gates
+            setattr(result, field, field_value)
+        if gate.if_significant:
+            result.significant = significant
         results.append(result)
     return results
+
+
+def tested_metric(metric: str) -> str:
+    """The metric of comparison.metric_tests whose test a comparison gate reads: a change's own
+    metric; accuracy's (McNemar's) for mcnemar_p, right_to_wrong, wrong_to_right."""
+    gate = GATE_METRICS[metric]
+    return gate.metric.name if gate.path[:2] == ("comparison", "deltas") else "accuracy"
+
+
+def gate_test(gate: Gate, metrics: Any) -> dict:
+    """A comparison gate's `method`, `p`, `ci` (oriented as the gate's value), `detectable_change`,
+    and a `warning` when a change's limit is below what this comparison can detect."""
+    path = ("comparison", "metric_tests", tested_metric(gate.metric))
+    ci = value_at(metrics, (*path, "ci"))
+    drop = GATE_METRICS[gate.metric].drop
+    detectable = detectable_change(number_at(metrics, (*path, "se")))
+    out = {
+        "method": value_at(metrics, (*path, "method")),
+        "p": number_at(metrics, (*path, "p")),
+        "ci": None if ci is None else ([-ci[1], -ci[0]] if drop else [ci[0], ci[1]]),
+        "detectable_change": detectable,
+    }
+    is_change = GATE_METRICS[gate.metric].path[:2] == ("comparison", "deltas")
+    if is_change and detectable is not None and abs(gate.limit) < detectable:
+        out["warning"] = (
+            f"{gate}: the limit {gate.limit:g} is below the smallest change this comparison detects ({detectable:.3g}, "
+            f"alpha {ALPHA:g}, 80% power, from the paired standard error): at this row count a real change of the "
+            "limit's size cannot be told from noise"
+        )
+    return out
 
 
 def failure_message(results: list[GateResult]) -> str | None:
@@ -201,7 +242,7 @@ def failure_message(results: list[GateResult]) -> str | None:
     for r in failed:
         value = "no value" if r.value is None else f"{r.value:.6g}"
         text = f"{r.gate}: {r.metric} is {value}"
-        if r.mcnemar_p is not None:
-            text += f" (mcnemar_p {r.mcnemar_p:.3g})"
+        if r.p is not None:
+            text += f" (p {r.p:.3g}, {r.method})"
         parts.append(text)
     return f"{len(failed)} of {len(results)} quality gate(s) failed: " + "; ".join(parts)

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import psutil
 
-from scorekeeper.errors import InputError, RunConflict
+from scorekeeper.errors import InputError, OutputError, RunConflict, storage_failure
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import is_local
 
@@ -61,6 +61,11 @@ def run_lease(run: RunFolder, run_id: str, owner: str, ttl_s: float = LEASE_TTL_
         created = run.create_exclusive(_record(owner), RunFolder.LEASE)
     except (PermissionError, NotADirectoryError, FileExistsError, IsADirectoryError) as exc:
         raise InputError(f"cannot write into the run folder {run.uri}: {exc.strerror or exc}") from None
+    except OSError as exc:  # the first write under output_uri: a missing bucket, a full disk
+        reason = storage_failure(exc)
+        if reason is None:
+            raise
+        raise OutputError(f"cannot write into the run folder {run.uri}: {reason}") from None
     if not created:
         try:
             held = json.loads(run.read_bytes(RunFolder.LEASE))

@@ -229,6 +229,13 @@ class ScoreRequest(BaseModel):
         description="With fan_out > 1: times a failed or lost group is dispatched again before the run fails.",
         json_schema_extra=affects(NOTHING),
     )
+    group_start_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="With fan_out > 1: seconds a group's flow run may wait for a worker of its pool to start it; "
+        "past them the run fails, naming the pool and the command that starts a worker (warnings come before).",
+        json_schema_extra=affects(NOTHING),
+    )
     group_stall_timeout_s: float = Field(
         180.0,
         gt=0,
@@ -386,7 +393,8 @@ def parameter_effects(model: type[BaseModel] = ScoreRequest) -> dict[str, frozen
     effects, problems = {}, []
     for name, field in model.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        kinds = frozenset(Affects(k) for k in extra.get("affects", ()))
+        declared = extra.get("affects")  # `affects(...)` writes a list of Affects values
+        kinds = frozenset(Affects(str(k)) for k in declared) if isinstance(declared, list) else frozenset()
         if not kinds:
             problems.append(
                 f"{model.__name__}.{name} does not say what it affects: add json_schema_extra=affects(...) to its "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from scorekeeper.redact import redact_uri
 from scorekeeper.storage import Location, digest_of
@@ -38,14 +38,44 @@ class InputFile(BaseModel):
         return self.model_copy(update={"uri": redact_uri(self.uri)})
 
 
-class StagedGroundTruth(BaseModel):
+class _Record(BaseModel):
+    """A run-folder record whose fields added later (ADDED) are left out while unset (None): a
+    record written before them is written back byte for byte, as readers of older files expect."""
+
+    ADDED: ClassVar[tuple[str, ...]] = ("skipped", "skipped_files")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset_additions(self, handler):
+        return {k: v for k, v in handler(self).items() if not (k in self.ADDED and v is None)}
+
+
+class SkippedFiles(BaseModel):
+    """Files below the input (or ground-truth) folder that were not read because a folder or file
+    name below it starts with "." or "_", as pyarrow's and Spark's dataset readers skip them
+    (.ipynb_checkpoints/, _temporary/, _SUCCESS, .crc files). plan.json's `skipped_files`."""
+
+    LISTED: ClassVar[int] = 1000  # URIs kept in the record; `count` counts them all
+
+    count: int = 0
+    files: list[str] = []  # redacted URIs, sorted, the first LISTED
+
+    @classmethod
+    def of(cls, uris: list[str]) -> SkippedFiles:
+        return cls(count=len(uris), files=[redact_uri(u) for u in sorted(uris)[: cls.LISTED]])
+
+    def plus(self, other: SkippedFiles) -> SkippedFiles:
+        return SkippedFiles(count=self.count + other.count, files=sorted(self.files + other.files)[: self.LISTED])
+
+
+class StagedGroundTruth(_Record):
     """The ground-truth files staged beside the input (when ground_truth_uri is given)."""
 
     files: list[InputFile]
     id_type: str
+    skipped: SkippedFiles | None = None  # None in records written before it (left out when written back)
 
 
-class StagedManifest(BaseModel):
+class StagedManifest(_Record):
     """work/staged.json: what the read step staged; the plan and the evaluation read it."""
 
     files: list[InputFile]
@@ -58,6 +88,12 @@ class StagedManifest(BaseModel):
     slice_columns: list[str]
     staging_key: str
     ground_truth: StagedGroundTruth | None = None
+    skipped: SkippedFiles | None = None  # None in records written before it (left out when written back)
+
+    def all_skipped(self) -> SkippedFiles:
+        """The hidden files of the input and of the ground truth, together."""
+        skipped = self.skipped or SkippedFiles()
+        return skipped.plus(self.ground_truth.skipped) if self.ground_truth and self.ground_truth.skipped else skipped
 
     @property
     def input_fingerprint(self) -> str:
@@ -83,7 +119,7 @@ def cut_ranges(total_rows: int, rows_per_range: int) -> list[IndexRange]:
     return [IndexRange(i, start, min(start + rows_per_range, total_rows)) for i, start in enumerate(range(0, total_rows, rows_per_range))]
 
 
-class Plan(BaseModel):
+class Plan(_Record):
     """plan.json: the input, the fingerprints the run was planned under, and its index ranges."""
 
     files: list[InputFile]
@@ -95,6 +131,7 @@ class Plan(BaseModel):
     rows_per_range: int
     ranges: list[tuple[int, int]]  # [start, end) of range k at position k
     labels: list[str]
+    skipped_files: SkippedFiles | None = None  # hidden files below the input and ground-truth folders, not read
 
     def index_ranges(self, indices: list[int] | None = None) -> list[IndexRange]:
         """The planned ranges (those of `indices`, in that order, when given)."""
@@ -124,6 +161,23 @@ class CommitRecord(BaseModel):
         return cls.model_validate_json(data)
 
 
+class CompletionRecord(BaseModel):
+    """complete.json: written last, atomically, once every output of the run is published; removed
+    before they are published again. History, `compare_to` (a name or `previous`) and anything
+    else that asks "did this run complete?" read this record and nothing else: a metrics.json
+    without it is what a failure while publishing left behind.
+
+    `files` holds the sha256 of each report file as published, so a reader can tell that the
+    files it reads are the ones the record vouches for."""
+
+    run_id: str
+    finished_at: str
+    files: dict[str, str]
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.model_dump(), indent=2, sort_keys=True).encode() + b"\n"
+
+
 def row_index_checksum(row_index: np.ndarray) -> str:
     """sha256 of the row indices as little-endian int64: what the commit record vouches for."""
     return hashlib.sha256(np.ascontiguousarray(row_index, dtype="<i8").tobytes()).hexdigest()
@@ -136,7 +190,8 @@ class RunFolder(Location):
     PLAN: ClassVar[str] = "plan.json"
     PREDICTIONS: ClassVar[str] = "predictions.parquet"
     REPORT_DIR: ClassVar[str] = "report"
-    METRICS: ClassVar[str] = "report/metrics.json"  # a run is complete once this exists
+    METRICS: ClassVar[str] = "report/metrics.json"
+    COMPLETION: ClassVar[str] = "complete.json"  # a run is complete when, and only when, this exists
     WORK_DIR: ClassVar[str] = "work"  # what a resume needs; not an output
     STAGED_INPUT: ClassVar[str] = "work/input.parquet"
     STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"
@@ -180,6 +235,13 @@ class RunFolder(Location):
 
     def publish_plan(self, plan: Plan) -> None:
         self.publish_json(plan.model_dump(mode="json"), self.PLAN)
+
+    def read_completion(self) -> CompletionRecord | None:
+        """The run's completion record, or None when the run has not completed."""
+        try:
+            return CompletionRecord.model_validate_json(self.read_bytes(self.COMPLETION))
+        except FileNotFoundError:
+            return None
 
     def commit_records(self) -> list[tuple[str, CommitRecord]]:
         """Every commit record in the folder, by file name (whatever fingerprint it was made under)."""

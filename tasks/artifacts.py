@@ -7,6 +7,8 @@ the scoring steps (score, fan_out) import it without pulling in the report."""
 from __future__ import annotations
 
 import time
+from typing import cast
+from uuid import UUID
 
 from prefect.artifacts import (
     create_image_artifact,
@@ -17,17 +19,20 @@ from prefect.artifacts import (
     update_progress_artifact,
 )
 
+from scorekeeper.escape import md_code, md_text
 from scorekeeper.metrics.registry import compared_metrics, head_of, metric_value
 from scorekeeper.redact import redact_uri
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.render import fmt, headline, plot_files, signed
+from scorekeeper.tasks.report_stats import tests_sentence
 
 
 class ProgressTracker:
     """A progress artifact, updated at most once a second."""
 
     def __init__(self, description: str):
-        self.artifact_id = create_progress_artifact(progress=0.0, key="scorekeeper-progress", description=description)
+        # Called from a task (sync): Prefect's dispatcher returns the id, not the coroutine its type allows.
+        self.artifact_id = cast(UUID, create_progress_artifact(progress=0.0, key="scorekeeper-progress", description=description))
         self.last = 0.0
 
     def update(self, percent: float) -> None:
@@ -52,7 +57,7 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
     Plots are data: URLs, the only image source Prefect's UI shows from an artifact (it cannot
     reach file:// or s3://); each plot draws its own white background for the UI's dark theme.
     """
-    lines = [f"# scorekeeper run `{run_id}`", ""]
+    lines = [f"# scorekeeper run {md_code(run_id)}", ""]
     gates = metrics.get("gates") or []
     failed = [g for g in gates if not g["passed"]]
     if failed:
@@ -71,9 +76,18 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
         first = compared_metrics(head_of(metrics))[0].name  # the headline's first metric
         lines += [
             "",
-            f"Against run `{comparison['run']}` ({comparison['rows_compared']} rows): {first} "
+            f"Against run {md_code(comparison['run'])} ({comparison['rows_compared']} rows): {first} "
             f"{signed((comparison.get('deltas') or {}).get(first))}, {flipped['right_to_wrong']} rows right -> wrong, "
             f"{flipped['wrong_to_right']} wrong -> right, McNemar p = {comparison['mcnemar_p']:.4g}.",
+        ]
+        if comparison.get("metric_tests"):
+            lines += ["", tests_sentence(comparison)]
+    audit = metrics.get("label_audit")
+    if audit:
+        lines += [
+            "",
+            f"Label audit (confident learning): {audit['suspected']} suspected label errors; accuracy without them "
+            f"{fmt(audit['accuracy_excluding_suspected'])}.",
         ]
     if throughput.get("rows_scored"):
         lines += [
@@ -82,7 +96,7 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
             f"{throughput['rows_per_s']:.1f} rows/s, {throughput['tokens_per_s']:.0f} tokens/s "
             f"on {throughput.get('processes')} process(es).",
         ]
-    lines += ["", f"Outputs: `{run_uri}` (predictions.parquet, report/report.html)", ""]
+    lines += ["", f"Outputs: {md_code(run_uri)} (predictions.parquet, report/report.html)", ""]
     for name in SUMMARY_PLOTS:
         if svgs.get(name):
             lines += [f"![{name.removesuffix('.svg')}]({plots.data_url(svgs[name])})", ""]
@@ -94,15 +108,24 @@ def comparison_rows(metrics: dict) -> list[dict]:
     comparison = metrics.get("comparison")
     if not comparison:
         return []
-    rows = []
+    rows, other = [], md_text(comparison["run"])  # a column name: rendered as markdown by the UI
+    tests = comparison.get("metric_tests") or {}
     for name, change in (comparison.get("deltas") or {}).items():
         now = metric_value(metrics, name)
         before = None if now is None or change is None else now - change
-        rows.append({"metric": name, "this run": now, comparison["run"]: before, "change": change})
+        row = {"metric": name, "this run": now, other: before, "change": change}
+        if name in tests:
+            row |= {"95% CI": tests[name]["ci"], "p": tests[name]["p"], "test": tests[name]["method"]}
+        rows.append(row)
     for kind, n in comparison["flipped"].items():
-        rows.append({"metric": f"rows {kind.replace('_', ' ')}", "this run": None, comparison["run"]: None, "change": n})
-    rows.append({"metric": "McNemar p", "this run": None, comparison["run"]: None, "change": comparison["mcnemar_p"]})
+        rows.append({"metric": f"rows {kind.replace('_', ' ')}", "this run": None, other: None, "change": n})
+    rows.append({"metric": "McNemar p", "this run": None, other: None, "change": comparison["mcnemar_p"]})
     return rows
+
+
+def per_class_rows(metrics: dict) -> list[dict]:
+    """The per-class table artifact's rows; the UI renders each cell as markdown, so labels are escaped."""
+    return [{"label": md_text(name), **values} for name, values in metrics["per_class"].items()]
 
 
 def publish_report_artifacts(context, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
@@ -114,13 +137,13 @@ def publish_report_artifacts(context, metrics: dict, throughput: dict, files: di
     )
     if metrics["per_class"]:
         create_table_artifact(
-            [{"label": name, **values} for name, values in metrics["per_class"].items()],
+            per_class_rows(metrics),
             key="scorekeeper-per-class",
             description="Per-class precision, recall, F1 and support",
         )
     if metrics.get("comparison"):
         create_table_artifact(
-            comparison_rows(metrics), key="scorekeeper-comparison", description=f"Compared with run {metrics['comparison']['run']}"
+            comparison_rows(metrics), key="scorekeeper-comparison", description=f"Compared with run {md_code(metrics['comparison']['run'])}"
         )
     for name in IMAGE_PLOTS:
         if svgs.get(name):

@@ -4,16 +4,16 @@ is more than noise, and the metric, per-class and per-slice deltas.
 Rows are matched on row_index when both runs read the same input files (the same content, as
 plan.json's input fingerprint records), else on the id; both runs' predictions are judged against
 this run's ground truth, so the test is paired. McNemar's exact test and the paired bootstrap of
-the accuracy delta need only the counts of discordant rows, so they cost nothing per row.
+the accuracy delta need only the counts of discordant rows, so they cost nothing per row; every
+other delta gets its paired test in compare_tests.py.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import posixpath
+from typing import Literal
 
-import numpy as np
 from prefect import task
 
 from scorekeeper.errors import InputError
@@ -26,49 +26,27 @@ from scorekeeper.metrics.document import (
     RecordedMetrics,
     SliceDelta,
 )
-from scorekeeper.metrics.registry import Metric, compared_metrics
+from scorekeeper.metrics.registry import Metric, compared_metrics, value_at
+from scorekeeper.paired_tests import accuracy_test, mcnemar_exact
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.staging.truth import TruthMatching
 from scorekeeper.storage import Location
+from scorekeeper.tasks.compare_tests import comparison_tests
 from scorekeeper.tasks.duck import SLICE_GROUPS, null_group_key, parquet_uri, sql
-from scorekeeper.tasks.history import completed_runs
+from scorekeeper.tasks.history import completed_runs, is_complete
 from scorekeeper.tasks.retries import IO_RETRIES
+from scorekeeper.tasks.truth import label_table, match_truth
 
 log = logging.getLogger(__name__)
 
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
 SAMPLES = 20  # flipped rows shown per direction
 
 
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value: the binomial(b + c, 1/2) tail at min(b, c), doubled, at most 1.
-    Summed in log space (lgamma), so it stays fast and finite for millions of discordant rows."""
-    n = b + c
-    if n == 0:
-        return 1.0
-    k = min(b, c)
-    log_half = n * math.log(0.5)
-    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + log_half for i in range(k + 1)]
-    top = max(logs)
-    tail = math.exp(top) * math.fsum(math.exp(v - top) for v in logs)
-    return min(1.0, 2.0 * tail)
-
-
 def paired_bootstrap_ci(right_to_wrong: int, wrong_to_right: int, rows: int) -> list[float] | None:
-    """95% percentile interval of the accuracy delta (this - other) under a paired bootstrap of rows.
-
-    Each row's difference is -1 (right -> wrong), +1 (wrong -> right) or 0, so resampling the rows
-    with replacement is exactly a multinomial draw of those three counts: the same distribution as
-    resampling row by row, at a cost independent of the row count. Fixed seed: reruns agree."""
-    if rows == 0:
-        return None
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    p = np.array([right_to_wrong, wrong_to_right, rows - right_to_wrong - wrong_to_right], dtype=float) / rows
-    draws = rng.multinomial(rows, p, size=BOOTSTRAP_RESAMPLES)
-    deltas = (draws[:, 1] - draws[:, 0]) / rows
-    low, high = np.percentile(deltas, [2.5, 97.5])
-    return [float(low), float(high)]
+    """95% percentile interval of the accuracy delta (this - other) under a paired bootstrap of rows
+    (scorekeeper/paired_tests.py: a multinomial of the three per-row outcomes, fixed seed)."""
+    return accuracy_test(right_to_wrong, wrong_to_right, rows)["ci"]
 
 
 def same_input(plan: dict, other_plan: dict) -> bool:
@@ -76,11 +54,22 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
-def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice_columns: list[str]) -> Comparison:
-    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`."""
+def compare(
+    con,
+    run: Location,
+    other: Location,
+    metrics: MetricsDocument,
+    slice_columns: list[str],
+    matching: TruthMatching,
+    truth_column: str = "label",
+) -> Comparison:
+    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`,
+    `truth` and `labels`; `matching` is how this run's truth was matched to its labels."""
     plan, other_plan = run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)
+    other_matching = _other_matching(con, other_plan.get("labels") or [], matching, truth_column)
     other_metrics = RecordedMetrics.parse(other.read_json(RunFolder.METRICS)) or RecordedMetrics()
     con.read_parquet(parquet_uri(other, RunFolder.PREDICTIONS)).create_view("other")
+    matched_on: Literal["row_index", "id"]
     if same_input(plan, other_plan):
         matched_on, keys = "row_index", ("o.row_index", "s.row_index")
     else:
@@ -90,7 +79,7 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
         }
         cast = "::VARCHAR" if len(types) > 1 else ""
         keys = (f"o.id{cast}", f"s.id{cast}")
-    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]))
+    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]), {"other_rule": other_matching.rule.value})
     rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
@@ -108,28 +97,57 @@ def compare(con, run: Location, other: Location, metrics: MetricsDocument, slice
         name: ClassDelta(**{k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")})
         for name, s in sides.items()
     }
-    slice_deltas = {}
+    slice_deltas, slice_counts = {}, {}
     for i, column in enumerate(slice_columns):
         groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in groups if not is_null})
         slice_deltas[column] = {
-            (null_key if is_null else value): SliceDelta(accuracy=delta, rows=int(n)) for is_null, value, n, delta in groups
+            (null_key if is_null else value): SliceDelta(accuracy=delta, rows=int(n)) for is_null, value, n, delta, _, _ in groups
         }
+        slice_counts[column] = {(null_key if is_null else value): (int(n), int(b), int(c)) for is_null, value, n, _, b, c in groups}
     if rows == 0:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
+    flipped = (int(rows), int(right_to_wrong), int(wrong_to_right))
+    other_labels = value_at(other_metrics, ("labels",))
+    compared = compared_metrics(metrics.head)
+    assert metrics.ece_bins is not None, "a single-label evaluation records its ECE bins"
+    tests = comparison_tests(con, metrics.labels or [], other_labels, flipped, slice_counts, metrics.ece_bins, compared)
     return Comparison(
         run=posixpath.basename(other.path),
         rows_compared=int(rows),
         matched_on=matched_on,
+        truth_matching=other_matching,
         flipped=FlipCounts(right_to_wrong=int(right_to_wrong), wrong_to_right=int(wrong_to_right), other=int(other_flips)),
         mcnemar_p=mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
         accuracy_delta_paired=(int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
-        accuracy_delta_ci=paired_bootstrap_ci(int(right_to_wrong), int(wrong_to_right), int(rows)),
-        deltas={m.name: _delta(metrics, other_metrics, m) for m in compared_metrics(metrics.head)},
+        accuracy_delta_ci=tests["metric_tests"]["accuracy"].ci,
+        deltas={m.name: _delta(metrics, other_metrics, m) for m in compared},
         samples=samples,
         per_class_deltas=per_class,
         slice_deltas=slice_deltas,
+        metric_tests=tests["metric_tests"],
+        per_class_tests=tests["per_class_tests"],
+        slice_tests=tests["slice_tests"],
+        tests_counted=tests["tests_counted"],
     )
+
+
+def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
+    """How the other run's predictions are judged against this truth: by the rule this truth column
+    has against the other run's labels (the rule that run's own evaluation of it uses), so that the
+    paired delta is the difference of the accuracies. A column that would resolve differently by
+    name and by id against the other run's labels is paired by this run's rule (said in the log)."""
+    if not other_labels:  # a plan.json that does not record its labels: taken as this run's
+        con.execute("CREATE OR REPLACE TEMP TABLE other_labels AS SELECT * FROM labels")
+        return matching
+    label_table(con, "other_labels", other_labels)
+    try:
+        return match_truth(con, matching.column_type, other_labels, truth_column, "other_labels", quiet=True)
+    except InputError as exc:
+        log.warning(
+            "compare_to: %s (against the other run's labels); its predictions are judged by this run's rule, %s", exc, matching.rule
+        )
+        return matching
 
 
 def _delta(metrics: MetricsDocument, other_metrics: RecordedMetrics, metric: Metric) -> float | None:
@@ -143,7 +161,7 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
     not this run, and its rows can be matched with this run's (same input, or ids on both sides)."""
     if request.compare_to is None:
         return None
-    from scorekeeper.tasks.read import list_input_files
+    from scorekeeper.staging.listing import list_input_files
 
     output = Location.from_uri(request.output_uri)
     if request.compare_to == run_id:
@@ -161,9 +179,9 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
         log.info("comparing with the previous run on the same input: %s (finished %s)", name, same[-1]["finished_at"])
         return name
     name = request.compare_to
-    other = output.child(name)
-    if not other.exists(RunFolder.METRICS):
-        state = "has not completed (no report/metrics.json)" if other.exists() else "does not exist"
+    other = RunFolder(output.fs, output.join(name))
+    if not is_complete(other):
+        state = f"has not completed (no {RunFolder.COMPLETION})" if other.exists() else "does not exist"
         raise InputError(f"compare_to: run {name!r} under {output.uri} {state}")
     if not other.exists(RunFolder.PREDICTIONS) or not other.exists(RunFolder.PLAN):
         raise InputError(f"compare_to: run {name!r} under {output.uri} has no predictions.parquet or plan.json to compare with")

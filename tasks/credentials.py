@@ -157,3 +157,70 @@ def storage_credentials(block_name: str | None) -> Iterator[StorageAccess | None
     run_logger(__name__).info("object storage: credentials from block %s", access.source)
     with use_storage_access(access):
         yield access
+
+
+# -- credentials inside URIs: handed to the run out of band -----------------------------------------
+# Prefect stores a flow run's parameters verbatim (the UI's Parameters tab shows them), so a URI's
+# credentials (a password, a presigned URL's signature) must never be a parameter. The CLI passes
+# the redacted URI as the parameter and hands the URI itself to the flow it runs in this process;
+# a flow run given a URI with credentials (a deployment run, a direct call) is refused, and one
+# given a redacted URI it was not handed (a retry from the UI of a CLI run) is refused too.
+_HANDED: dict[str, str] = {}
+
+HOW_TO_PASS = (
+    "Prefect would store it as a flow-run parameter. Give the URI without credentials and pass them "
+    "out of band: object-storage keys in a storage_block (an AwsCredentials or Secret block) or the "
+    "worker's AWS environment; or run `scorekeeper run`, which hands a URI's credentials to its own "
+    "flow run and passes only the redacted URI to Prefect"
+)
+
+
+def hand_over_uris(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The CLI's side: the options with every URI redacted, and the URIs with credentials by field."""
+    from scorekeeper.params import URI_FIELDS
+    from scorekeeper.redact import has_secret, redact_uri
+
+    handed = {name: options[name] for name in URI_FIELDS if isinstance(options.get(name), str) and has_secret(options[name])}
+    return {**options, **{name: redact_uri(uri) for name, uri in handed.items()}}, handed
+
+
+@contextlib.contextmanager
+def handed_uris(uris: Mapping[str, str]) -> Iterator[None]:
+    """The URIs (with their credentials) the flow run started inside this block may use."""
+    _HANDED.clear()
+    _HANDED.update(uris)
+    try:
+        yield
+    finally:
+        _HANDED.clear()
+
+
+def with_handed_uris(request):
+    """The flow's side: the request with each redacted URI replaced by the one the CLI handed over.
+
+    Refuses a URI that carries credentials (they are in Prefect already: say how to pass them), and
+    a redacted URI that was not handed over; fan-out cannot hand them to other machines."""
+    from scorekeeper.params import URI_FIELDS
+    from scorekeeper.redact import has_secret, is_redacted, redact_uri
+
+    updates = {}
+    for name in URI_FIELDS:
+        uri = getattr(request, name)
+        if uri is None:
+            continue
+        if has_secret(uri):
+            raise InputError(f"{name} {redact_uri(uri)} carries credentials in the URI: {HOW_TO_PASS}")
+        if is_redacted(uri):
+            real = _HANDED.get(name)
+            if real is None or redact_uri(real) != uri:
+                raise InputError(
+                    f"{name} {uri} shows *** where a credential was, and this flow run was not handed the URI "
+                    f"(a retry or deployment run of a run started with `scorekeeper run`?): {HOW_TO_PASS}"
+                )
+            updates[name] = real
+    if updates and request.fan_out > 1:
+        raise InputError(
+            f"fan_out {request.fan_out}: the credentials in {', '.join(updates)} cannot be handed to the group "
+            "machines; pass them in a storage_block instead"
+        )
+    return request.model_copy(update=updates) if updates else request

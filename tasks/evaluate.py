@@ -28,12 +28,15 @@ from scorekeeper.metrics.document import (
 )
 from scorekeeper.metrics.registry import TOP_K_MAX, HeadKind
 from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
+from scorekeeper.staging.truth import TruthRule, why_nothing_evaluated
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import compare
 from scorekeeper.tasks.duck import SLICE_GROUPS, connect_run, null_group_key, parquet_uri, sql
 from scorekeeper.tasks.history import run_history
+from scorekeeper.tasks.label_audit import label_audit
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
+from scorekeeper.tasks.truth import label_table, match_truth, truth_table
 
 ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
@@ -44,31 +47,27 @@ EXCERPT_CHARS = 200
 
 
 def evaluate(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, slice_columns: list[str], baseline: Location | None = None
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    slice_columns: list[str],
+    baseline: Location | None = None,
+    truth_column: str = "label",
 ) -> MetricsDocument:
     """metrics.json's content (docs/contracts.md, sections 3 and 6), the history and gates not yet
-    filled in; `baseline` is a completed run to compare with."""
+    filled in; `baseline` is a completed run to compare with; `truth_column` is the user's name of
+    the ground-truth column (for messages)."""
     con = connect_run(run)
     try:
         con.execute(sql("wilson.sql"))
         con.read_parquet(parquet_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
-        con.execute("CREATE TEMP TABLE labels (label_id BIGINT, label_name VARCHAR)")
-        con.executemany("INSERT INTO labels VALUES (?, ?)", list(enumerate(labels)))
+        label_table(con, "labels", labels)
         ground_truth = manifest.ground_truth
         source: GroundTruthSource | None
-        if ground_truth:
-            con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
-            id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
-            con.execute(sql("truth_from_files.sql", id_cast=id_cast))
-            source = "ground_truth_uri"
-        elif manifest.has_label:
-            con.execute(sql("truth_from_input.sql"))
-            source = "label_column"
-        else:
-            con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
-            source = None
-        con.execute(sql("evaluated.sql"))
+        source, kind = truth_table(con, run, manifest)
+        matching = match_truth(con, kind, labels, truth_column) if kind else None
+        con.execute(sql("evaluated.sql", rule=repr((matching.rule if matching else TruthRule.ID).value)))
         con.execute(sql("class_counts.sql"))
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
         truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
@@ -77,6 +76,9 @@ def evaluate(
         evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
         ).fetchone()
+        why = why_nothing_evaluated(source, truth_rows, missing) if not evaluated else None
+        if why:
+            run_logger(__name__).warning("evaluated no row: %s", why)
         per_class = {
             name: ClassScores(precision=p, recall=r, f1=f1, support=int(s))
             for name, p, r, f1, s in con.execute(sql("per_class.sql")).fetchall()
@@ -94,6 +96,7 @@ def evaluate(
             scored=int(scored),
             evaluated=int(evaluated),
             ground_truth_source=source,
+            truth_matching=matching,
             scoring_only=source is None,
             head=HeadKind.SINGLE_LABEL,
             accuracy=_number(accuracy),
@@ -121,8 +124,11 @@ def evaluate(
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             **ranking,
         )
+        if evaluated:
+            result.label_audit = label_audit(con, labels, EXCERPT_CHARS)
         if baseline is not None and evaluated:
-            result.comparison = compare(con, run, baseline, result, slice_columns)
+            assert matching is not None, "evaluated rows were matched to a truth"
+            result.comparison = compare(con, run, baseline, result, slice_columns, matching, truth_column)
     finally:
         con.close()
     return result
@@ -227,7 +233,14 @@ def evaluate_task(request, context, manifest: StagedManifest, baseline: str | No
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
     output = Location.from_uri(request.output_uri)
-    metrics = evaluate(context.run, context.labels, manifest, request.slice_columns, output.child(baseline) if baseline else None)
+    metrics = evaluate(
+        context.run,
+        context.labels,
+        manifest,
+        request.slice_columns,
+        output.child(baseline) if baseline else None,
+        truth_column=request.label_column or "label",
+    )
     metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
         metrics.gates = evaluate_gates(request.gates, metrics)

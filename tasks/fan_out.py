@@ -23,6 +23,8 @@ from __future__ import annotations
 import posixpath
 import time
 from dataclasses import dataclass, field
+from typing import cast
+from uuid import UUID
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -81,6 +83,8 @@ class GroupRun:
     record: dict | None = None
     last_sign: tuple = ()
     last_sign_at: float = field(default_factory=time.time)
+    dispatched_at: float = field(default_factory=time.time)
+    warned: int = 0  # start-timeout warnings given so far
 
     def observe(self, state: str, message: str, record: dict | None, now: float) -> None:
         """A new state, or a heartbeat since the last look, counts as a sign of life (on this
@@ -89,6 +93,10 @@ class GroupRun:
         if sign != self.last_sign:
             self.last_sign, self.last_sign_at = sign, now
         self.state, self.message, self.record = state, message, record
+
+    def waiting_for_worker(self, now: float) -> float:
+        """Seconds this run has waited for a worker to take it (0 once one has)."""
+        return now - self.dispatched_at if self.state == "SCHEDULED" else 0.0
 
     def lost(self, now: float, stall_timeout_s: float) -> bool:
         """A run a worker took that has shown no sign of life for too long: its machine died."""
@@ -123,12 +131,34 @@ class Group:
         return f"ranges {spans(self.indices)} (rows [{self.ranges[0].start}, {self.ranges[-1].end}))"
 
 
+def relative_paths(request: ScoreRequest) -> list[str]:
+    """The parameters that name a relative local path: on a group's machine, in its worker's folder,
+    it would name another place (or nothing)."""
+    import os
+
+    from scorekeeper.params import URI_FIELDS
+
+    found = []
+    for name in URI_FIELDS:
+        uri = getattr(request, name)
+        if uri is not None and "://" not in uri and not os.path.isabs(os.path.expanduser(uri)):
+            found.append(f"{name} {uri!r}")
+    return found
+
+
 def check_fan_out(request: ScoreRequest) -> None:
-    """Refuse fan-out up front where it cannot work: no Prefect server, or no group deployment."""
+    """Refuse fan-out up front where it cannot work: relative local paths, no Prefect server, or no
+    group deployment."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
     from prefect.settings import get_current_settings
 
+    relative = relative_paths(request)
+    if relative:
+        raise InputError(
+            f"fan_out {request.fan_out}: {', '.join(relative)} is a relative path, which the group machines "
+            "would resolve in their own folders: give object-storage URIs (or absolute paths on storage every machine mounts)"
+        )
     if not get_current_settings().api.url:
         raise InputError(needs_orchestration(request))
     with get_client(sync_client=True) as client:
@@ -150,25 +180,31 @@ class FanOut:
         self.run = context.run
         self.groups = [Group(n + 1, rs) for n, rs in enumerate(split_groups(job.ranges, request.fan_out))]
         self.logger = get_run_logger()
+        self.pool = client.read_deployment_by_name(request.fan_out_deployment).work_pool_name or "(none)"
 
     def dispatch(self, group: Group) -> None:
+        from prefect.client.schemas.objects import FlowRun
         from prefect.deployments import run_deployment
 
         attempt = len(group.runs) + 1
-        flow_run = run_deployment(
-            self.request.fan_out_deployment,
-            parameters={
-                "run_uri": self.context.run_uri,
-                "group": group.number,
-                "ranges": group.indices,
-                "scoring_fingerprint": self.job.scoring_fingerprint,
-                "storage_block": self.request.storage_block,
-                "stall_timeout_s": self.request.group_stall_timeout_s,
-            },
-            flow_run_name=f"{self.context.run_id}-g{group.number}" + (f"-try{attempt}" if attempt > 1 else ""),
-            tags=["scorekeeper", "scorekeeper-group"],
-            timeout=0,  # return at once: the groups run side by side, this task watches them all
-            as_subflow=True,
+        # Called from a task (sync): Prefect's dispatcher returns the flow run, not the coroutine its type allows.
+        flow_run = cast(
+            FlowRun,
+            run_deployment(
+                self.request.fan_out_deployment,
+                parameters={
+                    "run_uri": self.context.run_uri,
+                    "group": group.number,
+                    "ranges": group.indices,
+                    "scoring_fingerprint": self.job.scoring_fingerprint,
+                    "storage_block": self.request.storage_block,
+                    "stall_timeout_s": self.request.group_stall_timeout_s,
+                },
+                flow_run_name=f"{self.context.run_id}-g{group.number}" + (f"-try{attempt}" if attempt > 1 else ""),
+                tags=["scorekeeper", "scorekeeper-group"],
+                timeout=0,  # return at once: the groups run side by side, this task watches them all
+                as_subflow=True,
+            ),
         )
         group.runs.append(GroupRun(str(flow_run.id), flow_run.name))
         self.logger.info(
@@ -193,7 +229,7 @@ class FanOut:
         last_status = time.time()
         while running := [g for g in self.groups if g.status == "running"]:
             time.sleep(POLL_S)
-            ids = [g.latest.flow_run_id for g in running]
+            ids = [UUID(g.latest.flow_run_id) for g in running]
             flow_runs = {str(fr.id): fr for fr in self.client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)))}
             now = time.time()
             for group in running:
@@ -218,6 +254,8 @@ class FanOut:
                 elif run.lost(now, self.request.group_stall_timeout_s):
                     self.mark_lost(run)
                     self.failed(group, run.message)
+                else:
+                    self.check_started(group, run, now)
             done = self.committed_rows()
             tracker.update(100.0 * done / max(total, 1))
             if now - last_status >= STATUS_LOG_S:
@@ -233,6 +271,31 @@ class FanOut:
         else:
             group.status = "failed"
             self.logger.error("group %d: flow run %s on %s failed (%s); no retries left", group.number, run.name, run.where, reason)
+
+    def start_worker_hint(self) -> str:
+        return f"start one with `prefect worker start --pool {self.pool} --limit 1` on a scoring machine"
+
+    def check_started(self, group: Group, run: GroupRun, now: float) -> None:
+        """Every wait is bounded: a group no worker has started within group_start_timeout_s fails the
+        run (a retry would wait the same way), with a warning at each quarter of the time before."""
+        waited, limit = run.waiting_for_worker(now), self.request.group_start_timeout_s
+        if not waited:
+            return
+        if waited > limit:
+            from prefect.states import Cancelled
+
+            run.message = (
+                f"no worker of pool '{self.pool}' started it within group_start_timeout_s ({limit:.0f} s): " + self.start_worker_hint()
+            )
+            self.client.set_flow_run_state(run.flow_run_id, Cancelled(message=run.message), force=True)  # a late worker must not take it
+            run.state, group.status = "CANCELLED", "failed"
+            self.logger.error("group %d: flow run %s %s", group.number, run.name, run.message)
+        elif waited > limit * (run.warned + 1) / 4:
+            run.warned += 1
+            self.logger.warning(
+                "group %d: flow run %s has waited %.0f s for a worker of pool '%s' (the run fails after %.0f s): %s",
+                group.number, run.name, waited, self.pool, limit, self.start_worker_hint(),
+            )  # fmt: skip
 
     def mark_lost(self, run: GroupRun) -> None:
         from prefect.states import Crashed
@@ -313,6 +376,7 @@ def group_summary(group: Group, commits: dict[int, CommitRecord]) -> dict:
                 "ranges": committed,
                 "rows": sum(commits[i].rows for i in committed),
                 "rows_per_s": scoring.get("rows_per_s"),
+                "dtype": scoring.get("dtype"),
                 **({"error": run.message} if run.state != "COMPLETED" and run.message else {}),
             }
         )
@@ -326,6 +390,7 @@ def group_summary(group: Group, commits: dict[int, CommitRecord]) -> dict:
         "ranges": group.indices,
         "rows": sum(commits[i].rows for i in group.indices if i in commits),
         "rows_per_s": last["rows_per_s"],
+        "dtype": last["dtype"],
         "attempts": len(runs),
         "runs": runs,
     }

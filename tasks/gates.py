@@ -25,7 +25,10 @@ def enforce_gates(gates: list[GateResult] | None, run_uri: str) -> None:
 @task(name="check quality gates", cache_policy=NO_CACHE)
 def check_gates_task(context, metrics: MetricsDocument) -> None:
     """Fail the run when a quality gate failed (the report is already published)."""
-    enforce_gates(metrics.gates, context.run_uri)
     gates = metrics.gates
+    for gate in gates or []:
+        if gate.warning:
+            get_run_logger().warning(gate.warning)
+    enforce_gates(gates, context.run_uri)
     if gates:
         get_run_logger().info("%d quality gate(s) passed", len(gates))

@@ -62,6 +62,7 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
             rows_per_range=request.rows_per_range,
             ranges=[(r.start, r.end) for r in ranges],
             labels=context.labels,
+            skipped_files=manifest.all_skipped(),
         )
     )
     job = Job(

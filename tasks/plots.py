@@ -8,9 +8,9 @@ data URL in a Prefect artifact. Every text is escaped. A plot whose data is abse
 from __future__ import annotations
 
 import base64
-import html
 import math
 
+from scorekeeper.escape import html_text
 from scorekeeper.metrics.registry import head_of, history_metrics
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
@@ -21,7 +21,8 @@ CONFUSION_TOP = 15  # labels shown in the confusion matrix; the rest are grouped
 
 
 def esc(text) -> str:
-    return html.escape(str(text), quote=True)
+    """A text from the data inside the SVG: the one HTML escaping (scorekeeper/escape.py)."""
+    return html_text(text)
 
 
 def short(text, limit: int) -> str:
@@ -327,7 +328,7 @@ def coverage_svg(metrics: dict) -> str:
     a.axes("coverage (share of rows kept)", "accuracy of kept rows", TENTHS, yticks, xfmt="{:.0%}")
     pts = [(a.px(t["coverage"]), a.py(t["accuracy"])) for t in points]
     c.polyline(pts, CORRECT, width=2)
-    labelled = []
+    labelled: list[tuple[float, float]] = []
     for t, (x, y) in zip(points, pts, strict=True):
         tip = f"threshold {t['threshold']:g}: {t['rows']} rows kept ({t['coverage']:.1%}), accuracy {t['accuracy']:.4f}"
         c.circle(x, y, 3.5, CORRECT, title=tip)
@@ -335,6 +336,11 @@ def coverage_svg(metrics: dict) -> str:
             c.text(x - 6, y + 14, f"≥{t['threshold']:g}", size=9, anchor="end" if x > a.x + 40 else "start", color=MUTED)
             labelled.append((x, y))
     return c.svg()
+
+
+def model_of(run: dict) -> tuple:
+    """What "model changed" compares: the base weights and the adapter."""
+    return run.get("model_fingerprint"), run.get("adapter_fingerprint")
 
 
 def history_svg(metrics: dict) -> str:
@@ -359,7 +365,7 @@ def history_svg(metrics: dict) -> str:
         x = a.px(i)
         c.line(x, a.y + a.h, x, a.y + a.h + 4, MUTED)
         c.text(x + 3, a.y + a.h + 14, short(r["run_id"], 24), size=9, anchor="end", rotate=-30, color=MUTED, title=r["run_id"])
-        if i and r.get("model_fingerprint") != runs[i - 1].get("model_fingerprint"):
+        if i and model_of(r) != model_of(runs[i - 1]):
             c.line(x, a.y, x, a.y + a.h, "#bbb", dash="3 3")
             c.text(x, a.y - 3, "▲", size=9, anchor="middle", color=MUTED, title="model changed")
     for k, metric in enumerate(names):

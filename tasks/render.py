@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from scorekeeper.escape import md_text
 from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, number_at, value_at
 from scorekeeper.tasks import plots
 
@@ -30,8 +31,8 @@ def signed(value, digits: int = 4) -> str:
 
 
 def md(text) -> str:
-    """A value for a markdown table cell: pipes and newlines would break the table."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A value from the data in markdown (a table cell too): escaped, never rendered (scorekeeper/escape.py)."""
+    return md_text(text)
 
 
 def shown_metrics(metrics: dict) -> list[tuple[Metric, object]]:
@@ -95,7 +96,7 @@ GROUP_HEADER = ("group", "worker (machine)", "ranges", "rows", "rows/s", "attemp
 def group_rows(throughput: dict | None) -> list[tuple[str, ...]]:
     """One row per group of a fanned-out run (fan_out > 1): which machine scored which ranges, how
     fast; none for a run scored on one machine."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for g in (throughput or {}).get("groups") or []:
         where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
         rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from prefect import task
 
+from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
 from scorekeeper.run_folder import RunFolder
@@ -34,6 +35,15 @@ from scorekeeper.tasks.render import (
     signed,
     sorted_slices,
 )
+from scorekeeper.tasks.report_stats import (
+    audit_matrix,
+    comparison_tests_markdown,
+    gate_test_text,
+    label_audit_markdown,
+    mark,
+    pvalue,
+    tests_sentence,
+)
 from scorekeeper.tasks.retries import IO_RETRIES
 
 # The per-output table of a regression run: every metric only a regression head has, in the registry's order.
@@ -42,10 +52,10 @@ REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
 def render_markdown(metrics: dict, run_info: dict) -> str:
-    lines = [f"# scorekeeper report: {run_info['run_id']}", ""]
-    lines += [f"- input: `{run_info['input_uri']}`", f"- model: `{run_info['model_uri']}`"]
+    lines = [f"# scorekeeper report: {md(run_info['run_id'])}", ""]
+    lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
     if run_info.get("adapter_uri"):
-        lines.append(f"- adapter: `{run_info['adapter_uri']}`")
+        lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}", ""]
     if metrics["scoring_only"]:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
@@ -53,8 +63,12 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     if gates:
         failed = [g for g in gates if not g["passed"]]
         lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
-        lines += ["| gate | value | limit | result |", "|---|---|---|---|"]
-        lines += [f"| {md(g['gate'])} | {fmt(g['value'])} | {fmt(g['limit'])} | {'pass' if g['passed'] else '**FAIL**'} |" for g in gates]
+        lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {g['gate']} | {fmt(g['value'])} | {fmt(g['limit'])} | {gate_test_text(g)} | {'pass' if g['passed'] else '**FAIL**'} |"
+            for g in gates
+        ]
+        lines += [f"- warning: {g['warning']}" for g in gates if g.get("warning")]
         lines.append("")
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     throughput = run_info.get("throughput")
@@ -74,6 +88,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         ]
     lines += groups_markdown(throughput)
     lines += _markdown_comparison(metrics.get("comparison"))
+    lines += comparison_tests_markdown(metrics.get("comparison"))
     lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
     if metrics.get("unknown_labels"):
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
@@ -94,10 +109,11 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"## By {md(column)} (worst first)", "", "| value | rows | accuracy | 95% CI |", "|---|---|---|---|"]
         lines += [f"| {md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
         lines.append("")
+    lines += label_audit_markdown(metrics.get("label_audit"), metrics["evaluated"], metrics.get("accuracy"))
     return "\n".join(lines)
 
 
-PER_LABEL_HEADER = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
+PER_LABEL_HEADER: tuple[str, ...] = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
 PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
 
 
@@ -168,7 +184,7 @@ def _markdown_comparison(comparison: dict | None) -> list[str]:
     if not comparison:
         return []
     flipped = comparison["flipped"]
-    lines = [f"## Compared with run `{comparison['run']}`", ""]
+    lines = [f"## Compared with run {md_code(comparison['run'])}", ""]
     lines += [
         f"{comparison['rows_compared']} rows compared"
         + (f" (matched on {comparison['matched_on']})" if comparison.get("matched_on") else "")
@@ -199,6 +215,8 @@ def _environment():
     env.filters["ci"] = ci
     env.filters["key"] = lambda path: json.dumps(list(path), ensure_ascii=False)
     env.filters["raw"] = lambda value: "" if value is None else repr(value)
+    env.filters["pvalue"] = pvalue
+    env.filters["mark"] = mark
     return env
 
 
@@ -225,6 +243,9 @@ def render_html(metrics: dict, run_info: dict) -> str:
             facts=facts,
             headline_cards=cards(metrics),
             gates=gates,
+            gate_tests=any(g.get("method") for g in gates),
+            tests_sentence=tests_sentence(metrics["comparison"]) if (metrics.get("comparison") or {}).get("metric_tests") else "",
+            audit_names=audit_matrix(metrics["label_audit"])[0] if metrics.get("label_audit") else [],
             failed_gates=[g for g in gates if not g["passed"]],
             slices=slices,
             slice_intervals=slice_intervals,
@@ -276,7 +297,7 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
         (
             "mode",
             f"{run_info['mode']}, {run_info['num_processes']} process(es)"
-            + (f", dtype {run_info['dtype']}" if run_info.get("dtype") else ""),
+            + (f", dtype {dtype}" if (dtype := scoring.get("dtype") or _groups_dtype(scoring) or run_info.get("dtype")) else ""),
         )
     )
     if scoring.get("rows_scored") is not None:
@@ -314,21 +335,26 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
     return facts
 
 
+def _groups_dtype(scoring: dict) -> str | None:
+    """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
+    used = {g.get("dtype") for g in scoring.get("groups") or [] if g.get("dtype")}
+    return ", ".join(sorted(used)) or None
+
+
 def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> dict[str, str]:
-    """Write metrics.json, report.md, report.html and the plots; returns their URIs. Every file is
-    rendered from the document as metrics.json holds it, so none can disagree with it."""
+    """Write the plots, report.md, report.html and metrics.json (last), then the completion record
+    (tasks/publish.py); returns their URIs. Every file is rendered from the document as
+    metrics.json holds it, so none can disagree with it."""
+    from datetime import UTC, datetime
+
+    from scorekeeper.tasks.publish import publish_complete
+
     document = metrics.as_dict()
-    files = {
-        "metrics.json": metrics.to_json_bytes(),
-        "report.md": render_markdown(document, run_info).encode(),
-        "report.html": render_html(document, run_info).encode(),
-    }
-    files |= {name: svg.encode() for name, svg in plot_files(document).items()}
-    written = {}
-    for name, data in files.items():
-        run.publish_bytes(data, RunFolder.REPORT_DIR, name)
-        written[name] = run.child(RunFolder.REPORT_DIR).uri + "/" + name
-    return written
+    files = {name: svg.encode() for name, svg in plot_files(document).items()}
+    files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
+    files["metrics.json"] = metrics.to_json_bytes()
+    finished = document.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds")
+    return publish_complete(run, files, finished)
 
 
 @task(name="publish report", **IO_RETRIES)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +17,13 @@ from sklearn.metrics import precision_recall_fscore_support
 from scorekeeper.errors import InputError
 from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.params import ScoreRequest
-from scorekeeper.run_folder import StagedManifest
+from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import mcnemar_exact, paired_bootstrap_ci, resolve_baseline
 from scorekeeper.tasks.duck import NULL_GROUP
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.history import completed_runs, run_history
+from scorekeeper.tasks.publish import publish_complete
 from scorekeeper.tasks.read import list_input_files
 from tests.helpers import staged_manifest, write_predictions
 from tests.s3server import moto  # noqa: F401  (a fixture)
@@ -64,8 +63,8 @@ def write_run(
         metrics = evaluate(location, LABELS, manifest, [f"s{i}" for i in range(len(slices or []))])
         if finished_at:
             metrics.finished_at = finished_at
-        (run / "report").mkdir()
-        (run / "report" / "metrics.json").write_bytes(metrics.to_json_bytes())
+        # as the report step publishes it: metrics.json, then the completion record
+        publish_complete(RunFolder(location.fs, location.path), {"metrics.json": metrics.to_json_bytes()}, finished_at or "2026-01-01")
     return location, manifest
 
 
@@ -189,33 +188,31 @@ def test_bootstrap_interval_matches_a_row_by_row_bootstrap():
     assert paired_bootstrap_ci(0, 0, 10) == [0.0, 0.0] and paired_bootstrap_ci(0, 0, 0) is None
 
 
-def _age(path: Path, seconds_ago: float) -> None:
-    t = time.time() - seconds_ago
-    os.utime(path, (t, t))
-
-
 def test_history_lists_completed_runs_oldest_first_and_this_run_last(tmp_path):
     truth = np.array([0, 1, 2, 3] * 5)
     probs = np.eye(4)[truth] * 0.7 + 0.075
     write_run(tmp_path, "b-newer", probs, truth, finished_at="2026-11-02T02:00:00+00:00")
     write_run(tmp_path, "a-older", probs, truth, finished_at="2026-11-01T02:00:00+00:00")
     write_run(tmp_path, "unfinished", probs, truth, complete=False)
-    legacy, _ = write_run(tmp_path, "legacy", probs, truth)  # written before metrics.json had finished_at
-    metrics_file = tmp_path / "legacy" / "report" / "metrics.json"
-    metrics_file.write_text(json.dumps({k: v for k, v in json.loads(metrics_file.read_text()).items() if k != "finished_at"}))
-    _age(metrics_file, 10 * 365 * 86400)
+    # Its metrics.json has no finished_at: the completion record's time orders it.
+    write_run(tmp_path, "early", probs, truth)
+    metrics_file = tmp_path / "early" / "report" / "metrics.json"
+    metrics = {k: v for k, v in json.loads(metrics_file.read_text()).items() if k != "finished_at"}
+    publish_complete(
+        RunFolder.from_uri(str(tmp_path / "early")), {"metrics.json": json.dumps(metrics).encode()}, "2019-01-01T00:00:00+00:00"
+    )
     (tmp_path / "stray.txt").write_text("not a run")
     output = Location.from_uri(str(tmp_path))
 
     runs = completed_runs(output)
-    assert [r["run_id"] for r in runs] == ["legacy", "a-older", "b-newer"]
+    assert [r["run_id"] for r in runs] == ["early", "a-older", "b-newer"]
     assert runs[0]["finished_at"] < "2020" and runs[1]["accuracy"] == 1.0 and runs[1]["model_fingerprint"] == "model-a-older"
 
     this = {"finished_at": "2026-11-03T02:00:00+00:00", "rows": 20, "evaluated": 20, "accuracy": 0.5, "macro_f1": 0.4}
     plan = {"model_fingerprint": "m", "input_fingerprint": "i"}
     history = [h.model_dump() for h in run_history(output, "b-newer", RecordedMetrics.parse(this), plan)]  # a rerun of b-newer
-    assert [h["run_id"] for h in history] == ["legacy", "a-older", "b-newer"]
-    assert history[-1] == {"run_id": "b-newer", "model_fingerprint": "m", "input_fingerprint": "i"} | this
+    assert [h["run_id"] for h in history] == ["early", "a-older", "b-newer"]
+    assert history[-1] == {"run_id": "b-newer", "model_fingerprint": "m", "adapter_fingerprint": None, "input_fingerprint": "i"} | this
     assert set(history[0]) == {
         "run_id",
         "finished_at",
@@ -224,6 +221,7 @@ def test_history_lists_completed_runs_oldest_first_and_this_run_last(tmp_path):
         "accuracy",
         "macro_f1",
         "model_fingerprint",
+        "adapter_fingerprint",
         "input_fingerprint",
     }
 
@@ -284,7 +282,7 @@ def test_a_baseline_written_before_fields_existed_is_compared_on_what_it_has(tmp
     base, _ = write_run(tmp_path, "base", before, truth)
     path = tmp_path / "base" / "report" / "metrics.json"
     early = {k: v for k, v in json.loads(path.read_text()).items() if k not in {"head", "roc_auc", "average_precision", "finished_at"}}
-    path.write_text(json.dumps(early))
+    publish_complete(RunFolder.from_uri(str(tmp_path / "base")), {"metrics.json": json.dumps(early).encode()}, "2026-01-01")
     run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
     c = evaluate(run, LABELS, manifest, [], baseline=base).as_dict()["comparison"]
     assert c["deltas"]["roc_auc_macro"] is None and c["deltas"]["average_precision_macro"] is None

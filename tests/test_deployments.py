@@ -238,13 +238,15 @@ def stack(tmp_path_factory, models):
         s3.filesystem().pipe_file(f"{bucket}/eval/reviews.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
         s3.upload_folder(models["bert"], f"s3://{bucket}/models/bert")
         s3.upload_folder(models["bert_adapter"], f"s3://{bucket}/models/lora")
+        # prefect.yaml needs the two process pools; its container variants (infra/prefect-containers.yaml)
+        # their Docker and Kubernetes pools (the Kubernetes one with the shipped base job template,
+        # which the server validates).
         server.cli("work-pool", "create", POOL, "--type", "process")
-        # `deploy --all` needs every pool: the groups' process pool, and its Docker and Kubernetes
-        # variants (the Kubernetes one with the shipped base job template, which the server validates).
         server.cli("work-pool", "create", "scorekeeper-groups", "--type", "process")
+        server.cli("--no-prompt", "deploy", "--all", timeout=240)
         server.cli("work-pool", "create", "scorekeeper-groups-docker", "--type", "docker")
         server.cli("work-pool", "create", "scorekeeper-groups-k8s", "--type", "kubernetes", "--base-job-template", str(K8S_TEMPLATE))
-        server.cli("--no-prompt", "deploy", "--all", timeout=240)
+        server.cli("--no-prompt", "deploy", "--all", "--prefect-file", "infra/prefect-containers.yaml", timeout=240)
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             AwsCredentialsShape.save(BLOCK, s3.key, s3.secret, s3.endpoint)
             stack = Stack(root, server, s3, bucket, rows, models)

@@ -146,7 +146,7 @@ def test_cli_refuses_fan_out_without_a_prefect_server(tmp_path, monkeypatch, cap
         code = main(["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", str(tmp_path / "m"), "--output-uri", str(tmp_path / "out"), "--fan-out", "3"])  # fmt: skip
         # The flow itself refuses too (called from Python, or by a deployment on a misconfigured worker).
         with pytest.raises(InputError, match="needs a Prefect server"):
-            check_fan_out(ScoreRequest(input_uri="in.csv", model_uri="m", output_uri="out", fan_out=3))
+            check_fan_out(ScoreRequest(input_uri="s3://b/in.csv", model_uri="s3://b/m", output_uri="s3://b/out", fan_out=3))
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert "needs a Prefect server" in err and GROUP_DEPLOYMENT in err and "worker" in err

@@ -109,9 +109,13 @@ def test_verdicts():
     assert results["macro_f1_drop"]["value"] == pytest.approx(0.03) and not results["macro_f1_drop"]["passed"]  # drop = other - this
     assert results["accuracy_drop"]["value"] == pytest.approx(-0.01) and results["accuracy_drop"]["passed"]
 
-    significant = evaluate_gates({"macro_f1_drop": "<=0.01 if significant"}, METRICS)[0]
-    assert significant.passed and significant.significant is False and significant.mcnemar_p == 0.2  # noise: passes
-    strict = METRICS | {"comparison": METRICS["comparison"] | {"mcnemar_p": 0.01}}
+    # `if significant` reads the gated metric's own paired test, not McNemar's test on accuracy
+    noise = {"delta": -0.03, "ci": [-0.07, 0.01], "p": 0.2, "method": "paired_bootstrap", "se": 0.02}
+    tested = METRICS | {"comparison": METRICS["comparison"] | {"mcnemar_p": 0.01, "metric_tests": {"macro_f1": noise}}}
+    significant = evaluate_gates({"macro_f1_drop": "<=0.01 if significant"}, tested)[0]
+    assert significant.passed and significant.significant is False and significant.p == 0.2  # noise: passes
+    assert significant.method == "paired_bootstrap" and significant.ci == [-0.01, 0.07]  # a drop's interval: the delta's, negated
+    strict = METRICS | {"comparison": METRICS["comparison"] | {"mcnemar_p": 0.5, "metric_tests": {"macro_f1": noise | {"p": 0.01}}}}
     assert not evaluate_gates({"macro_f1_drop": "<=0.01 if significant"}, strict)[0].passed
 
     message = failure_message(evaluate_gates(gates, METRICS))

@@ -32,8 +32,10 @@ from scorekeeper.metrics.registry import (
     metrics_of,
     run_metrics,
 )
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.history import completed_runs
+from scorekeeper.tasks.publish import publish_complete
 from tests.report_fixture import full_metrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,12 +176,12 @@ def test_other_runs_are_read_tolerantly(tmp_path, caplog):
     assert metric_value(recorded, "accuracy") == 0.75 and metric_value(recorded, "roc_auc_macro") is None
     entry = history_entry("old", recorded, {"model_fingerprint": "m"}).model_dump()
     assert entry == {"run_id": "old", "finished_at": None, "rows": 10, "evaluated": 8, "accuracy": 0.75, "macro_f1": None,
-                     "model_fingerprint": "m", "input_fingerprint": None}  # fmt: skip
+                     "model_fingerprint": "m", "adapter_fingerprint": None, "input_fingerprint": None}  # fmt: skip
     assert RecordedMetrics.parse([1, 2]) is None and RecordedMetrics.parse({"rows": "many"}) is None
 
     for name, data in (("early", legacy), ("odd", {"rows": "many"}), ("list", [1, 2])):
-        (tmp_path / name / "report").mkdir(parents=True)
-        (tmp_path / name / "report" / "metrics.json").write_text(json.dumps(data))
+        # published with its completion record, as every completed run is (tasks/publish.py)
+        publish_complete(RunFolder.from_uri(str(tmp_path / name)), {"metrics.json": json.dumps(data).encode()}, "2026-01-01")
     with caplog.at_level("WARNING"):
         runs = completed_runs(Location.from_uri(str(tmp_path)))
     assert [r["run_id"] for r in runs] == ["early"] and runs[0]["accuracy"] == 0.75

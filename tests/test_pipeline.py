@@ -20,7 +20,7 @@ from scorekeeper.errors import InputError, ModelError  # noqa: E402
 from scorekeeper.run_folder import IndexRange, cut_ranges  # noqa: E402
 from scorekeeper.worker.batching import collate, cut_batches, encode  # noqa: E402
 from scorekeeper.worker.model import load_model  # noqa: E402
-from scorekeeper.worker.pipeline import RangeWork, bubble_theoretical, plan_layout  # noqa: E402
+from scorekeeper.worker.pipeline import RangeWork, TimedStage, bubble_theoretical, plan_layout  # noqa: E402
 from scorekeeper.worker.replica import score_batches  # noqa: E402
 from scorekeeper.worker.stages import balanced_boundaries, build_stage  # noqa: E402
 from tests import models as demo  # noqa: E402
@@ -172,6 +172,14 @@ def test_range_header_round_trip():
     back = RangeWork.from_header(work.header())
     assert (back.range, back.truncated, back.useful_tokens, back.padded_tokens, back.shapes) == (work.range, 1, 50, 60, [(4, 9), (3, 5)])
     assert [p.tolist() for p in back.positions] == [[6, 0, 2, 1], [5, 3, 4]]
+
+
+def test_the_timed_stage_is_still_a_module_that_moves_and_times():
+    # It once kept its device kind in `self.cuda`, shadowing nn.Module.cuda(): the stage could not be moved to a GPU.
+    timed = TimedStage(torch.nn.Linear(2, 2), CPU)
+    assert callable(timed.cuda) and not timed.on_cuda
+    timed(torch.zeros(1, 2))
+    assert timed.busy > 0
 
 
 # -- real runs ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from scorekeeper.escape import md_text
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import plots
@@ -126,7 +127,7 @@ def test_data_is_escaped_everywhere(full):
     for svg in plot_files(metrics).values():
         ET.fromstring(svg)  # still well-formed XML: every label escaped
     markdown = render_markdown(metrics, run_info)
-    assert "| <b>x</b> | 3 |" in markdown  # markdown is text: Prefect's UI and viewers escape it
+    assert "| " + md_text("<b>x</b>") + " | 3 |" in markdown  # escaped: Prefect's UI renders HTML in markdown (tests/test_escaping.py)
 
 
 def test_numbers_shown_equal_the_metrics(full):

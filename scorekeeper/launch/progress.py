@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from scorekeeper.boundary import Event, Failed, PipelineReport, RangeDone, Started
+from scorekeeper.boundary import Event, Failed, ModelLoaded, PipelineReport, RangeDone, Started
 
 
 @dataclass
@@ -23,6 +23,7 @@ class Progress:
     crashed: bool = False  # one of them is a bug (not a problem the user can fix): its traceback matters
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
     engine: dict | None = None  # how rank 0 fed its device (worker/device.py engine_facts)
+    dtype: str | None = None  # the compute dtype rank 0 loaded the model in (`auto` resolved)
 
     def update(self, event: Event) -> None:
         match event:
@@ -34,6 +35,8 @@ class Progress:
                 self.ranges_done += 1
             case Started(rank=0):
                 self.engine = event.engine.model_dump()
+            case ModelLoaded(rank=0) if event.dtype:
+                self.dtype = event.dtype
             case PipelineReport():
                 self.pipeline.append(event.record())
             case Failed():
@@ -61,4 +64,5 @@ class Progress:
             "tokens_per_s": round(self.tokens / self.elapsed, 1),
             **({"pipeline": self.pipeline} if self.pipeline else {}),
             **({"engine": self.engine} if self.engine else {}),
+            **({"dtype": self.dtype} if self.dtype else {}),
         }

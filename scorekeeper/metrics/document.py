@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
+from scorekeeper.staging.truth import TruthMatching
 
 Number = float | None
 GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column
@@ -228,12 +229,43 @@ class SliceDelta(Part):
     rows: int
 
 
+class PairedTest(Part):
+    """A delta's paired test (scorekeeper/paired_tests.py): this - other, its 95% interval, the
+    two-sided p-value of "no change", the method, the paired standard error."""
+
+    delta: Number
+    ci: list[float] | None
+    p: Number
+    method: str
+    se: Number = None
+
+
+class FamilyTest(Part):
+    """A test of a per-class or per-slice family, with Holm's adjusted p-value."""
+
+    delta: Number
+    ci: list[float] | None
+    p: Number
+    p_holm: Number
+    method: str
+
+
+class TestsCounted(Part):
+    """Deltas that carry a p-value, and those significant (the families: after Holm)."""
+
+    metric_tests: int
+    per_class_tests: int
+    slice_tests: int
+    significant: dict[str, int]
+
+
 class Comparison(Part):
     """metrics.json `comparison`: this run against another on the rows both scored."""
 
     run: str
     rows_compared: int
     matched_on: Literal["row_index", "id"] | None = None
+    truth_matching: TruthMatching | None = None  # how the other run's predictions were judged against this truth
     flipped: FlipCounts
     mcnemar_p: float
     accuracy_delta_paired: Number = None
@@ -242,6 +274,30 @@ class Comparison(Part):
     samples: dict[str, list[FlipSample]] = {}
     per_class_deltas: dict[str, ClassDelta] = {}
     slice_deltas: dict[str, dict[str, SliceDelta]] = {}
+    metric_tests: dict[str, PairedTest] = {}
+    per_class_tests: dict[str, dict[str, FamilyTest]] = {}
+    slice_tests: dict[str, dict[str, FamilyTest]] = {}
+    tests_counted: TestsCounted | None = None
+
+
+class AuditRow(Part):
+    row_index: int
+    id: Any  # the input id's own type
+    text: str | None
+    given: str
+    suggested: str
+    margin: float
+
+
+class LabelAudit(Part):
+    """metrics.json `label_audit`: confident learning's suspected label errors (tasks/label_audit.py)."""
+
+    method: Literal["confident_learning"]
+    thresholds: dict[str, Number]
+    suspected: int
+    by_pair: dict[str, dict[str, int]]
+    rows: list[AuditRow]
+    accuracy_excluding_suspected: Number
 
 
 class HistoryEntry(Part):
@@ -257,17 +313,24 @@ class HistoryEntry(Part):
     accuracy: Number = None
     macro_f1: Number = None
     model_fingerprint: str | None
+    adapter_fingerprint: str | None = None  # the history's "model changed" marker compares both
     input_fingerprint: str | None
 
 
 class GateResult(Part):
-    """One quality gate's verdict; `mcnemar_p` and `significant` only on `if significant` gates."""
+    """One quality gate's verdict. A comparison gate adds its metric's test (`method`, `p`, `ci` of
+    the gate's value) and `detectable_change`, with a `warning` when its limit is below that; an
+    `if significant` gate adds `significant` (null: its test has no p-value)."""
 
     gate: str
     metric: str
     value: Number
     limit: float
-    mcnemar_p: Number = None
+    method: str | None = None
+    p: Number = None
+    ci: list[float] | None = None
+    detectable_change: Number = None
+    warning: str | None = None
     significant: bool | None = None
     passed: bool
 
@@ -282,6 +345,7 @@ class MetricsDocument(Part):
     scored: int
     evaluated: int
     ground_truth_source: GroundTruthSource | None
+    truth_matching: TruthMatching | None = None  # the one rule matching the ground truth to the labels
     scoring_only: bool
     head: HeadKind
     # single-label scores (docs/contracts.md sections 3 and 6)
@@ -354,6 +418,7 @@ class MetricsDocument(Part):
     calibration_deciles: dict[str, list[Decile]] | None = None
     largest_errors: dict[str, list[LargestError]] | None = None
     # filled in after the evaluation: compare_to, the history, the gates, the scoring step's facts
+    label_audit: LabelAudit | None = None
     comparison: Comparison | None = None
     history: list[HistoryEntry] | None = None
     gates: list[GateResult] | None = None
@@ -420,5 +485,5 @@ def history_entry(run_id: str, metrics: MetricsDocument | RecordedMetrics, plan:
     plan = plan or {}
     entry: dict[str, Any] = {"run_id": run_id, "finished_at": metrics.finished_at, "rows": metrics.rows, "evaluated": metrics.evaluated}
     entry |= {m.name: m.value(metrics) for m in history_metrics(metrics.head)}
-    entry |= {"model_fingerprint": plan.get("model_fingerprint"), "input_fingerprint": plan.get("input_fingerprint")}
+    entry |= {k: plan.get(k) for k in ("model_fingerprint", "adapter_fingerprint", "input_fingerprint")}
     return HistoryEntry.model_validate(entry)

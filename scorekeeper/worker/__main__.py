@@ -71,16 +71,18 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         began = time.time()
+        dtype = resolve_dtype(settings.dtype, ranks.device)
         loaded = load_model(
             job.model_path,
             job.adapter_path,
             merge_adapter=settings.merge_adapter,
-            dtype=resolve_dtype(settings.dtype, ranks.device),
+            dtype=dtype,
             device=ranks.device,
             trust_remote_code=settings.trust_remote_code,
             max_length=settings.max_length,
         )
-        emit(ModelLoaded(rank=ranks.rank, seconds=time.time() - began))
+        # the dtype used ("auto" resolved on this device): the report's run facts show it
+        emit(ModelLoaded(rank=ranks.rank, seconds=time.time() - began, dtype=str(dtype).removeprefix("torch.")))
         if settings.mode == "pipeline":
             from scorekeeper.worker.pipeline import run_pipeline
 

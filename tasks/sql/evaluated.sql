@@ -1,17 +1,27 @@
--- One row per row with both a prediction and a ground-truth label.
--- A label is a model label when it equals one of its names, or is an integer id in range.
+-- One row per row with both a prediction and a ground-truth label, its label resolved by the one
+-- rule of the column ({rule}: 'id', 'name' or 'name_or_id', a literal decided once from the
+-- column's type and values by scorekeeper/staging/truth.py; never chosen row by row).
+-- `truth_id` is the value read as a label id (for pairing with another run). An unknown value
+-- spelled like a label name (integer truth 3 against a label named "3") gets a name of its own,
+-- so that it never counts as that label in the per-class metrics.
 CREATE TEMP TABLE resolved_truth AS
 SELECT t.row_index, t.raw_label,
-       COALESCE(by_name.label_id, by_id.label_id) AS true_id
+       CASE WHEN regexp_full_match(t.raw_label, '-?[0-9]+') THEN TRY_CAST(t.raw_label AS BIGINT) END AS truth_id,
+       CASE {rule} WHEN 'name' THEN by_name.label_id
+                   WHEN 'id' THEN by_id.label_id
+                   ELSE coalesce(by_name.label_id, by_id.label_id) END AS true_id
 FROM truth AS t
 LEFT JOIN labels AS by_name ON by_name.label_name = t.raw_label
-LEFT JOIN labels AS by_id ON by_name.label_id IS NULL
-    AND regexp_full_match(t.raw_label, '-?[0-9]+') AND by_id.label_id = TRY_CAST(t.raw_label AS BIGINT);
+LEFT JOIN labels AS by_id ON regexp_full_match(t.raw_label, '-?[0-9]+') AND by_id.label_id = TRY_CAST(t.raw_label AS BIGINT);
 
 CREATE TEMP TABLE evaluated AS
 SELECT p.row_index,
        r.true_id,
-       COALESCE(l.label_name, r.raw_label) AS true_name,
+       r.raw_label,
+       r.truth_id,
+       CASE WHEN l.label_name IS NOT NULL THEN l.label_name
+            WHEN r.raw_label IN (SELECT label_name FROM labels) THEN r.raw_label || ' [unknown]'
+            ELSE r.raw_label END AS true_name,
        p.predicted_id,
        p.predicted_label AS pred_name,
        p.score,

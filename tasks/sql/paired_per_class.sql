@@ -1,15 +1,15 @@
 -- Precision, recall and F1 per label for each run over the paired rows (scikit-learn's semantics,
--- 0/0 counts as 0); a label one run never meets gets zeros on that side.
+-- 0/0 counts as 0); a label one run never meets gets zeros on that side. A row is right or wrong
+-- as `paired` judged it (each run by its own rule for the ground-truth column).
 WITH sides AS (
-    SELECT 'before' AS side, true_name, before AS pred FROM paired
+    SELECT 'before' AS side, true_name, before_class AS pred, right_before AS is_right FROM paired
     UNION ALL
-    SELECT 'after', true_name, after FROM paired
+    SELECT 'after', true_name, after, right_after FROM paired
 ), contributions AS (
-    SELECT side, true_name AS name, CASE WHEN true_name = pred THEN 1 ELSE 0 END AS tp, 0 AS fp,
-           CASE WHEN true_name = pred THEN 0 ELSE 1 END AS fn
+    SELECT side, true_name AS name, CASE WHEN is_right THEN 1 ELSE 0 END AS tp, 0 AS fp, CASE WHEN is_right THEN 0 ELSE 1 END AS fn
     FROM sides
     UNION ALL
-    SELECT side, pred, 0, CASE WHEN true_name = pred THEN 0 ELSE 1 END, 0
+    SELECT side, pred, 0, CASE WHEN is_right THEN 0 ELSE 1 END, 0
     FROM sides
 ), counts AS (
     SELECT side, name, sum(tp) AS tp, sum(fp) AS fp, sum(fn) AS fn

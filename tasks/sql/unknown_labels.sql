@@ -1,6 +1,6 @@
--- Ground-truth values the model cannot predict, with their counts.
-SELECT true_name, count(*) AS n
+-- Ground-truth values the model cannot predict (under the column's rule), with their counts, as written.
+SELECT raw_label, count(*) AS n
 FROM evaluated
 WHERE true_id IS NULL
-GROUP BY true_name
-ORDER BY n DESC, true_name;
+GROUP BY raw_label
+ORDER BY n DESC, raw_label;

@@ -1,0 +1,216 @@
+"""Staging itself: every input row validated and written once, with its row_index, as canonical columns.
+
+`stage_input` writes work/input.parquet (row group k = range k), `stage_ground_truth` the
+ground-truth files' (id, label) pairs; `staging_key` is what decides whether an earlier staging
+can be reused.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from scorekeeper.errors import InputError
+from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
+from scorekeeper.run_folder import InputFile, StagedGroundTruth, StagedManifest
+from scorekeeper.staging.columns import ColumnMap, check_type, empty_cells_null, normalise
+from scorekeeper.staging.listing import SHOWN, Partitions
+from scorekeeper.staging.reader import batches_or_explain, open_or_explain
+from scorekeeper.staging.writer import RowGroupWriter
+from scorekeeper.storage import digest_of
+
+
+@dataclass
+class LocalStaging:
+    """What staging wrote into its local work folder, and the facts later steps need, before it
+    is published into the run folder (as work/input.parquet and the manifest)."""
+
+    files: list[InputFile]
+    total_rows: int
+    local_path: str
+    has_label: bool
+    label_type: str | None
+    id_type: str
+    has_text_pair: bool
+    null_text_rows: int
+    slice_columns: list[str] = field(default_factory=list)
+
+    def manifest(self, staging_key: str, ground_truth: StagedGroundTruth | None) -> StagedManifest:
+        return StagedManifest(
+            files=[f.redacted() for f in self.files],
+            total_rows=self.total_rows,
+            has_label=self.has_label,
+            label_type=self.label_type,
+            id_type=self.id_type,
+            has_text_pair=self.has_text_pair,
+            null_text_rows=self.null_text_rows,
+            slice_columns=self.slice_columns,
+            staging_key=staging_key,
+            ground_truth=ground_truth,
+        )
+
+
+def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, partitions: Partitions | None = None) -> LocalStaging:
+    """Validate every input row and write the staged Parquet file into `workdir`. `partitions` are
+    the listing's hive partition columns: a column named by the request may be one."""
+    partitions = partitions or Partitions()
+    first_schema, _ = open_or_explain(files[0], [], [])
+    has_label = (
+        request.label_column is not None
+        and request.ground_truth_uri is None
+        and (
+            request.label_column in first_schema.names
+            or request.label_column in partitions.of(files[0].uri)
+            or request.label_column != "label"
+        )
+    )
+    columns = ColumnMap.for_input(request, has_label)
+    # Columns a CSV file gives as text, whatever they look like: ids keep their spelling (`007` is
+    # not 7). JSON Lines and Parquet carry their own types and keep them.
+    text_names = [c for k, c in columns.mapping.items() if k in ("text", "text_pair", "id") or k.startswith("slice_")]
+    target = os.path.join(workdir, "input.parquet")
+    out = RowGroupWriter(target, request.rows_per_range)
+    offset = 0
+    null_rows: list[int] = []
+    null_count = 0
+    types: dict[str, tuple[pa.DataType, str]] = {}
+    for f in files:
+        schema, batches = open_or_explain(f, text_names, columns.required)
+        available = _check_columns(f, schema, columns.required, partitions.of(f.uri))
+        for batch in batches_or_explain(f, batches):
+            n = batch.num_rows
+            if n == 0:
+                continue
+            out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
+            for canonical, user in columns.mapping.items():
+                column = batch.column(user) if available[user] == "file" else partitions.column(f.uri, user, n)
+                if f.format == "csv" and canonical not in ("text", "text_pair"):
+                    column = empty_cells_null(column)
+                out_columns[canonical] = normalise(canonical, column, f.uri, user, offset)
+            if "id" not in out_columns:
+                out_columns["id"] = out_columns["row_index"]
+            for canonical in ("id", "label"):
+                if canonical in out_columns:
+                    check_type(types, canonical, out_columns[canonical].type, f.uri, columns.mapping.get(canonical, "row index"))
+            if out_columns["id"].null_count and "id" in columns.mapping:
+                bad = [offset + i for i, v in enumerate(out_columns["id"].is_null().to_pylist()) if v][:SHOWN]
+                raise InputError(f"id column '{request.id_column}' is null at row_index {', '.join(map(str, bad))} ({f.uri})")
+            for canonical in ("text", "text_pair"):
+                col = out_columns.get(canonical)
+                if col is not None and col.null_count:
+                    null_count += col.null_count
+                    if len(null_rows) < SHOWN:
+                        null_rows += [offset + i for i, v in enumerate(col.is_null().to_pylist()) if v][: SHOWN - len(null_rows)]
+                    if request.null_text == "empty":
+                        out_columns[canonical] = pc.fill_null(col, "")
+            order = ["row_index", "id", "text", "text_pair", "label"] + [f"slice_{i}" for i in range(len(request.slice_columns))]
+            out.write(pa.table({k: out_columns[k] for k in order if k in out_columns}))
+            offset += n
+    out.close()
+    if offset == 0:
+        raise InputError(f"no rows in the input {request.input_uri}")
+    if null_count and request.null_text == "error":
+        raise InputError(
+            f"column '{request.text_column if not request.text_pair_column else request.text_column + '/' + request.text_pair_column}'"
+            f" is null in {null_count} row(s); first row_index: {', '.join(map(str, null_rows))}. "
+            "Pass null_text='empty' (--null-text empty) to score them as empty strings"
+        )
+    return LocalStaging(
+        files=files,
+        total_rows=offset,
+        local_path=target,
+        has_label=has_label,
+        label_type=str(types["label"][0]) if "label" in types else None,
+        id_type=str(types["id"][0]),
+        has_text_pair=request.text_pair_column is not None,
+        null_text_rows=null_count,
+        slice_columns=list(request.slice_columns),
+    )
+
+
+def _check_columns(f: InputFile, schema: pa.Schema, required: list[str], partition: dict, what: str = "") -> dict[str, str]:
+    """Where each required column comes from, "file" or "folder" (a hive partition); InputError for
+    a column found nowhere, twice in the file's header, or both in the file and in its folder names."""
+    repeated = sorted({c for c in required if schema.names.count(c) > 1})
+    if repeated:
+        at = "; ".join(f"'{c}' is columns {', '.join(str(i + 1) for i, n in enumerate(schema.names) if n == c)}" for c in repeated)
+        raise InputError(f"column names repeat in {f.uri}: {at}; give each column a name of its own")
+    both = [c for c in required if c in schema.names and c in partition]
+    if both:
+        raise InputError(
+            f"column '{both[0]}' is both a column of {f.uri} and a folder name above it ({both[0]}={partition[both[0]]}): "
+            "rename one of them"
+        )
+    missing = [c for c in required if c not in schema.names and c not in partition]
+    if missing:
+        found = ", ".join(schema.names) + (f" (and from its folders: {', '.join(partition)})" if partition else "")
+        raise InputError(f"column {', '.join(repr(c) for c in missing)} not found in {what}{f.uri}; its columns are: {found}")
+    return {c: "file" if c in schema.names else "folder" for c in required}
+
+
+def stage_ground_truth(
+    request: ScoreRequest, files: list[InputFile], workdir: str, partitions: Partitions | None = None
+) -> tuple[str, str]:
+    """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
+    partitions = partitions or Partitions()
+    id_column, label_column = request.id_column, request.label_column
+    assert id_column is not None and label_column is not None, "ScoreRequest requires both with a ground_truth_uri"
+    target = os.path.join(workdir, "ground_truth.parquet")
+    writer = None
+    types: dict[str, tuple[pa.DataType, str]] = {}
+    rows = 0
+    try:
+        for f in files:
+            wanted = [id_column, label_column]
+            schema, batches = open_or_explain(f, [id_column], wanted)
+            available = _check_columns(f, schema, wanted, partitions.of(f.uri), "ground truth ")
+            for batch in batches_or_explain(f, batches):
+                ids, labels = (batch.column(c) if available[c] == "file" else partitions.column(f.uri, c, batch.num_rows) for c in wanted)
+                if f.format == "csv":
+                    ids, labels = empty_cells_null(ids), empty_cells_null(labels)
+                ids = normalise("id", ids, f.uri, id_column)
+                labels = normalise("label", labels, f.uri, label_column)
+                check_type(types, "id", ids.type, f.uri, id_column)
+                check_type(types, "label", labels.type, f.uri, label_column)
+                if ids.null_count:
+                    raise InputError(f"id column '{id_column}' has null values in ground truth {f.uri}")
+                table = pa.table({"id": ids, "label": labels})
+                if writer is None:
+                    writer = pq.ParquetWriter(target, table.schema, compression="zstd")
+                writer.write_table(table)
+                rows += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if rows == 0:
+        raise InputError(f"no rows in the ground truth {request.ground_truth_uri}")
+    return target, str(types["id"][0])
+
+
+def new_workdir() -> str:
+    return tempfile.mkdtemp(prefix="scorekeeper-stage-")
+
+
+def staging_key(request: ScoreRequest, files: list[InputFile], truth_files: Sequence[InputFile] = ()) -> str:
+    """What the staged input depends on: the input (and ground-truth) files' fingerprints and every
+    parameter that declares it affects staging (params.STAGING_PARAMETERS)."""
+    return digest_of(
+        [
+            [f.redacted().model_dump() for f in files],
+            {k: v for k, v in request.public_dict().items() if k in STAGING_PARAMETERS},
+            [f.redacted().model_dump() for f in truth_files],
+        ]
+    )
+
+
+def changed_files(earlier: list[InputFile], now: list[InputFile]) -> list[str]:
+    """URIs of files added, removed or changed in content since an earlier listing (as recorded: redacted)."""
+    old = {f.uri: f.fingerprint for f in earlier}
+    new = {r.uri: r.fingerprint for r in (f.redacted() for f in now)}
+    return sorted(u for u in set(old) | set(new) if old.get(u) != new.get(u))

@@ -1,0 +1,82 @@
+"""The ground truth in DuckDB: the `truth` table, its values against a label list, and the one rule
+it is matched by (decided in scorekeeper/staging/truth.py). Evaluation, the comparison with another
+run and the read step's early check use it.
+"""
+
+from __future__ import annotations
+
+from scorekeeper.metrics.document import GroundTruthSource
+from scorekeeper.run_folder import RunFolder, StagedManifest
+from scorekeeper.staging.truth import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
+from scorekeeper.tasks.duck import connect_run, parquet_uri, sql
+from scorekeeper.tasks.runlog import run_logger
+
+
+def label_table(con, name: str, labels: list[str]) -> None:
+    """A temp table `name` (label_id, label_name) of a model's labels."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} (label_id BIGINT, label_name VARCHAR)")
+    if labels:
+        con.executemany(f"INSERT INTO {name} VALUES (?, ?)", list(enumerate(labels)))
+
+
+def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[GroundTruthSource | None, ColumnKind | None]:
+    """The temp table `truth` (row_index, id, raw_label as text) from the staged label column or the
+    staged ground-truth files; returns where the truth came from and the column's kind (None, None
+    for a scoring-only run). Expects the `staged` view."""
+    ground_truth = manifest.ground_truth
+    source: GroundTruthSource
+    if ground_truth:
+        con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+        id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
+        con.execute(sql("truth_from_files.sql", id_cast=id_cast))
+        view, source = "ground_truth", "ground_truth_uri"
+    elif manifest.has_label:
+        con.execute(sql("truth_from_input.sql"))
+        view, source = "staged", "label_column"
+    else:
+        con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
+        return None, None
+    column_type = con.execute(f"SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'").fetchall()[0][0]
+    return source, column_kind(column_type)
+
+
+def truth_values(con, labels_table: str = "labels") -> TruthValues:
+    """The `truth` table's distinct values against a label table (tasks/sql/truth_values.sql)."""
+    distinct, names, ids, ids_not_names, conflicts = con.execute(sql("truth_values.sql", labels=labels_table)).fetchall()[0]
+    return TruthValues(distinct=distinct, names=names, ids=ids, ids_not_names=ids_not_names, conflicts=list(conflicts))
+
+
+def match_truth(con, kind: ColumnKind, labels: list[str], column: str, labels_table: str = "labels", quiet: bool = False) -> TruthMatching:
+    """The ground-truth column's one rule against these labels, said in the run's log (unless
+    `quiet`); InputError for a column that would resolve differently by name and by id."""
+    values = truth_values(con, labels_table)
+    matching = decide(kind, values, labels, column)
+    if not quiet:
+        logger = run_logger(__name__)
+        logger.info(
+            "ground truth '%s' (%s) matched to the model's labels by %s: %d of its %d distinct values are labels",
+            column,
+            kind.value,
+            matching.rule.value,
+            matching.matched_values,
+            matching.distinct_values,
+        )
+        note = conflict_note(matching, values, labels)
+        if note:
+            logger.warning(note)
+    return matching
+
+
+def check_truth(run: RunFolder, labels: list[str], manifest: StagedManifest, column: str) -> TruthMatching | None:
+    """Decide the ground truth's rule as soon as it is staged, before anything is scored: a column
+    that would resolve differently by name and by id is refused up front, not after the scoring."""
+    if not (manifest.has_label or manifest.ground_truth):
+        return None
+    con = connect_run(run)
+    try:
+        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        label_table(con, "labels", labels)
+        _, kind = truth_table(con, run, manifest)
+        return match_truth(con, kind, labels, column, quiet=True) if kind else None
+    finally:
+        con.close()

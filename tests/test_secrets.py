@@ -1,0 +1,190 @@
+"""No secret reaches Prefect or the terminal: a URI's credentials (a password, a signed URL's
+signature and token) never become a flow-run parameter, a state message, a log line or an
+artifact. The CLI hands them to its flow run out of band; a flow run given them is refused.
+
+The integration test runs `scorekeeper run` against a real `prefect server start` and reads
+every flow run's parameters, state message, logs and artifacts back through the API.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from scorekeeper.errors import InputError
+from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import CREDENTIAL_PARAMETERS, RedactingFilter, has_secret, is_redacted, redact_text, redact_uri
+from scorekeeper.tasks.credentials import hand_over_uris, handed_uris, with_handed_uris
+from tests.helpers import make_rows, write_rows
+
+SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
+PASSWORD = "pa55-W0rd-s3cret"
+SIGNATURE = "f00dfacecafe0123456789sig"
+TOKEN = "FwoGZXIvYXdzEXAMPLETOKEN"
+SECRETS = (PASSWORD, SIGNATURE, TOKEN)
+
+
+def _presigned(base: str) -> str:
+    return (
+        f"{base}/eval/data.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAEXAMPLE%2F20261201%2Fus-east-1"
+        f"&X-Amz-Date=20261201T000000Z&X-Amz-Expires=3600&X-Amz-Security-Token={TOKEN}&X-Amz-Signature={SIGNATURE}"
+    )
+
+
+# -- redaction: one rule, every spelling ------------------------------------------------------------
+
+
+def test_credential_query_values_are_redacted_case_insensitively_and_others_kept():
+    uri = _presigned("https://bucket.s3.example.com")
+    redacted = redact_uri(uri)
+    assert not any(s in redacted for s in SECRETS) and "AKIAEXAMPLE" not in redacted
+    assert "X-Amz-Date=20261201T000000Z" in redacted and "X-Amz-Expires=3600" in redacted  # not credentials
+    assert redacted.count("=***") == 3 and has_secret(uri) and not has_secret(redacted) and is_redacted(redacted)
+    for name in CREDENTIAL_PARAMETERS:
+        for spelling in (name, name.upper(), name.title()):
+            text = f"failed: https://h/x?a=1&{spelling}=S3CR3T&b=2 (404)"
+            assert redact_text(text) == f"failed: https://h/x?a=1&{spelling}=***&b=2 (404)", spelling
+    assert redact_text("https://h/x?sig=abc") == "https://h/x?sig=***"  # Azure SAS
+    assert redact_text("https://h/x?design=1&tokens=5") == "https://h/x?design=1&tokens=5"  # whole names only
+    assert not is_redacted("s3://bucket/runs") and is_redacted("s3://***@bucket/runs")
+
+
+def test_error_messages_and_log_lines_are_redacted():
+    uri = "http://reader:" + PASSWORD + "@h/x.csv?token=" + TOKEN
+    assert not any(s in str(InputError(f"input not found: {uri}")) for s in SECRETS)
+    record = logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 1, "could not open %s", (uri,), None)
+    try:
+        raise FileNotFoundError(uri)
+    except FileNotFoundError:
+        record.exc_info = sys.exc_info()
+    assert RedactingFilter().filter(record)
+    text = logging.Formatter().format(record)
+    assert "FileNotFoundError" in text and "http://***@h/x.csv?token=***" in text
+    assert not any(s in text for s in SECRETS)
+
+
+def test_the_cli_hands_credentials_out_of_band_and_the_flow_refuses_them_in_parameters(tmp_path):
+    secret_input = f"http://reader:{PASSWORD}@127.0.0.1:1/in.csv"
+    options = {"input_uri": secret_input, "model_uri": str(tmp_path), "output_uri": str(tmp_path / "out")}
+    parameters, handed = hand_over_uris(options)
+    assert parameters["input_uri"] == "http://***@127.0.0.1:1/in.csv" and handed == {"input_uri": secret_input}
+    assert parameters["model_uri"] == options["model_uri"]
+    with handed_uris(handed):
+        assert with_handed_uris(ScoreRequest(**parameters)).input_uri == secret_input
+        with pytest.raises(InputError, match="cannot be handed to the group machines"):
+            with_handed_uris(ScoreRequest(**parameters, fan_out=2))
+    # A flow run given the URI itself (a deployment run): its parameters are in Prefect already.
+    with pytest.raises(InputError, match="carries credentials in the URI") as given:
+        with_handed_uris(ScoreRequest(**options))
+    assert PASSWORD not in str(given.value) and "storage_block" in str(given.value) and "scorekeeper run" in str(given.value)
+    # A redacted URI this process was not handed (a retry from the UI of a CLI run).
+    with pytest.raises(InputError, match="was not handed the URI") as retried:
+        with_handed_uris(ScoreRequest(**parameters))
+    assert PASSWORD not in str(retried.value)
+
+
+# -- against a real Prefect server ------------------------------------------------------------------
+
+
+class _AuthHandler(http.server.SimpleHTTPRequestHandler):
+    expected = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
+
+    def do_GET(self):
+        if self.headers.get("Authorization") != self.expected:
+            self.send_response(401)
+            self.end_headers()
+            return
+        super().do_GET()
+
+    do_HEAD = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def served(tmp_path):
+    folder = tmp_path / "served"
+    folder.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_AuthHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield folder, f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    from tests.test_deployments import PrefectServer
+
+    server = PrefectServer(tmp_path_factory.mktemp("secrets") / "prefect-home")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _cli(server, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **server.env}
+    return subprocess.run([SCOREKEEPER, "run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _stored_by_prefect(server) -> list[tuple[str, str]]:
+    """Every flow run's parameters and state message, its task runs' state messages, its logs and
+    artifacts, as the API returns them."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: server.api_url}), get_client(sync_client=True) as client:
+        stored = []
+        for flow_run in client.read_flow_runs():
+            stored.append((f"flow run {flow_run.name} parameters", json.dumps(flow_run.parameters)))
+            stored.append((f"flow run {flow_run.name} state", f"{flow_run.state.name}: {flow_run.state.message}"))
+        for task_run in client.read_task_runs():
+            stored.append((f"task run {task_run.name} state", str(task_run.state.message if task_run.state else "")))
+        stored += [("log", log.message) for log in client.read_logs()]
+        stored += [(f"artifact {a.key}", json.dumps(a.data, default=str)) for a in client.read_artifacts()]
+    return stored
+
+
+@pytest.mark.integration
+def test_no_secret_of_a_uri_reaches_the_prefect_server_or_the_terminal(tmp_path, models, served, prefect_server):
+    folder, host = served
+    write_rows(folder / "in.csv", make_rows(6))
+    common = ["--model-uri", models["bert"], "--output-uri", str(tmp_path / "out"), "--num-processes", "1"]
+    # Read with its password: the run works, and Prefect holds the redacted URI only.
+    done = _cli(prefect_server, tmp_path, "--input-uri", f"http://reader:{PASSWORD}@{host}/in.csv", "--run-name", "ok", *common)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # A signed URL that fails: the error names it, redacted, on the terminal and in the state message.
+    failed = _cli(prefect_server, tmp_path, "--input-uri", _presigned(f"http://{host}"), "--run-name", "signed", *common)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr[-3000:]
+    assert "X-Amz-Signature=***" in failed.stderr
+    for text in (done.stdout, done.stderr, failed.stdout, failed.stderr):
+        assert not any(s in text for s in SECRETS), text[-3000:]
+
+    stored = _stored_by_prefect(prefect_server)
+    parameters = [json.loads(text) for what, text in stored if what.endswith("parameters")]
+    assert {p["input_uri"] for p in parameters} == {f"http://***@{host}/in.csv", redact_uri(_presigned(f"http://{host}"))}
+    assert any("X-Amz-Signature=***" in text for what, text in stored if what.endswith("state"))
+    leaked = [(what, text) for what, text in stored if any(s in text for s in SECRETS)]
+    assert not leaked
+    files = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert files and not [p for p in files if any(s.encode() in p.read_bytes() for s in SECRETS)]
+
+    # The same flow run given the password itself (as a deployment run would be) is refused.
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from scorekeeper.flows.score import score_dataset
+
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), pytest.raises(InputError) as refused:
+        score_dataset(input_uri=f"http://reader:{PASSWORD}@{host}/in.csv", model_uri=models["bert"], output_uri=str(tmp_path / "out"))
+    assert "carries credentials" in str(refused.value) and PASSWORD not in str(refused.value)
