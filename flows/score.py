@@ -62,7 +62,7 @@ def _score(request: ScoreRequest) -> dict:
             baseline = resolve_baseline_task(request, context)
             manifest = read_inputs_task(request, context)
             job = plan_run_task(request, context, manifest)
-            if request.fan_out > 1:
+            if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
                 throughput = score_groups_task(request, context, job)
             else:
                 throughput = score_ranges_task(context, job, processes)
@@ -98,7 +98,8 @@ def _flow_signature() -> inspect.Signature:
     parameters = []
     for name, field in ScoreRequest.model_fields.items():
         default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
-        annotation = Annotated[field.annotation, Field(description=field.description)]
+        # A type built at run time from the field's: mypy reads `Annotated[...]` as a static type only.
+        annotation = Annotated[field.annotation, Field(description=field.description)]  # type: ignore[name-defined]
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
     return inspect.Signature(parameters, return_annotation=dict)
 
@@ -108,6 +109,7 @@ def _flow_docstring() -> str:
     return "Score a labelled dataset with a text classifier and evaluate it.\n\nArgs:\n" + args
 
 
-score_dataset.__signature__ = _flow_signature()
+# Prefect reads the flow's parameters from its signature; functions have no declared `__signature__`.
+score_dataset.__signature__ = _flow_signature()  # type: ignore[attr-defined]
 score_dataset.__doc__ = _flow_docstring()
 score_dataset = flow(name="scorekeeper", log_prints=False)(score_dataset)

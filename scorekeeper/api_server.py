@@ -69,6 +69,7 @@ class TemporaryServer:
         deadline = time.monotonic() + timeout_s
         relaunches = 0
         while time.monotonic() < deadline:
+            assert self.proc is not None, "launched by __init__"
             code = self.proc.poll()
             # uvicorn exits with 3 both when the port was taken meanwhile and when the app fails to
             # start: only the first is worth another port.

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -65,7 +66,7 @@ def recipe(*, seed: int = 0, train_rows: int = 1000, test_rows: int = 1000, epoc
     """Everything the build's outcome depends on; its hash is the cache key."""
     from importlib.metadata import version  # the versions without importing the libraries
 
-    sources = {Path(m.__file__).name: _sha256(Path(m.__file__)) for m in (demo_data, sys.modules[__name__])}
+    sources = {Path(inspect.getfile(m)).name: _sha256(Path(inspect.getfile(m))) for m in (demo_data, sys.modules[__name__])}
     return {
         "seed": seed,
         "train_rows": train_rows,
@@ -200,7 +201,8 @@ def _fine_tune(base, tokenizer, train: list[dict], check: list[dict], out_dir: P
             sched.step()
             opt.zero_grad(set_to_none=True)
             total += float(out.loss.detach()) * len(idx)
-        record = {"epoch": epoch, "train_loss": round(total / n, 4), "seconds": round(time.time() - started, 1), "saved": []}
+        saved: list[str] = []
+        record = {"epoch": epoch, "train_loss": round(total / n, 4), "seconds": round(time.time() - started, 1), "saved": saved}
         for folder in (["adapter-epoch1"] if epoch == 1 else []) + (["adapter"] if epoch == epochs else []):
             tmp = out_dir / (folder + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
@@ -208,8 +210,8 @@ def _fine_tune(base, tokenizer, train: list[dict], check: list[dict], out_dir: P
             model.save_pretrained(str(tmp), save_embedding_layers=False)
             shutil.rmtree(out_dir / folder, ignore_errors=True)
             os.replace(tmp, out_dir / folder)
-            record["saved"].append(folder)
-        if record["saved"]:
+            saved.append(folder)
+        if saved:
             record["check_logits"] = _logits(model, tokenizer, check_texts, spec["max_length"])
         stats["epochs"].append(record)
         log(f"demo: epoch {epoch}/{epochs}: train loss {record['train_loss']:.4f} ({record['seconds']}s)")

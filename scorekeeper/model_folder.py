@@ -15,7 +15,9 @@ import json
 import logging
 import os
 import struct
+from collections.abc import Set
 from types import SimpleNamespace
+from typing import NoReturn
 
 from scorekeeper.errors import ModelError
 from scorekeeper.worker.families import find_family, pipeline_family
@@ -174,7 +176,7 @@ def check_adapter_fits(
         # A base saved without its head (BertModel) names its tensors without the classifier's prefix ("bert.").
         return name if name in base else (rest if (rest := name.partition(".")[2]) in base else None)
 
-    def refuse(detail: str) -> None:
+    def refuse(detail: str) -> NoReturn:
         raise ModelError(adapter_mismatch_message(adapter_folder, model_folder, detail))
 
     family = find_family(model_type)
@@ -196,11 +198,11 @@ def check_adapter_fits(
         if weight is None:
             refuse(f"it adapts {module}, which this model does not have")
         adapted.add(weight.removesuffix(".weight"))
-        theirs = base[weight]
+        base_shape = base[weight]
         width = shape[1] if lora == ".lora_A." else shape[0]  # lora_A: (rank, in); lora_B: (out, rank)
-        expected = theirs[1] if lora == ".lora_A." else theirs[0]
-        if len(shape) != 2 or len(theirs) != 2 or width != expected:
-            refuse(f"its {name.removeprefix(ADAPTER_PREFIX)} is {_shape(shape)} but the model's {weight} is {_shape(theirs)}")
+        expected = base_shape[1] if lora == ".lora_A." else base_shape[0]
+        if len(shape) != 2 or len(base_shape) != 2 or width != expected:
+            refuse(f"its {name.removeprefix(ADAPTER_PREFIX)} is {_shape(shape)} but the model's {weight} is {_shape(base_shape)}")
     targets = adapter_config.get("target_modules")
     plain = not any(adapter_config.get(k) for k in ("layers_to_transform", "layers_pattern", "exclude_modules", "target_parameters"))
     if adapted and isinstance(targets, list) and plain:
@@ -219,7 +221,7 @@ def _shape(shape: list[int]) -> str:
     return "x".join(map(str, shape)) or "a scalar"
 
 
-def check_head_weights(folder: str, model_type: str | None, names: set[str], supplied: set[str] = frozenset()) -> None:
+def check_head_weights(folder: str, model_type: str | None, names: set[str], supplied: Set[str] = frozenset()) -> None:
     """Refuse a folder whose weights lack the classification head its family declares (and no
     adapter supplies it): transformers would start that head at random, a different one in every
     process and every run, and score with it. Families the registry does not know are checked by
@@ -298,8 +300,8 @@ def check_tokenizer_folder(folder: str) -> None:
         return
     special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
     unk = getattr(tokenizer.model, "unk_token", None)
-    if isinstance(unk, str) and tokenizer.token_to_id(unk) is not None:
-        special.add(tokenizer.token_to_id(unk))
+    if isinstance(unk, str) and (unk_id := tokenizer.token_to_id(unk)) is not None:
+        special.add(unk_id)
     ids = tokenizer.encode(ORDINARY_TEXT, add_special_tokens=False).ids
     check_encodes_text(ids, special, tokenizer.get_vocab_size(with_added_tokens=True), folder)
 

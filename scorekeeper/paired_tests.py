@@ -193,8 +193,10 @@ class JointTable:
     def from_rows(cls, rows: Sequence[tuple[str, str, str, int]]) -> JointTable:
         classes = sorted({name for t, b, a, _ in rows for name in (t, b, a)})
         code = {name: i for i, name in enumerate(classes)}
-        columns = [np.array([code[r[j]] for r in rows], dtype=np.int64) for j in range(3)]
-        return cls(classes, *columns, np.array([r[3] for r in rows], dtype=np.float64))
+        truth = np.array([code[t] for t, _, _, _ in rows], dtype=np.int64)
+        before = np.array([code[b] for _, b, _, _ in rows], dtype=np.int64)
+        after = np.array([code[a] for _, _, a, _ in rows], dtype=np.int64)
+        return cls(classes, truth, before, after, np.array([n for _, _, _, n in rows], dtype=np.float64))
 
     @property
     def rows(self) -> int:

@@ -473,7 +473,8 @@ def parameter_effects(model: type[BaseModel] = ScoreRequest) -> dict[str, frozen
     effects, problems = {}, []
     for name, field in model.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        kinds = frozenset(Affects(k) for k in extra.get("affects", ()))
+        declared = extra.get("affects")  # `affects(...)` writes a list of Affects values
+        kinds = frozenset(Affects(str(k)) for k in declared) if isinstance(declared, list) else frozenset()
         if not kinds:
             problems.append(
                 f"{model.__name__}.{name} does not say what it affects: add json_schema_extra=affects(...) to its "

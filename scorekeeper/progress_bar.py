@@ -16,7 +16,17 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+if TYPE_CHECKING:  # rich is imported where a bar is shown
+    from rich.console import Console
+    from rich.progress import TaskID
+
+    class _ConsoleHandler(logging.StreamHandler):
+        """What `_console_handlers` finds: a stream handler that prints through its `console`."""
+
+        console: Console
+
 
 PROGRESS_RECORD = "scoring_progress"  # a log record's attribute: a periodic progress line
 _lock = threading.Lock()
@@ -78,11 +88,11 @@ class BarDisplay:
             TextColumn("left"),
             console=Console(file=stream),
         )
-        self.task = None
-        self.swapped: list[tuple[logging.Handler, object]] = []
+        self.task: TaskID | None = None
+        self.swapped: list[tuple[_ConsoleHandler, Console]] = []
 
     def update(self, rows_done: int, total_rows: int, tokens: int, elapsed_s: float) -> None:
-        fields = {"rows_per_s": f"{rows_done / elapsed_s:,.1f}", "tokens_per_s": f"{tokens / elapsed_s:,.0f}"}
+        fields: dict[str, Any] = {"rows_per_s": f"{rows_done / elapsed_s:,.1f}", "tokens_per_s": f"{tokens / elapsed_s:,.0f}"}
         if self.task is None:
             self._print_logs_above_the_bar()
             self.progress.start()
@@ -105,7 +115,7 @@ class BarDisplay:
         self.swapped.clear()
 
 
-def _console_handlers() -> list[logging.Handler]:
+def _console_handlers() -> list[_ConsoleHandler]:
     """Log handlers that print through a rich Console (Prefect's console handler)."""
     loggers = [logging.getLogger()] + [
         logger
@@ -113,7 +123,7 @@ def _console_handlers() -> list[logging.Handler]:
         if name.startswith("prefect") and isinstance(logger, logging.Logger)
     ]
     handlers = {id(h): h for logger in loggers for h in logger.handlers if hasattr(h, "console") and isinstance(h, logging.StreamHandler)}
-    return list(handlers.values())
+    return cast("list[_ConsoleHandler]", list(handlers.values()))  # each has a `console`, checked above
 
 
 class _NoProgressLines(logging.Filter):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from typing import overload
 from urllib.parse import urlsplit
 
 REDACTED = "***"
@@ -54,6 +55,12 @@ _QUERY_SECRET = re.compile(
 _LOCAL = ("", "file", "local")
 
 
+@overload
+def redact_uri(uri: str) -> str: ...
+@overload
+def redact_uri(uri: None) -> None: ...
+@overload
+def redact_uri(uri: str | None) -> str | None: ...
 def redact_uri(uri: str | None) -> str | None:
     """The URI with any user name, password and credential-like query value replaced by ***."""
     if uri is None:

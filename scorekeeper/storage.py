@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Self
 
 import fsspec
 from fsspec.core import split_protocol, url_to_fs
@@ -149,7 +149,7 @@ class Location:
     path: str
 
     @classmethod
-    def from_uri(cls, uri: str, **storage_options: Any) -> Location:
+    def from_uri(cls, uri: str, **storage_options: Any) -> Self:  # a RunFolder's is a RunFolder
         fs, path = fs_and_path(uri, **storage_options)
         return cls(fs, path.rstrip("/") or "/")
 

@@ -7,6 +7,8 @@ the scoring steps (score, fan_out) import it without pulling in the report."""
 from __future__ import annotations
 
 import time
+from typing import cast
+from uuid import UUID
 
 from prefect.artifacts import (
     create_image_artifact,
@@ -29,7 +31,8 @@ class ProgressTracker:
     """A progress artifact, updated at most once a second."""
 
     def __init__(self, description: str):
-        self.artifact_id = create_progress_artifact(progress=0.0, key="scorekeeper-progress", description=description)
+        # Called from a task (sync): Prefect's dispatcher returns the id, not the coroutine its type allows.
+        self.artifact_id = cast(UUID, create_progress_artifact(progress=0.0, key="scorekeeper-progress", description=description))
         self.last = 0.0
 
     def update(self, percent: float) -> None:

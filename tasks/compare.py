@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from typing import Literal
 
 from prefect import task
 
@@ -53,7 +54,7 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
-def open_other(con, run: Location, other: Location) -> tuple[str, tuple[str, str]]:
+def open_other(con, run: Location, other: Location) -> tuple[Literal["row_index", "id"], tuple[str, str]]:
     """The other run's predictions as the view `other`, and how rows are matched: ("row_index" or
     "id", (other's join column, this run's staged join column)) for `o` = other, `s` = staged."""
     con.read_parquet(parquet_uri(other, RunFolder.PREDICTIONS)).create_view("other")
@@ -112,6 +113,7 @@ def compare(
     flipped = (int(rows), int(right_to_wrong), int(wrong_to_right))
     other_labels = value_at(other_metrics, ("labels",))
     compared = compared_metrics(metrics.head)
+    assert metrics.ece_bins is not None, "a single-label evaluation records its ECE bins"
     tests = comparison_tests(con, metrics.labels or [], other_labels, flipped, slice_counts, metrics.ece_bins, compared)
     return Comparison(
         run=posixpath.basename(other.path),

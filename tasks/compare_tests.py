@@ -112,8 +112,9 @@ def comparison_tests(
     slice_tests: dict[str, dict[str, FamilyTest]] = {column: {} for column in slices}
     for (column, value), test in _with_holm(slice_family).items():
         slice_tests[column][value] = test
+    untested = {m.name: pt.untested(METHODS[m.compared]) for m in compared if m.compared is not None}
     return {
-        "metric_tests": {m.name: _paired(metric_tests.get(m.name) or pt.untested(METHODS[m.compared])) for m in compared},
+        "metric_tests": {m.name: _paired(metric_tests.get(m.name) or untested[m.name]) for m in compared},
         "per_class_tests": per_class_tests,
         "slice_tests": slice_tests,
         "tests_counted": _counted([metric_tests[m.name] for m in compared if m.name in metric_tests], per_class_tests, slice_tests),

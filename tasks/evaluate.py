@@ -71,7 +71,7 @@ def evaluate(
         con.execute(sql("wilson.sql"))
         ground_truth = manifest.ground_truth
         source: GroundTruthSource | None
-        source, kind = truth_table(con, run, manifest)  # type: ignore[assignment]
+        source, kind = truth_table(con, run, manifest)
         matching = match_truth(con, kind, labels, truth_column) if kind else None
         con.execute(sql("evaluated.sql", rule=repr((matching.rule if matching else TruthRule.ID).value)))
         con.execute(sql("class_counts.sql"))
@@ -133,6 +133,7 @@ def evaluate(
         if evaluated:
             result.label_audit = label_audit(con, labels, EXCERPT_CHARS)
         if baseline is not None and evaluated:
+            assert matching is not None, "evaluated rows were matched to a truth"
             result.comparison = compare(con, run, baseline, result, slice_columns, matching, truth_column)
     finally:
         con.close()

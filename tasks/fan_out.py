@@ -23,6 +23,8 @@ from __future__ import annotations
 import posixpath
 import time
 from dataclasses import dataclass, field
+from typing import cast
+from uuid import UUID
 
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -181,23 +183,28 @@ class FanOut:
         self.pool = client.read_deployment_by_name(request.fan_out_deployment).work_pool_name or "(none)"
 
     def dispatch(self, group: Group) -> None:
+        from prefect.client.schemas.objects import FlowRun
         from prefect.deployments import run_deployment
 
         attempt = len(group.runs) + 1
-        flow_run = run_deployment(
-            self.request.fan_out_deployment,
-            parameters={
-                "run_uri": self.context.run_uri,
-                "group": group.number,
-                "ranges": group.indices,
-                "scoring_fingerprint": self.job.scoring_fingerprint,
-                "storage_block": self.request.storage_block,
-                "stall_timeout_s": self.request.group_stall_timeout_s,
-            },
-            flow_run_name=f"{self.context.run_id}-g{group.number}" + (f"-try{attempt}" if attempt > 1 else ""),
-            tags=["scorekeeper", "scorekeeper-group"],
-            timeout=0,  # return at once: the groups run side by side, this task watches them all
-            as_subflow=True,
+        # Called from a task (sync): Prefect's dispatcher returns the flow run, not the coroutine its type allows.
+        flow_run = cast(
+            FlowRun,
+            run_deployment(
+                self.request.fan_out_deployment,
+                parameters={
+                    "run_uri": self.context.run_uri,
+                    "group": group.number,
+                    "ranges": group.indices,
+                    "scoring_fingerprint": self.job.scoring_fingerprint,
+                    "storage_block": self.request.storage_block,
+                    "stall_timeout_s": self.request.group_stall_timeout_s,
+                },
+                flow_run_name=f"{self.context.run_id}-g{group.number}" + (f"-try{attempt}" if attempt > 1 else ""),
+                tags=["scorekeeper", "scorekeeper-group"],
+                timeout=0,  # return at once: the groups run side by side, this task watches them all
+                as_subflow=True,
+            ),
         )
         group.runs.append(GroupRun(str(flow_run.id), flow_run.name))
         self.logger.info(
@@ -222,7 +229,7 @@ class FanOut:
         last_status = time.time()
         while running := [g for g in self.groups if g.status == "running"]:
             time.sleep(POLL_S)
-            ids = [g.latest.flow_run_id for g in running]
+            ids = [UUID(g.latest.flow_run_id) for g in running]
             flow_runs = {str(fr.id): fr for fr in self.client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)))}
             now = time.time()
             for group in running:

@@ -49,9 +49,11 @@ def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str
     problems = tiling_problems([(r.start, r.end) for r in records], total_rows)
     if problems:
         raise GatherError(f"the committed ranges do not cover the input exactly once: {'; '.join(problems[:_SHOWN])}")
+    if not records:  # only zero rows tile with no range: a predictions file needs one shard's schema
+        raise GatherError(f"no committed range to gather: the input has {total_rows} rows")
     fd, local = tempfile.mkstemp(prefix="scorekeeper-predictions-", suffix=".parquet")
     os.close(fd)
-    writer = None
+    writer: pq.ParquetWriter | None = None
     tokens = truncated = 0
     try:
         for record in records:
@@ -63,6 +65,7 @@ def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str
             writer.write_table(table)
             tokens += record.tokens
             truncated += record.truncated
+        assert writer is not None, "at least one record was written"
         writer.close()
         writer = None
         run.publish_local_file(local, RunFolder.PREDICTIONS)

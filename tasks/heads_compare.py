@@ -200,7 +200,8 @@ def compare_head(con, run: Location, other: Location, metrics: MetricsDocument, 
     compared = compared_metrics(head)
     deltas = {m.name: _delta(metrics, other_metrics, m) for m in compared}
     tests = found.pop("tests", {})
-    metric_tests = {m.name: _paired(tests.get(m.name) or pt.untested(METHODS[m.compared])) for m in compared}
+    untested = {m.name: pt.untested(METHODS[m.compared]) for m in compared if m.compared is not None}
+    metric_tests = {m.name: _paired(tests.get(m.name) or untested[m.name]) for m in compared}
     return Comparison.model_validate(
         {"run": posixpath.basename(other.path), "matched_on": matched_on, **found, "deltas": deltas}
         | {"metric_tests": metric_tests, "tests_counted": _counted([tests[m.name] for m in compared if m.name in tests], {}, {})}

@@ -180,7 +180,8 @@ def regression_metrics(con, outputs: list[str]) -> dict:
     means = {}
     for key in REGRESSION_SCALARS:
         values = [fields[key] for fields in per_output.values()]
-        means[key] = None if any(v is None for v in values) else sum(values) / len(values)
+        known = [v for v in values if v is not None]
+        means[key] = sum(known) / len(known) if len(known) == len(values) else None
     return {
         "evaluated": evaluated,
         "outputs": list(outputs),

@@ -11,11 +11,13 @@ orders the rows a person should look at first.
 
 from __future__ import annotations
 
+from typing import Final
+
 from scorekeeper.metrics.document import AuditRow, LabelAudit
 from scorekeeper.tasks.duck import sql
 
 AUDIT_ROWS = 50  # suspected rows kept in metrics.json, largest margin first
-METHOD = "confident_learning"
+METHOD: Final = "confident_learning"
 
 
 def label_audit(con, labels: list[str], excerpt_chars: int) -> LabelAudit | None:

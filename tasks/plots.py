@@ -328,7 +328,7 @@ def coverage_svg(metrics: dict) -> str:
     a.axes("coverage (share of rows kept)", "accuracy of kept rows", TENTHS, yticks, xfmt="{:.0%}")
     pts = [(a.px(t["coverage"]), a.py(t["accuracy"])) for t in points]
     c.polyline(pts, CORRECT, width=2)
-    labelled = []
+    labelled: list[tuple[float, float]] = []
     for t, (x, y) in zip(points, pts, strict=True):
         tip = f"threshold {t['threshold']:g}: {t['rows']} rows kept ({t['coverage']:.1%}), accuracy {t['accuracy']:.4f}"
         c.circle(x, y, 3.5, CORRECT, title=tip)

@@ -58,7 +58,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
         if earlier.staging_key == key and run.exists(RunFolder.STAGED_INPUT):
             log.info("input already staged for this run (%d rows); reusing it", earlier.total_rows)
             # The same files are read; what is skipped beside them is as this listing found it.
-            update = {"skipped": SkippedFiles.of(listing.hidden)}
+            update: dict[str, object] = {"skipped": SkippedFiles.of(listing.hidden)}
             if earlier.ground_truth and truth:
                 update["ground_truth"] = earlier.ground_truth.model_copy(update={"skipped": SkippedFiles.of(truth.hidden)})
             return earlier.model_copy(update=update)
@@ -88,7 +88,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
                 shown = "; ".join(f"{i!r} x{n} (first at row_index {first})" for i, n, first in dupes)
                 raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
         ground_truth = None
-        if request.ground_truth_uri:
+        if truth is not None:  # listed where request.ground_truth_uri is set
             gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir, truth.partitions)
             dupes = first_duplicate_ids(gt_path)
             if dupes:

@@ -96,7 +96,7 @@ GROUP_HEADER = ("group", "worker (machine)", "ranges", "rows", "rows/s", "attemp
 def group_rows(throughput: dict | None) -> list[tuple[str, ...]]:
     """One row per group of a fanned-out run (fan_out > 1): which machine scored which ranges, how
     fast; none for a run scored on one machine."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for g in (throughput or {}).get("groups") or []:
         where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
         rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))

@@ -113,7 +113,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     return "\n".join(lines)
 
 
-PER_LABEL_HEADER = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
+PER_LABEL_HEADER: tuple[str, ...] = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
 PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
 
 

@@ -4,8 +4,10 @@ problem the user must fix and never a bug."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any, TypedDict
 
-from prefect.cache_policies import NO_CACHE
+from prefect.cache_policies import NO_CACHE, CachePolicy
 
 from scorekeeper.errors import ScorekeeperError, storage_failure
 
@@ -42,13 +44,14 @@ def transient_io_errors() -> tuple[type[BaseException], ...]:
 def is_transient_io_error(exc: BaseException) -> bool:
     """Whether `exc`, or an exception it was explicitly raised from, is transient I/O."""
     seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, ScorekeeperError) or storage_failure(exc) is not None:  # a full disk stays full
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ScorekeeperError) or storage_failure(current) is not None:  # a full disk stays full
             return False
-        if isinstance(exc, transient_io_errors()):
+        if isinstance(current, transient_io_errors()):
             return True
-        seen.add(id(exc))
-        exc = exc.__cause__
+        seen.add(id(current))
+        current = current.__cause__
     return False
 
 
@@ -62,5 +65,14 @@ def retry_io_only(task, task_run, state) -> bool:
     return False
 
 
-IO_RETRIES = dict(retries=2, retry_delay_seconds=2, retry_condition_fn=retry_io_only, cache_policy=NO_CACHE)
+class TaskRetries(TypedDict):
+    """Keyword arguments of `@task` (typed, so that `@task(**IO_RETRIES)` is checked against it)."""
+
+    retries: int
+    retry_delay_seconds: float
+    retry_condition_fn: Callable[[Any, Any, Any], bool]
+    cache_policy: CachePolicy
+
+
+IO_RETRIES = TaskRetries(retries=2, retry_delay_seconds=2, retry_condition_fn=retry_io_only, cache_policy=NO_CACHE)
 """Settings of a task whose work is idempotent I/O (reading, staging, writing whole files)."""

@@ -6,6 +6,7 @@ decided over its list elements (`truth_elements`); a regression column holds num
 
 from __future__ import annotations
 
+from scorekeeper.metrics.document import GroundTruthSource
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.staging.truth import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
 from scorekeeper.tasks.duck import connect_run, parquet_uri, sql
@@ -19,11 +20,12 @@ def label_table(con, name: str, labels: list[str]) -> None:
         con.executemany(f"INSERT INTO {name} VALUES (?, ?)", list(enumerate(labels)))
 
 
-def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[str | None, ColumnKind | None]:
+def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[GroundTruthSource | None, ColumnKind | None]:
     """The temp table `truth` (row_index, id, raw_label as text) from the staged label column or the
     staged ground-truth files; returns where the truth came from and the column's kind (None, None
     for a scoring-only run). Expects the `staged` view."""
     ground_truth = manifest.ground_truth
+    source: GroundTruthSource
     if ground_truth:
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
         id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"

@@ -27,13 +27,26 @@ def models(tmp_path_factory):
     return built
 
 
+@pytest.fixture
+def prefect_api():
+    """Prefect pointed at the session's one API server (tests/prefect_session.py) during the test."""
+    from tests import prefect_session
+
+    with prefect_session.api() as url:
+        yield url
+
+
 # -- leaving ----------------------------------------------------------------------------------
 _SESSION: dict[str, int] = {}
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
+    """The session's Prefect server goes last, after a bounded drain of what is still to be sent."""
+    from tests import prefect_session
+
     _SESSION["exitstatus"] = int(exitstatus)
+    prefect_session.stop()
 
 
 def pytest_unconfigure(config):

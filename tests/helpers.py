@@ -1,4 +1,5 @@
-"""Test helpers: the flow's steps without the Prefect engine, independent references, data files."""
+"""Test helpers: runs through the Prefect flow, the first steps as plain functions, independent
+references, data files."""
 
 from __future__ import annotations
 
@@ -12,16 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scorekeeper.launch import Progress, ScoringProcesses
 from scorekeeper.params import ScoreRequest
-from scorekeeper.run_folder import StagedManifest
+from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import is_local
-from scorekeeper.tasks.evaluation import evaluate_run
-from scorekeeper.tasks.gather import gather_predictions
 from scorekeeper.tasks.open_run import open_run
 from scorekeeper.tasks.plan import plan_run
 from scorekeeper.tasks.read import read_inputs
-from scorekeeper.tasks.report import publish_report
+from tests import prefect_session
 
 LABELS = ["negative", "neutral", "positive"]
 WORDS = "good bad great terrible fine okay awful nice product price quality fast slow love hate meh broken works".split()
@@ -56,44 +54,42 @@ def write_rows(path: Path, rows: list[dict]) -> Path:
 
 @dataclass
 class Result:
+    """What a run published, read back from its folder, and what the flow returned."""
+
     run_dir: Path | str  # a local folder, or the run's URI in object storage
     predictions: pa.Table
-    metrics: dict
-    progress: Progress
+    metrics: dict  # report/metrics.json
+    returned: dict  # the flow's return value
+
+    @property
+    def scoring(self) -> dict:
+        """This attempt's scoring facts as metrics.json publishes them: rows_scored, truncated, the
+        engine facts of rank 0, one record per pipeline."""
+        return self.metrics["scoring"]
 
 
 def open_run_and_plan(num_processes: int = 1, **params):
-    """The flow's steps up to the plan: (request, context, manifest, job)."""
+    """The flow's steps up to the plan as plain functions, for tests of those steps: (request,
+    context, manifest, job)."""
     request = ScoreRequest(num_processes=num_processes, **params)
     context = open_run(request, None)
     manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
     return request, context, manifest, plan_run(request, context, manifest)
 
 
-def score_and_gather(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params):
-    """The flow's steps up to predictions.parquet: (request, context, manifest, progress)."""
-    request, context, manifest, job = open_run_and_plan(num_processes, **params)
-    progress = Progress(total_rows=sum(r.rows for r in job.ranges))
-    if job.ranges:
-        # The stall timeout is the collective timeout, as in the flow.
-        with ScoringProcesses(num_processes, stall_timeout_s).start(context.run.uri + "/work/job.json") as processes:
-            processes.follow(progress, on_progress)
-    gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
-    return request, context, manifest, progress
+def run_flow(num_processes: int = 1, **params) -> Result:
+    """One run through the product's own composition: the flow `score_dataset`, called in this
+    process against the session's Prefect server (tests/prefect_session.py). It starts and stops
+    its own scoring processes, and runs every step: compare_to, history, report, artifacts, gates."""
+    from scorekeeper.flows.score import score_dataset
 
-
-def read_predictions(context) -> pa.Table:
-    with context.run.fs.open(context.run.join("predictions.parquet"), "rb") as f:
-        return pq.read_table(f)
-
-
-def run_job(num_processes: int = 1, stall_timeout_s: float = 60.0, on_progress=None, **params) -> Result:
-    """The flow's steps in order, as plain functions (the Prefect flow is tested separately)."""
-    request, context, manifest, progress = score_and_gather(num_processes, stall_timeout_s, on_progress, **params)
-    metrics = evaluate_run(context.run, context.labels, manifest, request.slice_columns, None, context.head, request.thresholds)
-    publish_report(context.run, metrics, request.public_dict() | {"run_id": context.run_id})
-    run = context.run
-    return Result(Path(run.path) if is_local(run.fs) else run.uri, read_predictions(context), metrics.as_dict(), progress)
+    with prefect_session.api():
+        returned = score_dataset(num_processes=num_processes, **params)
+    run = RunFolder.under(params["output_uri"], returned["run_id"])
+    with run.fs.open(run.join(RunFolder.PREDICTIONS), "rb") as f:
+        predictions = pq.read_table(f)
+    metrics = run.read_json(RunFolder.METRICS)
+    return Result(Path(run.path) if is_local(run.fs) else run.uri, predictions, metrics, returned)
 
 
 def reference_probabilities(

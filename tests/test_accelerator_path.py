@@ -15,7 +15,7 @@ import torch
 
 from scorekeeper.worker.device import ACCELERATOR_PATH_ENV, accelerator_path, default_tokens_per_batch, engine_facts, pin_host_memory
 from scorekeeper.worker.model import resolve_dtype
-from tests.helpers import make_rows, probabilities, run_job, write_rows
+from tests.helpers import make_rows, probabilities, run_flow, write_rows
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda", 0)
 
@@ -47,13 +47,13 @@ def test_the_accelerator_path_scores_like_the_cpu_path(tmp_path, models, monkeyp
     common = dict(input_uri=str(data), model_uri=models["bert"], id_column="review_id", rows_per_range=16, dtype="float32")
 
     monkeypatch.delenv(ACCELERATOR_PATH_ENV, raising=False)
-    cpu = run_job(num_processes, output_uri=str(tmp_path / "cpu"), run_name="cpu", **common)
+    cpu = run_flow(num_processes, output_uri=str(tmp_path / "cpu"), run_name="cpu", **common)
     monkeypatch.setenv(ACCELERATOR_PATH_ENV, "1")
-    forced = run_job(num_processes, output_uri=str(tmp_path / "forced"), run_name="forced", **common)
+    forced = run_flow(num_processes, output_uri=str(tmp_path / "forced"), run_name="forced", **common)
 
-    assert cpu.progress.engine["accelerator_path"] is False
-    assert forced.progress.engine["accelerator_path"] is True and forced.progress.engine["prefetch_thread"] is True
-    assert forced.progress.engine["batch_threads"] == 1 and forced.progress.engine["tokens_per_batch"] == 131072
+    assert cpu.scoring["engine"]["accelerator_path"] is False
+    assert forced.scoring["engine"]["accelerator_path"] is True and forced.scoring["engine"]["prefetch_thread"] is True
+    assert forced.scoring["engine"]["batch_threads"] == 1 and forced.scoring["engine"]["tokens_per_batch"] == 131072
     assert forced.predictions.column("row_index").to_pylist() == list(range(61))
     assert forced.predictions.column("id").to_pylist() == cpu.predictions.column("id").to_pylist()
     np.testing.assert_allclose(probabilities(forced.predictions), probabilities(cpu.predictions), atol=1e-6, rtol=0)

@@ -32,7 +32,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import cut_ranges
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from scorekeeper.tasks.report import groups_markdown, render_html
-from tests.helpers import make_rows, probabilities, run_job, write_rows
+from tests.helpers import make_rows, probabilities, run_flow, write_rows
 from tests.s3server import MotoServer
 from tests.test_deployments import PREFECT, REPO, AwsCredentialsShape, PrefectServer, _stop_group
 
@@ -289,7 +289,7 @@ def stack(tmp_path_factory, models):
     with ThreadPoolExecutor(max_workers=1) as pool:
         starting = pool.submit(PrefectServer, root / "prefect-home")
         try:
-            single = run_job(
+            single = run_flow(
                 input_uri=str(write_rows(root / "local" / "reviews.jsonl", rows)), id_column="review_id",
                 model_uri=models["bert"], output_uri=str(root / "local" / "runs"), rows_per_range=ROWS_PER_RANGE,
             )  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -15,24 +16,47 @@ from scorekeeper.errors import RunConflict, ScoringFailed
 from scorekeeper.lease import run_lease
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows
+from tests.helpers import make_rows, probabilities, reference_probabilities, run_flow, write_rows
 
 pytestmark = pytest.mark.integration
 
 
 def worker_pid(run_dir: Path, rank: int) -> int | None:
-    """The pid of the scoring process of `rank` for this run (torchrun sets RANK in its env)."""
+    """The pid of the scoring process of `rank` for this run (torchrun sets RANK in its env): one
+    started ahead by this test process (its --owner-pid), or one launched with this run's job."""
+    owner = ["--owner-pid", str(os.getpid())]
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"scorekeeper.worker" in cmdline and str(run_dir).encode() in b" ".join(cmdline) and f"RANK={rank}".encode() in environ:
+        ours = any(cmdline[i : i + 2] == owner for i in range(len(cmdline))) or str(run_dir) in " ".join(cmdline)
+        if "scorekeeper.worker" in cmdline and ours and f"RANK={rank}".encode() in environ:
             return int(entry.name)
     return None
+
+
+class Striker(threading.Thread):
+    """Sends `signal` to a rank's scoring process once the run has committed its first range
+    (read from the run folder's commit records): a machine lost in the middle of the job."""
+
+    def __init__(self, run_dir: Path, rank: int, signal: int):
+        super().__init__(daemon=True)
+        self.run_dir, self.rank, self.signal = run_dir, rank, signal
+        self.struck: int | None = None
+        self.finished = threading.Event()
+
+    def run(self) -> None:
+        commits = self.run_dir / RunFolder.COMMIT_DIR
+        while not self.finished.is_set():
+            if any(commits.glob("*.json")) and (pid := worker_pid(self.run_dir, self.rank)):
+                os.kill(pid, self.signal)
+                self.struck = pid
+                return
+            time.sleep(0.01)
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +70,16 @@ def test_a_lost_process_fails_the_job_and_a_rerun_completes_exactly_once(tmp_pat
     data, path = rows
     params = dict(input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r", rows_per_range=2)
     run_dir = tmp_path / "r"
-    victims = []
-
-    def strike(progress):
-        if not victims and (pid := worker_pid(run_dir, 1)):
-            victims.append(pid)
-            os.kill(pid, getattr(signal, how))
+    striker = Striker(run_dir, 1, getattr(signal, how))
 
     started = time.time()
-    with pytest.raises(ScoringFailed) as failure:
-        run_job(2, stall_timeout_s=8, on_progress=strike, **params)
-    assert victims, "the test never found rank 1 to strike"
+    striker.start()
+    try:
+        with pytest.raises(ScoringFailed) as failure:
+            run_flow(2, collective_timeout_s=8, **params)
+    finally:
+        striker.finished.set()
+    assert striker.struck, "the test never found rank 1 to strike"
     assert time.time() - started < 120
     expected = "rank 1 failed: killed by SIGKILL" if how == "SIGKILL" else "rank 1 stopped responding"
     assert expected in str(failure.value)
@@ -66,8 +89,8 @@ def test_a_lost_process_fails_the_job_and_a_rerun_completes_exactly_once(tmp_pat
     # by its peer (claims are dynamic), and the rerun scores exactly what is missing.
     committed = len(list((run_dir / "work" / "commits").glob("*.json")))
 
-    resumed = run_job(1, **params)  # another process count resumes the same plan
-    assert resumed.progress.rows_done == 120 - 2 * committed
+    resumed = run_flow(1, **params)  # another process count resumes the same plan
+    assert resumed.scoring["rows_scored"] == 120 - 2 * committed
     assert resumed.predictions.column("row_index").to_pylist() == list(range(120))
     reference = reference_probabilities(models["bert"], [r["text"] for r in data])
     assert abs(probabilities(resumed.predictions) - reference).max() < 1e-4

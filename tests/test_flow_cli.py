@@ -19,29 +19,11 @@ pytestmark = pytest.mark.integration
 SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
 
 
-@pytest.fixture(scope="module")
-def prefect_api():
-    """A temporary Prefect server for flow runs in this process: the one the CLI starts, with the
-    CLI's bounded drain of logs and events before it stops. (prefect_test_harness drains them
-    without a time limit on teardown, and was seen to wait there for good.)"""
-    from prefect.settings import PREFECT_API_URL, PREFECT_UI_URL, temporary_settings
-
-    from scorekeeper.api_server import TemporaryServer
-    from scorekeeper.cli import _drain_prefect_clients
-
-    server = TemporaryServer()
-    try:
-        with temporary_settings(updates={PREFECT_API_URL: server.wait_ready(), PREFECT_UI_URL: ""}):
-            try:
-                yield
-            finally:
-                _drain_prefect_clients()
-    finally:
-        server.stop()
-
-
 def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_api):
+    from uuid import UUID
+
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     from scorekeeper.flows.score import score_dataset
     from scorekeeper.launch import ScoringProcesses, offering
@@ -73,9 +55,10 @@ def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_
 
     import asyncio
 
-    async def artifact_keys():
+    async def artifact_keys():  # this flow run's (the session's server holds every test's runs)
         async with get_client() as client:
-            return {a.key for a in await client.read_artifacts()}
+            this_run = FlowRunFilter(id=FlowRunFilterId(any_=[UUID(result["run_id"])]))
+            return {a.key for a in await client.read_artifacts(flow_run_filter=this_run)}
 
     expected = {"scorekeeper-summary", "scorekeeper-per-class", "scorekeeper-report", "scorekeeper-progress", "scorekeeper-confusion"}
     assert expected <= asyncio.run(artifact_keys())

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import accuracy_score, f1_score
 
-from tests.helpers import LABELS, make_rows, run_job
+from tests.helpers import LABELS, make_rows, run_flow
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def test_ground_truth_join_coverage_and_a_scoring_only_rerun(tmp_path, models):
         ground_truth_uri=str(tmp_path / "gt.jsonl"),
         label_column="gold",
     )
-    result = run_job(1, **params)
+    result = run_flow(1, **params)
     m = result.metrics
     assert (m["rows"], m["scored"], m["evaluated"]) == (30, 30, 25)
     assert m["missing_predictions"] == 3 and m["unmatched_predictions"] == 5
@@ -49,7 +49,7 @@ def test_ground_truth_join_coverage_and_a_scoring_only_rerun(tmp_path, models):
     assert result.predictions.column("id").type == pa.int64()  # the input id's own type
 
     # The same run without ground truth: nothing is scored again, and the report says so.
-    again = run_job(1, **(params | {"ground_truth_uri": None, "label_column": None}))
-    assert again.progress.rows_done == 0
+    again = run_flow(1, **(params | {"ground_truth_uri": None, "label_column": None}))
+    assert again.scoring["rows_scored"] == 0
     assert again.metrics["scoring_only"] and again.metrics["evaluated"] == 0 and again.metrics["accuracy"] is None
     assert "Scoring-only run" in (result.run_dir / "report" / "report.md").read_text()

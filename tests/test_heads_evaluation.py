@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import make_rows, run_job, write_rows
+from tests.helpers import make_rows, run_flow, write_rows
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_
 
     truth = _multi_label_input(tmp_path / "in.parquet")
     common = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "runs"), run_name="ml")
-    first = run_job(1, id_column="review_id", label_column="labels", **common)
+    first = run_flow(1, id_column="review_id", label_column="labels", **common)
     metrics = first.metrics
     assert metrics["head"] == "multi_label" and metrics["rows"] == metrics["scored"] == 14 and metrics["evaluated"] == 13
     assert metrics["unknown_labels"] == {"ham": 1}
@@ -76,11 +76,11 @@ def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_
 
     # The same run again with the truth in other forms: nothing is scored again (the label
     # parameters change no prediction), the evaluation is the same.
-    delimited = run_job(1, id_column="review_id", label_column="labels_text", **common)
-    assert delimited.progress.rows_done == 0
+    delimited = run_flow(1, id_column="review_id", label_column="labels_text", **common)
+    assert delimited.scoring["rows_scored"] == 0
     assert {k: delimited.metrics[k] for k in SCALARS} == {k: metrics[k] for k in SCALARS}
     assert delimited.metrics["unknown_labels"] == {"ham": 1}
-    columns = run_job(1, id_column="review_id", label_columns=LABELS, **common)
+    columns = run_flow(1, id_column="review_id", label_columns=LABELS, **common)
     assert columns.metrics["evaluated"] == 13 and columns.metrics["unknown_labels"] == {}
     assert {k: columns.metrics[k] for k in SCALARS} == {k: metrics[k] for k in SCALARS}
 
@@ -93,7 +93,7 @@ def test_a_regression_run_with_ground_truth(tmp_path, heads):
         r["quality"] = "" if i == 4 else str(round(0.25 * i - 1.0, 2))  # row 4: no truth
         del r["label"]
     write_rows(tmp_path / "in.csv", rows)
-    result = run_job(
+    result = run_flow(
         1, input_uri=str(tmp_path / "in.csv"), model_uri=heads["regression"], output_uri=str(tmp_path / "runs"), run_name="reg",
         id_column="review_id", label_column="quality",
     )  # fmt: skip
@@ -154,7 +154,7 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
 
     truth = _multi_label_input(tmp_path / "in.parquet")
     common = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "runs"))
-    this = run_job(1, id_column="review_id", label_column="labels", run_name="ml", **common)
+    this = run_flow(1, id_column="review_id", label_column="labels", run_name="ml", **common)
     other = tmp_path / "runs" / "other"
     shutil.copytree(tmp_path / "runs" / "ml", other)
     before = this.predictions.column("predicted_labels").to_pylist()

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.helpers import make_rows, reference_probabilities, score_and_gather, write_rows
+from tests.helpers import make_rows, reference_probabilities, run_flow, write_rows
 
 pytestmark = pytest.mark.integration
 
@@ -40,13 +40,10 @@ def rows():
 
 def _score(tmp_path, rows, model, processes, **params):
     data = write_rows(tmp_path / "data" / "rows.csv", rows)
-    request, context, manifest, progress = score_and_gather(
+    table = run_flow(
         processes, input_uri=str(data), model_uri=model, output_uri=str(tmp_path / "runs"), run_name="r",
         id_column="review_id", label_column=None, rows_per_range=4, tokens_per_batch=120, **params,
-    )  # fmt: skip
-    from tests.helpers import read_predictions
-
-    table = read_predictions(context)
+    ).predictions  # fmt: skip
     assert table.column("row_index").to_pylist() == list(range(len(rows)))  # each row exactly once
     assert table.column("id").to_pylist() == [r["review_id"] for r in rows]
     recorded = json.loads((tmp_path / "runs" / "r" / "request.json").read_text())

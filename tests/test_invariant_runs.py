@@ -17,7 +17,7 @@ import pytest
 from scorekeeper.errors import ScoringFailed
 from scorekeeper.launch import Progress, ScoringProcesses
 from scorekeeper.run_folder import RunFolder
-from tests.helpers import make_rows, open_run_and_plan, run_job, write_rows
+from tests.helpers import make_rows, open_run_and_plan, run_flow, write_rows
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,7 @@ def test_nan_scores_fail_the_job_naming_the_first_rows_and_publish_nothing(tmp_p
     assert 5 < len(bad) < len(rows)  # some rows, not all
     write_rows(tmp_path / "in.csv", rows)
     with pytest.raises(ScoringFailed) as failed:
-        run_job(1, input_uri=str(tmp_path / "in.csv"), model_uri=str(tmp_path / "m"), output_uri=str(tmp_path / "out"), run_name="r")
+        run_flow(1, input_uri=str(tmp_path / "in.csv"), model_uri=str(tmp_path / "m"), output_uri=str(tmp_path / "out"), run_name="r")
     message = str(failed.value)
     assert message.startswith("rank 0: the model's scores are not finite (NaN or infinite) for ") and "\n" not in message
     assert f"first row_index {', '.join(map(str, bad[:5]))}:" in message

@@ -20,11 +20,11 @@ from scorekeeper.errors import InputError, ModelError  # noqa: E402
 from scorekeeper.run_folder import IndexRange, cut_ranges  # noqa: E402
 from scorekeeper.worker.batching import collate, cut_batches, encode  # noqa: E402
 from scorekeeper.worker.model import load_model  # noqa: E402
-from scorekeeper.worker.pipeline import RangeWork, bubble_theoretical, plan_layout  # noqa: E402
+from scorekeeper.worker.pipeline import RangeWork, TimedStage, bubble_theoretical, plan_layout  # noqa: E402
 from scorekeeper.worker.replica import score_batches  # noqa: E402
 from scorekeeper.worker.stages import balanced_boundaries, build_stage  # noqa: E402
 from tests import models as demo  # noqa: E402
-from tests.helpers import make_rows, probabilities, reference_probabilities, run_job, write_rows  # noqa: E402
+from tests.helpers import make_rows, probabilities, reference_probabilities, run_flow, write_rows  # noqa: E402
 
 TOLERANCE = 1e-4
 CPU = torch.device("cpu")
@@ -174,6 +174,14 @@ def test_range_header_round_trip():
     assert [p.tolist() for p in back.positions] == [[6, 0, 2, 1], [5, 3, 4]]
 
 
+def test_the_timed_stage_is_still_a_module_that_moves_and_times():
+    # It once kept its device kind in `self.cuda`, shadowing nn.Module.cuda(): the stage could not be moved to a GPU.
+    timed = TimedStage(torch.nn.Linear(2, 2), CPU)
+    assert callable(timed.cuda) and not timed.on_cuda
+    timed(torch.zeros(1, 2))
+    assert timed.busy > 0
+
+
 # -- real runs ----------------------------------------------------------------------------------
 
 
@@ -190,9 +198,10 @@ def replica_reference(model_dir, texts, *, rows_per_range, tokens_per_batch, max
 
 def _run(tmp_path, model_dir, rows, processes, **params):
     data = write_rows(tmp_path / "data" / "rows.csv", rows)
-    return run_job(
+    # oversubscribe: up to 4 stages on a 2-core machine
+    return run_flow(
         processes, input_uri=str(data), model_uri=model_dir, output_uri=str(tmp_path / "runs"),
-        run_name="pp", mode="pipeline", id_column="review_id", **params,
+        run_name="pp", mode="pipeline", id_column="review_id", oversubscribe=True, **params,
     )  # fmt: skip
 
 
@@ -208,7 +217,7 @@ def _check(result, rows, references: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 def _events(result, pipelines: int, stages: int, microbatches: int) -> list[dict]:
-    events = sorted(result.progress.pipeline, key=lambda e: e["pipeline"])
+    events = sorted(result.scoring["pipeline"], key=lambda e: e["pipeline"])
     assert [e["pipeline"] for e in events] == list(range(pipelines))
     for e in events:
         assert len(e["stages"]) == stages and e["stages"][0][0] == 0

@@ -61,6 +61,14 @@ def test_gather_writes_rows_in_order_and_refuses_gaps(tmp_path):
     assert table.column("row_index").to_pylist() == list(range(8))
 
 
+def test_gather_of_nothing_is_refused_with_a_message(tmp_path):
+    # No range tiles zero rows: the gather has no shard to take the predictions' schema from, and
+    # says so (it used to fail on closing a writer it never opened).
+    run = RunFolder.from_uri(str(tmp_path / "run"))
+    with pytest.raises(GatherError, match="no committed range to gather"):
+        gather_predictions(run, 0, "fp")
+
+
 def test_commit_is_exclusive_and_tampered_shards_are_refused(tmp_path):
     run = RunFolder.from_uri(str(tmp_path / "run"))
     _commit(run, 0, 0, 4)

@@ -273,7 +273,7 @@ def test_paired_delta_is_the_difference_of_the_accuracies(labels, data, seed, sa
 @given(data=st.data())
 @settings(max_examples=2, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_end_to_end_scores_and_metrics_match_transformers_and_scikit_learn(models, tmp_path_factory, data):
-    from tests.helpers import probabilities, reference_probabilities, run_job
+    from tests.helpers import probabilities, reference_probabilities, run_flow
 
     words = st.sampled_from("good bad great terrible fine okay awful nice".split())
     texts = data.draw(st.lists(st.lists(words, min_size=1, max_size=12).map(" ".join), min_size=3, max_size=12))
@@ -286,7 +286,7 @@ def test_end_to_end_scores_and_metrics_match_transformers_and_scikit_learn(model
     pq.write_table(pa.table({"text": texts, "label": pa.array(truth, pa.int64())}), folder / "part-0.parquet")
     if hidden:
         pq.write_table(pa.table({"text": texts, "label": pa.array(truth, pa.int64())}), root / "in" / "_temporary.parquet")
-    result = run_job(1, model_uri=models["bert"], input_uri=str(root / "in"), output_uri=str(root / "out"), slice_columns=["split"])
+    result = run_flow(1, model_uri=models["bert"], input_uri=str(root / "in"), output_uri=str(root / "out"), slice_columns=["split"])
     expected = reference_probabilities(models["bert"], texts)
     assert result.predictions.num_rows == len(texts)
     np.testing.assert_allclose(probabilities(result.predictions), expected, atol=1e-5)

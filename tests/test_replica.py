@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from scorekeeper.errors import ModelError, RunConflict
-from tests.helpers import LABELS, make_rows, probabilities, reference_probabilities, run_job, write_rows
+from tests.helpers import LABELS, make_rows, probabilities, reference_probabilities, run_flow, write_rows
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def _check_exact(result, rows, reference):
 
 @pytest.mark.parametrize("processes", [1, 2, 3])
 def test_every_row_once_and_equal_to_the_reference(tmp_path, models, data, bert_reference, processes):
-    result = run_job(
+    result = run_flow(
         processes,
         input_uri=str(data["csv"]),
         model_uri=models["bert"],
@@ -49,12 +49,13 @@ def test_every_row_once_and_equal_to_the_reference(tmp_path, models, data, bert_
         id_column="review_id",
         rows_per_range=5,
         tokens_per_batch=200,
+        oversubscribe=True,  # 3 processes on a 2-core machine
     )
     _check_exact(result, data["rows"], bert_reference)
     assert result.predictions.column("id").to_pylist() == [r["review_id"] for r in data["rows"]]
     assert result.metrics["rows"] == result.metrics["scored"] == result.metrics["evaluated"] == 37
     if processes == 3:
-        baseline = run_job(
+        baseline = run_flow(
             1,
             input_uri=str(data["jsonl"]),
             model_uri=models["bert"],
@@ -72,13 +73,15 @@ def test_every_row_once_and_equal_to_the_reference(tmp_path, models, data, bert_
 @pytest.mark.parametrize("rows", [1, 7])
 def test_fewer_rows_than_processes_and_ranges(tmp_path, models, data, bert_reference, rows):
     path = write_rows(tmp_path / "few.parquet", data["rows"][:rows])
-    result = run_job(3, input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r", rows_per_range=2)
+    result = run_flow(
+        3, input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r", rows_per_range=2, oversubscribe=True
+    )
     _check_exact(result, data["rows"][:rows], bert_reference[:rows])
 
 
 def test_decoder_without_pad_token(tmp_path, models, data):
     rows = data["rows"][:20]
-    result = run_job(2, input_uri=str(data["csv"]), model_uri=models["llama"], output_uri=str(tmp_path), run_name="r", rows_per_range=8)
+    result = run_flow(2, input_uri=str(data["csv"]), model_uri=models["llama"], output_uri=str(tmp_path), run_name="r", rows_per_range=8)
     reference = reference_probabilities(models["llama"], [r["text"] for r in data["rows"]])
     _check_exact(result, data["rows"], reference)
     assert len(rows) == 20
@@ -87,7 +90,7 @@ def test_decoder_without_pad_token(tmp_path, models, data):
 @pytest.mark.parametrize("merge", [True, False])
 def test_adapter_merged_and_unmerged(tmp_path, models, data, merge):
     texts = [r["text"] for r in data["rows"]]
-    result = run_job(
+    result = run_flow(
         1,
         input_uri=str(data["csv"]),
         model_uri=models["bert"],
@@ -106,24 +109,24 @@ def test_long_texts_are_truncated_and_counted(tmp_path, models):
     rows = make_rows(4, seed=3)
     rows[1]["text"] = " ".join(["great"] * 400)
     path = write_rows(tmp_path / "long.csv", rows)
-    result = run_job(1, input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r")
-    assert result.progress.truncated == 1
+    result = run_flow(1, input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r")
+    assert result.scoring["truncated"] == 1
     _check_exact(result, rows, reference_probabilities(models["bert"], [r["text"] for r in rows]))
 
 
 def test_resume_skips_committed_ranges_and_refuses_changed_input(tmp_path, models, data):
     source = write_rows(tmp_path / "in.csv", data["rows"])
     params = dict(input_uri=str(source), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r", rows_per_range=10)
-    first = run_job(2, **params)
-    assert first.progress.rows_done == 37
-    again = run_job(1, **params)  # a different process count resumes the same plan
-    assert again.progress.rows_done == 0
+    first = run_flow(2, **params)
+    assert first.scoring["rows_scored"] == 37
+    again = run_flow(1, **params)  # a different process count resumes the same plan
+    assert again.scoring["rows_scored"] == 0
     assert probabilities(again.predictions).tolist() == probabilities(first.predictions).tolist()
     with pytest.raises(RunConflict, match="max_length"):
-        run_job(1, **params, max_length=16)
+        run_flow(1, **params, max_length=16)
     write_rows(source, data["rows"][:-1])  # same name, other content
     with pytest.raises(RunConflict, match="input changed.*in.csv"):
-        run_job(1, **params)
+        run_flow(1, **params)
 
 
 def test_pickled_weights_are_refused(tmp_path, models, data):
@@ -133,4 +136,4 @@ def test_pickled_weights_are_refused(tmp_path, models, data):
     shutil.copytree(models["bert"], folder)
     (folder / "model.safetensors").rename(folder / "pytorch_model.bin")
     with pytest.raises(ModelError, match="only pickled weights.*safetensors only"):
-        run_job(1, input_uri=str(data["csv"]), model_uri=str(folder), output_uri=str(tmp_path), run_name="r")
+        run_flow(1, input_uri=str(data["csv"]), model_uri=str(folder), output_uri=str(tmp_path), run_name="r")

@@ -15,7 +15,7 @@ import pytest
 
 from scorekeeper.tasks.report import render_html
 from tests.browser import distinct_colours, dump_dom, find_chromium, screenshot
-from tests.helpers import make_rows, run_job, write_rows
+from tests.helpers import make_rows, run_flow, write_rows
 from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, full_metrics
 
 pytestmark = pytest.mark.integration
@@ -55,7 +55,7 @@ def test_report_of_a_real_run_in_chromium(chromium, tmp_path, models):
         row["channel"] = ["web", "app", "<email>"][i % 3]
     rows[3]["text"] = SCRIPT_TEXT
     path = write_rows(tmp_path / "in.parquet", rows)
-    result = run_job(input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path / "out"), slice_columns=["channel"])
+    result = run_flow(input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path / "out"), slice_columns=["channel"])
     page = result.run_dir / "report" / "report.html"
     metrics = json.loads((result.run_dir / "report" / "metrics.json").read_text())
     dom = _check_in_browser(chromium, page, metrics, tmp_path)

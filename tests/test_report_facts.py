@@ -14,7 +14,7 @@ from scorekeeper.boundary import ModelLoaded
 from scorekeeper.launch.progress import Progress
 from scorekeeper.tasks import plots
 from scorekeeper.tasks.report import render_html, run_facts
-from tests.helpers import make_rows, run_job, write_rows
+from tests.helpers import make_rows, run_flow, write_rows
 from tests.report_fixture import full_metrics
 
 
@@ -45,8 +45,8 @@ def test_run_facts_show_the_dtype_the_workers_used():
 @pytest.mark.integration
 def test_a_real_cpu_run_reports_float32_for_auto(tmp_path, models):
     write_rows(tmp_path / "in.csv", make_rows(3))
-    result = run_job(input_uri=str(tmp_path / "in.csv"), model_uri=models["bert"], output_uri=str(tmp_path / "out"), dtype="auto")
-    assert result.progress.summary()["dtype"] == "float32"
+    result = run_flow(input_uri=str(tmp_path / "in.csv"), model_uri=models["bert"], output_uri=str(tmp_path / "out"), dtype="auto")
+    assert result.scoring["dtype"] == "float32"
 
 
 def test_history_marks_a_changed_adapter_as_a_changed_model():

@@ -3,8 +3,8 @@
 A fault-injecting proxy (tests/faultproxy.py) stands in front of the loopback moto server, and the
 standard AWS chain's endpoint (AWS_ENDPOINT_URL_S3) points at the proxy, so the flow's steps and
 the scoring subprocesses alike go through it. Transient faults are absorbed by the bounded
-retries (storage.S3_MAX_ATTEMPTS, storage.S3FS_ATTEMPTS) and the run's result is exact; a
-persistent fault fails the run within a measured time and publishes nothing; a conditional create
+retries (storage.S3_MAX_ATTEMPTS, storage.S3FS_ATTEMPTS, the I/O tasks' IO_RETRIES: the runs go
+through the flow) and the run's result is exact; a persistent fault fails the run within a measured time and publishes nothing; a conditional create
 whose response was lost still counts as the writer's own commit, once.
 """
 
@@ -23,8 +23,9 @@ from botocore.exceptions import BotoCoreError
 
 from scorekeeper.run_folder import CommitRecord
 from scorekeeper.storage import S3_MAX_ATTEMPTS, S3FS_ATTEMPTS, Location
+from scorekeeper.tasks.retries import IO_RETRIES
 from tests.faultproxy import FaultProxy
-from tests.helpers import make_rows, probabilities, reference_probabilities, run_job
+from tests.helpers import make_rows, probabilities, reference_probabilities, run_flow
 from tests.s3server import AWS_VARIABLES, moto  # noqa: F401  (moto is a fixture)
 
 pytestmark = pytest.mark.integration
@@ -124,7 +125,7 @@ def test_transient_5xx_throttling_and_dropped_connections_are_retried_and_the_ru
         proxy.add(name, **rule)
 
     started = time.time()
-    result = run_job(2, **params)
+    result = run_flow(2, **params)
     elapsed = time.time() - started
     injected = proxy.injected()
     print(f"\nrun with faults: {elapsed:.1f} s; requests {dict(proxy.requests())}; injected {injected}")
@@ -170,16 +171,18 @@ def test_a_persistent_fault_fails_within_the_retry_bound_and_publishes_nothing(m
 
     started = time.time()
     with pytest.raises(OSError, match="internal error") as failure:
-        run_job(1, **params)
+        run_flow(1, **params)
     elapsed = time.time() - started
     puts = proxy.exchanges("predictions PUT 500 forever")
     first = min(e.at for e in puts)
     retrying = max(e.at for e in puts) - first
     print(f"\npersistent 500: failed after {elapsed:.1f} s in all, {len(puts)} PUTs over {retrying:.1f} s: {failure.value!r}")
 
-    # Bounded: S3_MAX_ATTEMPTS requests (s3fs does not repeat a 500), backoff of at most 1+2+4+8 s.
-    assert len(puts) == S3_MAX_ATTEMPTS
-    assert retrying < 16
+    # Bounded: the gather task's attempts (IO_RETRIES) of S3_MAX_ATTEMPTS requests each (s3fs does
+    # not repeat a 500), each attempt's backoff at most 1+2+4+8 s, the task's retry delay between.
+    attempts = IO_RETRIES["retries"] + 1
+    assert len(puts) == attempts * S3_MAX_ATTEMPTS
+    assert retrying < attempts * 16 + IO_RETRIES["retries"] * IO_RETRIES["retry_delay_seconds"]
     # Nothing partial published: no predictions, no report, no unfinished multipart upload.
     objects = _run_objects(moto, bucket)
     assert "predictions.parquet" not in objects
@@ -189,8 +192,8 @@ def test_a_persistent_fault_fails_within_the_retry_bound_and_publishes_nothing(m
     # without scoring again.
     assert len([o for o in objects if o.startswith("work/commits/")]) == (ROWS + ROWS_PER_RANGE - 1) // ROWS_PER_RANGE
     proxy.clear()
-    result = run_job(1, **params)
-    assert result.progress.rows_done == 0
+    result = run_flow(1, **params)
+    assert result.scoring["rows_scored"] == 0
     assert result.predictions.column("row_index").to_pylist() == list(range(ROWS))
     assert result.metrics["evaluated"] == ROWS
 

@@ -104,10 +104,12 @@ class ScoringProcesses:
             self._remove_job_file()
             self.start(job_uri)
             return
-        staging = self._job_file + ".tmp"
+        job_file = self._job_file
+        assert job_file is not None, "processes started ahead of their job wait on its file"
+        staging = job_file + ".tmp"
         with open(staging, "w") as f:
             f.write(job_uri)
-        os.replace(staging, self._job_file)
+        os.replace(staging, job_file)
         self.job_uri = job_uri
 
     def follow(self, progress: Progress, on_progress: Callable[[Progress], None] | None = None) -> Progress:

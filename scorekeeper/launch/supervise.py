@@ -54,11 +54,13 @@ class Launched:
         return self.proc.poll() is None
 
     def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None, "started with stdout=PIPE"
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
     def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None, "started with stderr=PIPE"
         for line in self.proc.stderr:
             line = line.rstrip("\n")
             self.tail.append(line)

@@ -106,7 +106,7 @@ class Partitions:
         return self.values.get(uri, {})
 
     def arrow_type(self, key: str) -> pa.DataType:
-        written = [v[key] for v in self.values.values() if v.get(key) is not None]
+        written = [w for v in self.values.values() if (w := v.get(key)) is not None]
         return pa.int64() if written and all(_INTEGER.fullmatch(w) for w in written) else pa.string()
 
     def column(self, uri: str, key: str, rows: int) -> pa.Array:
@@ -208,9 +208,10 @@ def list_input(
     files = []
     partitions: dict[str, dict[str, str | None]] = {}
     for p in sorted(paths, key=lambda p: to_uri(fs, p)):
-        info = fs.info(p)
+        info, format = fs.info(p), file_format(p)
+        assert format is not None, "unsupported files were refused above"
         files.append(
-            InputFile(uri=to_uri(fs, p), size=int(info.get("size") or 0), format=file_format(p), fingerprint=file_fingerprint(fs, p, info))
+            InputFile(uri=to_uri(fs, p), size=int(info.get("size") or 0), format=format, fingerprint=file_fingerprint(fs, p, info))
         )
         if p != path and hive_values(root, p):
             partitions[files[-1].uri] = hive_values(root, p)

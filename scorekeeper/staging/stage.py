@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -177,26 +178,28 @@ def stage_ground_truth(
     """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
     partitions = partitions or Partitions()
     head = staged_head(request)
+    id_column, label_column = request.id_column, request.label_column
+    assert id_column is not None and label_column is not None, "ScoreRequest requires both with a ground_truth_uri"
     target = os.path.join(workdir, "ground_truth.parquet")
     writer = None
     types: dict[str, tuple[pa.DataType, str]] = {}
     rows = 0
     try:
         for f in files:
-            wanted = [request.id_column, request.label_column]
-            as_text = [request.id_column] + ([request.label_column] if head == "multi_label" else [])
+            wanted = [id_column, label_column]
+            as_text = [id_column] + ([label_column] if head == "multi_label" else [])
             schema, batches = open_or_explain(f, as_text, wanted)
             available = _check_columns(f, schema, wanted, partitions.of(f.uri), "ground truth ")
             for batch in batches_or_explain(f, batches):
                 ids, labels = (batch.column(c) if available[c] == "file" else partitions.column(f.uri, c, batch.num_rows) for c in wanted)
                 if f.format == "csv":
                     ids = empty_cells_null(ids)
-                ids = normalise("id", ids, f.uri, request.id_column)
-                labels = stage_truth(head, request, labels, f.uri, request.label_column, None, f.format == "csv")
-                check_type(types, "id", ids.type, f.uri, request.id_column)
-                check_type(types, "label", labels.type, f.uri, request.label_column)
+                ids = normalise("id", ids, f.uri, id_column)
+                labels = stage_truth(head, request, labels, f.uri, label_column, None, f.format == "csv")
+                check_type(types, "id", ids.type, f.uri, id_column)
+                check_type(types, "label", labels.type, f.uri, label_column)
                 if ids.null_count:
-                    raise InputError(f"id column '{request.id_column}' has null values in ground truth {f.uri}")
+                    raise InputError(f"id column '{id_column}' has null values in ground truth {f.uri}")
                 table = pa.table({"id": ids, "label": labels})
                 if writer is None:
                     writer = pq.ParquetWriter(target, table.schema, compression="zstd")
@@ -214,7 +217,7 @@ def new_workdir() -> str:
     return tempfile.mkdtemp(prefix="scorekeeper-stage-")
 
 
-def staging_key(request: ScoreRequest, files: list[InputFile], truth_files: list[InputFile] = ()) -> str:
+def staging_key(request: ScoreRequest, files: list[InputFile], truth_files: Sequence[InputFile] = ()) -> str:
     """What the staged input depends on: the input (and ground-truth) files' fingerprints and every
     parameter that declares it affects staging (params.STAGING_PARAMETERS)."""
     return digest_of(

@@ -134,7 +134,7 @@ def label_columns_truth(columns: Sequence, names: Sequence[str], where: str, fir
             raise InputError(f"label column '{name}' in {where} holds values other than 0/1 at row_index {_rows(bad_rows, first_row)}")
         nulls[:, j] = column.is_null().to_numpy(zero_copy_only=False)
         marks[:, j] = pc.fill_null(column, False).to_numpy(zero_copy_only=False)
-    partial = nulls.any(axis=1) & ~nulls.all(axis=1)
+    partial = np.asarray(nulls.any(axis=1) & ~nulls.all(axis=1), dtype=bool)
     if partial.any():
         raise InputError(
             f"label_columns in {where}: some but not all of a row's label columns are empty at row_index {_rows(partial, first_row)}; "

@@ -27,6 +27,7 @@ class RowGroupWriter:
             self._flush(self.rows_per_group)
 
     def _flush(self, rows: int) -> None:
+        assert self.writer is not None, "write() opens it before anything is pending"
         merged = pa.concat_tables(self.pending).combine_chunks()
         self.writer.write_table(merged.slice(0, rows), row_group_size=rows)
         rest = merged.slice(rows)

@@ -40,12 +40,12 @@ class Batch:
         return inputs
 
     def to(self, device: torch.device, non_blocking: bool = False) -> Batch:
-        move = lambda t: None if t is None else t.to(device, non_blocking=non_blocking)  # noqa: E731
+        move = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
         return Batch(
             self.positions,
             move(self.input_ids),
             move(self.attention_mask),
-            move(self.token_type_ids),
+            None if self.token_type_ids is None else move(self.token_type_ids),
             self.useful_tokens,
             self.padded_tokens,
         )
@@ -117,12 +117,12 @@ def collate(encoded: Encoded, positions: np.ndarray, pad_token_id: int, pin_memo
         token_type_ids = np.zeros((len(positions), width), dtype=np.int64)
         if lengths.sum():
             token_type_ids[mask] = np.concatenate([encoded.type_ids[p] for p in positions])
-    as_tensor = lambda a: None if a is None else (torch.from_numpy(a).pin_memory() if pin_memory else torch.from_numpy(a))  # noqa: E731
+    as_tensor = lambda a: torch.from_numpy(a).pin_memory() if pin_memory else torch.from_numpy(a)  # noqa: E731
     return Batch(
         positions=positions,
         input_ids=as_tensor(input_ids),
         attention_mask=as_tensor(mask.astype(np.int64)),
-        token_type_ids=as_tensor(token_type_ids),
+        token_type_ids=None if token_type_ids is None else as_tensor(token_type_ids),
         useful_tokens=int(lengths.sum()),
         padded_tokens=int(len(positions) * width),
     )

@@ -23,12 +23,12 @@ import sys
 
 from torch import nn
 
-from scorekeeper.worker.families import find_family
+from scorekeeper.worker.families import HFModule, find_family
 
 log = logging.getLogger(__name__)
 
 
-def first_token_last_layer(model: nn.Module) -> bool:
+def first_token_last_layer(model: HFModule) -> bool:
     """Swap the classifier's last layer for its position-0-only form where that is exact.
     Returns whether it did (the model is changed in place)."""
     import transformers

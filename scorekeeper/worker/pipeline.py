@@ -40,7 +40,7 @@ from scorekeeper.worker.outputs import HeadOutputs, activate
 from scorekeeper.worker.replica import PreparedRange, prepare_ranges
 from scorekeeper.worker.runtime import Ranks, emit, prefetch
 from scorekeeper.worker.shards import RangeCommits, StagedInput
-from scorekeeper.worker.stages import build_stage
+from scorekeeper.worker.stages import DecoderStage, EncoderStage, build_stage
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +184,7 @@ def pipeline_ranges(job: Job, ranks: Ranks, layout: Layout, group, loaded: Loade
         while (header := receive_header(layout, group, ranks.device)) is not None:
             yield RangeWork.from_header(header)
         return
+    assert staged is not None, "the first stage reads the staged input"
     for prepared in prefetch(prepare_ranges(job, ranks, staged, loaded), depth=2):
         work = RangeWork.from_prepared(prepared)
         if layout.stages > 1:
@@ -203,12 +204,12 @@ class TimedStage(nn.Module):
     def __init__(self, inner: nn.Module, device: torch.device):
         super().__init__()
         self.inner = inner
-        self.cuda = device.type == "cuda"
+        self.on_cuda = device.type == "cuda"  # not `cuda`: that is nn.Module's method moving it to a GPU
         self.busy = 0.0
         self._events: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
 
     def forward(self, *inputs):
-        if self.cuda:
+        if self.on_cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             out = self.inner(*inputs)
@@ -238,7 +239,9 @@ class StepStats:
 class StageRunner:
     """This process's stage of one pipeline: runs each batch as one schedule step."""
 
-    def __init__(self, module: nn.Module, layout: Layout, group, device: torch.device, dtype: torch.dtype, microbatches: int):
+    def __init__(
+        self, module: EncoderStage | DecoderStage, layout: Layout, group, device: torch.device, dtype: torch.dtype, microbatches: int
+    ):
         self.timed = TimedStage(module, device)
         self.module = module
         self.layout = layout
@@ -265,7 +268,7 @@ class StageRunner:
         else:  # what the previous stage sends: every non-last stage of a family sends the same kinds
             inputs = tuple(meta(s, d) for s, d in self.module.sent(rows, width, self.dtype))
         if self.layout.is_last:
-            outputs = (meta((rows, self.num_labels), self.dtype),)
+            outputs: tuple[torch.Tensor, ...] = (meta((rows, self.num_labels), self.dtype),)
         else:
             outputs = tuple(meta(s, d) for s, d in self.module.sent(rows, width, self.dtype))
         stage = PipelineStage(
@@ -289,7 +292,7 @@ class StageRunner:
         count = min(self.microbatches, rows)
         per_micro = math.ceil(rows / count)
         padded = count * per_micro
-        args = ()
+        args: tuple[torch.Tensor, ...] = ()
         if inputs is not None:
             args = tuple(t.to(self.device, non_blocking=True) for t in inputs)
             if padded > rows:  # copies of the first row: fixed micro-batch shapes, dropped below
@@ -320,7 +323,7 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
     module, bounds = build_stage(loaded.model, layout.stage, layout.stages)
     # Keep only this stage's modules. The whole model was loaded first (simple, but the peak
     # memory of each process is the whole model's); dropping it here frees the other stages'.
-    loaded.model = None
+    del loaded.model
     gc.collect()
     if ranks.device.type == "cuda":
         torch.cuda.empty_cache()
@@ -344,8 +347,10 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
                 inputs = tuple(batches[k].model_inputs().values()) if batches is not None else None
                 logits = runner.run(rows, width, inputs)
                 if probabilities is not None:
+                    assert logits is not None, "the last stage gets the logits"
                     probabilities[work.positions[k]] = activate(loaded.head, logits).cpu().numpy()
             if layout.is_last:
+                assert probabilities is not None and staged is not None, "the last stage made both"
                 rows_table = work.prepared.rows if work.prepared is not None else staged.read(work.range)
                 commits.submit(
                     work.range,

@@ -24,10 +24,10 @@ import torch
 from torch import nn
 
 from scorekeeper.errors import ModelError
-from scorekeeper.worker.families import Chain, pipeline_family
+from scorekeeper.worker.families import Chain, HFModule, pipeline_family
 
 
-def unwrap_adapter(model: nn.Module) -> nn.Module:
+def unwrap_adapter(model: HFModule) -> nn.Module:
     """The transformers model under an unmerged PEFT adapter. LoRA layers live inside the linear
     layers they adapt and the saved head copy is a wrapper module, so they split like the rest."""
     get_base_model = getattr(model, "get_base_model", None)
@@ -122,12 +122,14 @@ class DecoderStage(nn.Module):
 
     def __init__(self, chain: Chain, start: int, end: int, first: bool, last: bool):
         super().__init__()
+        if chain.rotary is None or chain.layer_types is None:  # every decoder family's chain has both
+            raise ModelError(f"this {chain.model_type} decoder came apart without rotary embeddings or layer types")
         self.config = chain.config
-        self.layer_types = chain.layer_types
+        self.layer_types: list[str] = chain.layer_types
         self.layer_ids = list(range(start, end))
         self.embeddings = chain.embeddings if first else None
         self.layers = nn.ModuleList(chain.layers[start:end])
-        self.rotary = chain.rotary
+        self.rotary: nn.Module = chain.rotary
         self.head = chain.head if last else None
         self.pad_token_id = getattr(chain.config, "pad_token_id", None)
         self.hidden_size = hidden_size(chain.config)
@@ -203,7 +205,7 @@ def stage_boundaries(chain: Chain, stages: int) -> list[tuple[int, int]]:
     return [(bounds[k], bounds[k + 1]) for k in range(stages)]
 
 
-def build_stage(model: nn.Module, stage: int, stages: int) -> tuple[nn.Module, list[tuple[int, int]]]:
+def build_stage(model: nn.Module, stage: int, stages: int) -> tuple[EncoderStage | DecoderStage, list[tuple[int, int]]]:
     """The module of pipeline stage `stage` of `stages`, and every stage's layer range.
 
     The returned module holds references to its own submodules only: once the caller drops the
@@ -212,7 +214,7 @@ def build_stage(model: nn.Module, stage: int, stages: int) -> tuple[nn.Module, l
     chain = take_apart(model)
     bounds = stage_boundaries(chain, stages)
     start, end = bounds[stage]
-    cls = DecoderStage if chain.decoder else EncoderStage
+    cls: type[EncoderStage | DecoderStage] = DecoderStage if chain.decoder else EncoderStage
     module = cls(chain, start, end, first=stage == 0, last=stage == stages - 1)
     module.eval()
     return module, bounds

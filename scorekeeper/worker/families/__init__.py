@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from scorekeeper.errors import ModelError
 from scorekeeper.worker.families import decoders, encoders
-from scorekeeper.worker.families.base import Chain, Family, FirstToken, Parts, Tiny, TinyTokens
+from scorekeeper.worker.families.base import Chain, Family, FirstToken, HFModule, Parts, Tiny, TinyTokens
 
 FAMILIES: tuple[Family, ...] = encoders.FAMILIES + decoders.FAMILIES
 
@@ -33,6 +33,7 @@ __all__ = [
     "FAMILIES",
     "Family",
     "FirstToken",
+    "HFModule",
     "Parts",
     "Tiny",
     "TinyTokens",

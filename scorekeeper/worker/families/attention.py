@@ -11,8 +11,10 @@ import sys
 import torch
 from torch import nn
 
+from scorekeeper.worker.families.base import HFModule
 
-def attend_first(attention: nn.Module, query, key, value, attention_mask) -> torch.Tensor:
+
+def attend_first(attention: HFModule, query, key, value, attention_mask) -> torch.Tensor:
     """Position 0's attention over every position, through the attention function the model's
     own layer would call (its module's eager one by default); (batch, 1, hidden)."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS

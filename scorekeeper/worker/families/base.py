@@ -29,6 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:  # the torch side of a family is imported by name (`Family.parts`), where it is used
     from torch import nn
 
+# A transformers module whose children the parts reach by attribute name (`model.bert.encoder.layer`,
+# `attention.query`): torch types `Module.__getattr__` as `Tensor | Module`, so such a chain has no
+# static type; the families' structure is checked at run time (`FirstToken.fits`, tests/test_families.py).
+HFModule = Any
+
 
 @dataclass
 class Chain:

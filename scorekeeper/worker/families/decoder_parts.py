@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scorekeeper.worker.families.base import Chain, Parts
+from scorekeeper.worker.families.base import Chain, HFModule, Parts
 
 
 class DecoderHead(nn.Module):
@@ -39,7 +39,7 @@ def _mistral_layer_types(config) -> list[str]:
 
 
 def _take_apart(layer_types):
-    def take_apart(model: nn.Module) -> Chain:
+    def take_apart(model: HFModule) -> Chain:
         config = model.config
         inner = model.model
         embed_tokens = inner.embed_tokens

@@ -14,7 +14,7 @@ from torch import nn
 
 from scorekeeper.errors import ModelError
 from scorekeeper.worker.families.attention import attend_first, split_heads
-from scorekeeper.worker.families.base import Chain, FirstToken, Parts
+from scorekeeper.worker.families.base import Chain, FirstToken, HFModule, Parts
 
 # -- heads: what the *ForSequenceClassification model does after the last layer ----------------
 
@@ -62,7 +62,7 @@ class FirstTokenLayer(nn.Module):
 
     def __init__(self, layer: nn.Module):
         super().__init__()
-        self.layer = layer
+        self.layer: HFModule = layer
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs) -> torch.Tensor:
         attention = self.layer.attention.self
@@ -79,7 +79,7 @@ class FirstTokenDistilBertLayer(nn.Module):
 
     def __init__(self, layer: nn.Module):
         super().__init__()
-        self.layer = layer
+        self.layer: HFModule = layer
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs) -> torch.Tensor:
         block = self.layer
@@ -109,22 +109,22 @@ def _bert_layer_first_token(classifiers: tuple[str, ...], base: str) -> FirstTok
 # -- taking the classifiers apart --------------------------------------------------------------
 
 
-def _bert_embed(embeddings: nn.Module) -> Callable:
+def _bert_embed(embeddings: HFModule) -> Callable:
     return lambda ids, types: embeddings(input_ids=ids, token_type_ids=types)
 
 
-def _take_apart_bert(model: nn.Module) -> Chain:
+def _take_apart_bert(model: HFModule) -> Chain:
     embeddings = model.bert.embeddings
     head = BertHead(model.bert.pooler, model.dropout, model.classifier)
     return Chain(model.config, _bert_embed(embeddings), embeddings, list(model.bert.encoder.layer), head)
 
 
-def _take_apart_roberta(model: nn.Module) -> Chain:
+def _take_apart_roberta(model: HFModule) -> Chain:
     embeddings = model.roberta.embeddings
     return Chain(model.config, _bert_embed(embeddings), embeddings, list(model.roberta.encoder.layer), RobertaHead(model.classifier))
 
 
-def _take_apart_distilbert(model: nn.Module) -> Chain:
+def _take_apart_distilbert(model: HFModule) -> Chain:
     embeddings = model.distilbert.embeddings
     head = DistilBertHead(model.pre_classifier, model.dropout, model.classifier)
     return Chain(model.config, lambda ids, _types: embeddings(ids), embeddings, list(model.distilbert.transformer.layer), head)
