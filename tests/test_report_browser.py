@@ -1,9 +1,10 @@
 """report.html in headless Chromium, as a person opens it: no console errors, not blank, the
 numbers on the page equal metrics.json, and a text holding <script> shows as text.
 
-Two reports: one rendered from a metrics document with every section (comparison, gates,
-history...), and one from a real small run (scoring processes, DuckDB evaluation, publish).
-Chromium is Debian's `chromium` package; it is installed with apt-get where missing (as root).
+Reports: one rendered from a metrics document with every section (comparison, gates,
+history...), one from a real small run (scoring processes, DuckDB evaluation, publish), and one
+per other head kind (multi-label, regression) from their own SQL over generated rows.
+Chromium is Debian's `chromium` package, installed by ./setup.sh (as root); the tests skip without it.
 """
 
 from __future__ import annotations
@@ -61,3 +62,30 @@ def test_report_of_a_real_run_in_chromium(chromium, tmp_path, models):
     dom = _check_in_browser(chromium, page, metrics, tmp_path)
     assert dom.count("<script") == 1
     assert 'id="slices"' in dom and "&lt;email&gt;" in dom
+
+
+def _head_report(head: str) -> tuple[dict, dict]:
+    """metrics.json of a multi-label or a regression run, computed by the heads' own SQL over
+    generated rows whose label names and texts hold markup."""
+    import numpy as np
+
+    if head == "multi_label":
+        from tests import test_multilabel_metrics as ml
+
+        truth, probs = ml.random_case(np.random.default_rng(4), 300, decimals=2, always=False)
+        return ml.report_metrics(['<img src=x onerror="alert(1)">', *ml.LABELS[1:]], truth, probs), ml.RUN_INFO
+    from tests import test_regression_metrics as reg
+
+    y, p = reg.random_case(np.random.default_rng(7), 4000, decimals=2)
+    text = [f"<script>row {i}</script>" for i in range(4000)]
+    return reg.report_metrics(p.tolist(), y.tolist(), ["<b>quality</b>"], text), reg.RUN_INFO
+
+
+@pytest.mark.parametrize("head, section", [("multi_label", "per-label"), ("regression", "regression")])
+def test_the_report_of_each_head_in_chromium(chromium, tmp_path, head, section):
+    metrics, run_info = _head_report(head)
+    page = tmp_path / "report.html"
+    page.write_text(render_html(metrics, run_info))
+    dom = _check_in_browser(chromium, page, metrics, tmp_path)
+    assert dom.count("<script") == 1 and "<img src=x" not in dom  # markup from the data stayed text
+    assert f'id="{section}"' in dom and 'id="per-class"' not in dom
