@@ -3,9 +3,14 @@ references, data files."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import csv
+import functools
+import http.server
 import json
 import random
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,3 +160,36 @@ def write_predictions(path, probs, ids, labels) -> None:
         ),
         path,
     )
+
+
+@contextlib.contextmanager
+def basic_auth_server(folder: Path, user: str, password: str):
+    """Serve `folder` over HTTP on loopback, answering only requests that carry this user's basic
+    auth (what a URI such as `http://user:password@host/...` sends); yields `host:port`."""
+    expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.end_headers()
+                return
+            super().do_GET()
+
+        do_HEAD = do_GET
+
+        def log_message(self, *args):
+            pass
+
+        def handle(self):
+            try:
+                super().handle()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()

@@ -3,9 +3,6 @@ message before anything is written, or answered right. Fast tier: no subprocess.
 
 from __future__ import annotations
 
-import base64
-import functools
-import http.server
 import json
 import logging
 import os
@@ -13,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -28,7 +24,7 @@ from scorekeeper.storage import Location
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.open_run import check_resumable, open_run, request_record
 from scorekeeper.tasks.read import read_inputs
-from tests.helpers import LABELS, make_rows, open_run_and_plan, write_rows
+from tests.helpers import LABELS, basic_auth_server, make_rows, open_run_and_plan, write_rows
 
 
 def _request(tmp_path, input_uri, **params) -> ScoreRequest:
@@ -335,36 +331,12 @@ def test_uint64_ids_beyond_int64_are_refused_naming_the_row(tmp_path):
 # -- 11. passwords in URIs -----------------------------------------------------------------------
 
 
-class _AuthHandler(http.server.SimpleHTTPRequestHandler):
-    expected = "Basic " + base64.b64encode(b"reader:pa55-W0rd").decode()
-
-    def do_GET(self):
-        if self.headers.get("Authorization") != self.expected:
-            self.send_response(401)
-            self.end_headers()
-            return
-        super().do_GET()
-
-    do_HEAD = do_GET
-
-    def log_message(self, *args):
-        pass
-
-    def handle(self):
-        try:
-            super().handle()
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-
-
 @pytest.fixture
 def http_data(tmp_path):
     served = tmp_path / "served"
     served.mkdir()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_AuthHandler, directory=str(served)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield served, f"http://reader:pa55-W0rd@127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with basic_auth_server(served, "reader", "pa55-W0rd") as host:
+        yield served, f"http://reader:pa55-W0rd@{host}"
 
 
 def test_no_file_of_the_run_holds_a_password_from_a_uri(tmp_path, models, http_data):

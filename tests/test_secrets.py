@@ -8,15 +8,11 @@ every flow run's parameters, state message, logs and artifacts back through the 
 
 from __future__ import annotations
 
-import base64
-import functools
-import http.server
 import json
 import logging
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -25,7 +21,7 @@ from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import CREDENTIAL_PARAMETERS, RedactingFilter, has_secret, is_redacted, redact_text, redact_uri
 from scorekeeper.tasks.credentials import hand_over_uris, handed_uris, with_handed_uris
-from tests.helpers import make_rows, write_rows
+from tests.helpers import basic_auth_server, make_rows, write_rows
 
 SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
 PASSWORD = "pa55-W0rd-s3cret"
@@ -96,30 +92,12 @@ def test_the_cli_hands_credentials_out_of_band_and_the_flow_refuses_them_in_para
 # -- against a real Prefect server ------------------------------------------------------------------
 
 
-class _AuthHandler(http.server.SimpleHTTPRequestHandler):
-    expected = "Basic " + base64.b64encode(f"reader:{PASSWORD}".encode()).decode()
-
-    def do_GET(self):
-        if self.headers.get("Authorization") != self.expected:
-            self.send_response(401)
-            self.end_headers()
-            return
-        super().do_GET()
-
-    do_HEAD = do_GET
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def served(tmp_path):
     folder = tmp_path / "served"
     folder.mkdir()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_AuthHandler, directory=str(folder)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield folder, f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with basic_auth_server(folder, "reader", PASSWORD) as host:
+        yield folder, host
 
 
 @pytest.fixture(scope="module")
