@@ -71,7 +71,8 @@ def block_bootstrap(
         return {k: pt.untested(pt.BOOTSTRAP) for k in (deltas or {})}
     point = {k: float(v[0]) for k, v in statistic(sums.sum(0)[None, :], highs.max(0)[None, :]).items()}
     if deltas is not None:
-        point = {k: np.nan if deltas.get(k) is None else float(deltas[k]) for k in point}
+        given = {k: deltas.get(k) for k in point}
+        point = {k: np.nan if v is None else float(v) for k, v in given.items()}
     rng = np.random.default_rng(pt.SEED)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in point}
     for weights in pt._draws(rng, len(sums), np.ones(len(sums)), resamples):

@@ -146,6 +146,12 @@ def _block_codes(con, table: str, key: str) -> dict:
     return {k: i for i, (k,) in enumerate(con.execute(f"SELECT DISTINCT {key} FROM {table} ORDER BY 1").fetchall())}
 
 
+def _sample(con, table: str, key: str, columns: tuple[str, str, str], positions: list[int]) -> list[tuple]:
+    first, second, third = columns
+    query = sql("paired_sample.sql", table=table, key=key, first=first, second=second, third=third)
+    return con.execute(query, {"positions": positions}).fetchall()
+
+
 def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, dict]:
     """The multi-label tests that are not per-row means, over ml_paired_cells: F1, precision and
     recall averages and (with both runs' probabilities) ECE by the block bootstrap, ROC-AUC by
@@ -194,19 +200,7 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
         "average_precision_micro": differences[-1] if ranking["after"][-1][0] is not None else None,
     }
     positions = pt.subset_positions(rows, pt.ap_rows(labels)).tolist()
-    sample = con.execute(
-        """
-        WITH numbered AS (
-            SELECT row_index, row_number() OVER (ORDER BY row_index) - 1 AS position
-            FROM (SELECT DISTINCT row_index FROM ml_paired_cells)
-        )
-        SELECT list(c.truth ORDER BY c.label_id), list(c.prob_after ORDER BY c.label_id), list(c.prob_before ORDER BY c.label_id)
-        FROM ml_paired_cells AS c JOIN numbered AS n ON n.row_index = c.row_index
-        WHERE n.position IN (SELECT unnest($positions::BIGINT[]))
-        GROUP BY c.row_index ORDER BY c.row_index
-        """,
-        {"positions": positions},
-    ).fetchall()
+    sample = _sample(con, "ml_paired_cells", "label_id", ("truth", "prob_after", "prob_before"), positions)
     truth, after, before = (np.array([r[i] for r in sample], dtype=dtype) for i, dtype in ((0, bool), (1, float), (2, float)))
 
     def ap_change(weights: np.ndarray) -> dict[str, np.ndarray]:
@@ -216,10 +210,12 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
     return tests | ph.sample_bootstrap(ap_deltas, ap_change, len(sample), rows, pt.AP_RESAMPLES)
 
 
-def regression_resampled_tests(con, outputs: int) -> dict[str, dict]:
+def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None) -> dict[str, dict]:
     """The regression tests that are not per-row means, over reg_paired_complete: the block
     bootstrap of sums and maxima, the row-sample bootstrap of the rank statistics; each delta is
-    the metric's own SQL (heads_metrics.regression_values) over the paired rows, this - other."""
+    the metric's own SQL (heads_metrics.regression_values) over the paired rows, this - other.
+    `own`: this run's per-output values, given when the paired rows are every row it evaluated
+    (then they are its values over the paired rows, and its Kendall SQL need not run again)."""
     from scorekeeper.tasks.heads_metrics import regression_values
 
     rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
@@ -227,6 +223,9 @@ def regression_resampled_tests(con, outputs: int) -> dict[str, dict]:
         return {}
     values = {}
     for side in ("after", "before"):
+        if side == "after" and own is not None:
+            values[side] = dict(enumerate(own))
+            continue
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE reg_side_{side} AS "
             f"SELECT row_index, output_id, y AS truth, {side} AS prediction FROM reg_paired_complete"
@@ -259,19 +258,7 @@ def regression_resampled_tests(con, outputs: int) -> dict[str, dict]:
         deltas={name: delta(name) for name in ph.SUMMED},
     )
     positions = pt.subset_positions(rows, ph.RANK_ROWS).tolist()
-    sample = con.execute(
-        """
-        WITH numbered AS (
-            SELECT row_index, row_number() OVER (ORDER BY row_index) - 1 AS position
-            FROM (SELECT DISTINCT row_index FROM reg_paired_complete)
-        )
-        SELECT list(c.y ORDER BY c.output_id), list(c.after ORDER BY c.output_id), list(c.before ORDER BY c.output_id)
-        FROM reg_paired_complete AS c JOIN numbered AS n ON n.row_index = c.row_index
-        WHERE n.position IN (SELECT unnest($positions::BIGINT[]))
-        GROUP BY c.row_index ORDER BY c.row_index
-        """,
-        {"positions": positions},
-    ).fetchall()
+    sample = _sample(con, "reg_paired_complete", "output_id", ("y", "after", "before"), positions)
     y, after, before = (np.array([r[i] for r in sample], dtype=np.float64) for i in range(3))
     rank_deltas = {name: delta(name) for name in ("spearman", "kendall_tau_b", "median_absolute_error")}
     return tests | ph.sample_bootstrap(
@@ -310,7 +297,7 @@ def paired_error_changes(sums: np.ndarray) -> dict:
     }
 
 
-def _regression(con, keys: tuple[str, str], outputs: int) -> dict:
+def _regression(con, keys: tuple[str, str], outputs: int, metrics: MetricsDocument) -> dict:
     at = "[l.label_id + 1]" if outputs > 1 else ""
     con.execute(
         f"""
@@ -354,7 +341,9 @@ def _regression(con, keys: tuple[str, str], outputs: int) -> dict:
         """,
         {"outputs": outputs},
     )
-    tests |= regression_resampled_tests(con, outputs)
+    complete = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
+    own = [dict(v) for v in (metrics.per_output or {}).values()] if complete == metrics.evaluated and metrics.per_output else None
+    tests |= regression_resampled_tests(con, outputs, own)
     if outputs == 1:
         return result | next(iter(per_output.values())) | {"rows_compared": int(rows), "tests": tests}
     return result | {"per_output": per_output, "tests": tests}
@@ -373,7 +362,7 @@ def compare_head(con, run: Location, other: Location, metrics: MetricsDocument, 
     if head == "multi_label":
         found = _multi_label(con, keys, label_positions(metrics.labels or [], value_at(other_metrics, ("labels",))))
     else:
-        found = _regression(con, keys, len(metrics.labels or []))
+        found = _regression(con, keys, len(metrics.labels or []), metrics)
     if not found["rows_compared"]:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
     compared = compared_metrics(head)
