@@ -96,7 +96,7 @@ def test_the_cli_hands_credentials_out_of_band_and_the_flow_refuses_them_in_para
 def served(tmp_path):
     folder = tmp_path / "served"
     folder.mkdir()
-    with basic_auth_server(folder, "reader", PASSWORD) as host:
+    with basic_auth_server(folder, "reader", PASSWORD, signature=SIGNATURE) as host:
         yield folder, host
 
 
@@ -138,20 +138,27 @@ def _stored_by_prefect(server) -> list[tuple[str, str]]:
 def test_no_secret_of_a_uri_reaches_the_prefect_server_or_the_terminal(tmp_path, models, served, prefect_server):
     folder, host = served
     write_rows(folder / "in.csv", make_rows(6))
+    (folder / "eval").mkdir()
+    write_rows(folder / "eval" / "data.csv", make_rows(5))
     common = ["--model-uri", models["bert"], "--output-uri", str(tmp_path / "out"), "--num-processes", "1"]
     # Read with its password: the run works, and Prefect holds the redacted URI only.
     done = _cli(prefect_server, tmp_path, "--input-uri", f"http://reader:{PASSWORD}@{host}/in.csv", "--run-name", "ok", *common)
     assert done.returncode == 0, done.stderr[-3000:]
+    # A presigned URL is one file (its `?` starts the query, not a glob), named by its path's suffix.
+    signed = _cli(prefect_server, tmp_path, "--input-uri", _presigned(f"http://{host}"), "--run-name", "signed", *common)
+    assert signed.returncode == 0 and "scored 5 rows" in signed.stdout, signed.stderr[-3000:]
     # A signed URL that fails: the error names it, redacted, on the terminal and in the state message.
-    failed = _cli(prefect_server, tmp_path, "--input-uri", _presigned(f"http://{host}"), "--run-name", "signed", *common)
+    missing = _presigned(f"http://{host}/missing")
+    failed = _cli(prefect_server, tmp_path, "--input-uri", missing, "--run-name", "missing", *common)
     assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr[-3000:]
     assert "X-Amz-Signature=***" in failed.stderr
-    for text in (done.stdout, done.stderr, failed.stdout, failed.stderr):
+    for text in (done.stdout, done.stderr, signed.stdout, signed.stderr, failed.stdout, failed.stderr):
         assert not any(s in text for s in SECRETS), text[-3000:]
 
     stored = _stored_by_prefect(prefect_server)
     parameters = [json.loads(text) for what, text in stored if what.endswith("parameters")]
-    assert {p["input_uri"] for p in parameters} == {f"http://***@{host}/in.csv", redact_uri(_presigned(f"http://{host}"))}
+    presigned = {redact_uri(_presigned(f"http://{host}")), redact_uri(missing)}
+    assert {p["input_uri"] for p in parameters} == {f"http://***@{host}/in.csv", *presigned}
     assert any("X-Amz-Signature=***" in text for what, text in stored if what.endswith("state"))
     leaked = [(what, text) for what, text in stored if any(s in text for s in SECRETS)]
     assert not leaked
