@@ -100,11 +100,13 @@ class GroupRun:
         return now - self.dispatched_at if self.state == "SCHEDULED" else 0.0
 
     def lost(self, now: float, stall_timeout_s: float) -> bool:
-        """A run a worker took that has shown no sign of life for too long: its machine died."""
+        """A run a worker took that has shown no sign of life for too long: its machine died. Any
+        state past SCHEDULED counts (RUNNING, and PAUSED or CANCELLING set from the UI or the API,
+        whose process may be gone): every wait of the parent is bounded."""
         silent = now - self.last_sign_at
         if self.state == "PENDING":
             return silent > max(stall_timeout_s, PENDING_GRACE_S)
-        return self.state == "RUNNING" and silent > stall_timeout_s
+        return self.state != "SCHEDULED" and silent > stall_timeout_s
 
     @property
     def where(self) -> str:
