@@ -17,6 +17,7 @@ from scorekeeper.storage import Location
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.heads_evaluate import evaluate_head
 from scorekeeper.tasks.history import run_history
+from scorekeeper.tasks.memory import release_memory
 from scorekeeper.tasks.retries import IO_RETRIES
 
 
@@ -57,4 +58,5 @@ def evaluate_task(request, context, manifest: StagedManifest, baseline: str | No
     metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
         metrics.gates = evaluate_gates(request.gates, metrics)
+    release_memory()  # the DuckDB connection's pages, before the report is rendered
     return metrics

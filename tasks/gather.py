@@ -18,6 +18,7 @@ from prefect import task
 from scorekeeper.errors import GatherError
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
+from scorekeeper.tasks.memory import release_memory
 from scorekeeper.tasks.plan import committed_ranges
 from scorekeeper.tasks.retries import IO_RETRIES
 
@@ -101,4 +102,6 @@ def _read_verified_shard(run: RunFolder, record: CommitRecord):
 @raises_redacted
 def gather_task(context, job) -> dict:
     """Prove the committed ranges tile the rows exactly once, then write predictions.parquet."""
-    return gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
+    gathered = gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
+    release_memory()  # the shards' pages, before the evaluation's DuckDB connection takes its limit
+    return gathered

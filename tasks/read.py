@@ -19,6 +19,7 @@ from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder, SkippedFiles, StagedGroundTruth, StagedManifest
 from scorekeeper.staging.listing import SHOWN, list_input, list_input_files
 from scorekeeper.staging.stage import changed_files, new_workdir, stage_ground_truth, stage_input, staging_key
+from scorekeeper.tasks.memory import release_memory
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
@@ -116,4 +117,5 @@ def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
 
     manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
     check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)
+    release_memory()  # staging and the duplicate-id check's pages, before scoring and the evaluation
     return manifest
