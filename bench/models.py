@@ -18,6 +18,9 @@ BERT_VOCAB = 16_000
 SPECS = {
     # The CPU target: small enough for 20,000 rows on 2 cores in minutes.
     "bert-tiny-bench": dict(kind="bert", num_hidden_layers=4, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
+    # Scale runs (bench/scale.py): 1 layer, 32 wide, so that 10M rows score in minutes and what is
+    # measured is the flow process around the model.
+    "bert-1x32": dict(kind="bert", num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64),
     "bert-base": dict(kind="bert", num_hidden_layers=12, hidden_size=768, num_attention_heads=12, intermediate_size=3072),
     # Qwen2-0.5B's shapes. vocab_size keeps the real 151,936 rows (memory as in the real model);
     # the tokenizer uses only the first 16,000, which changes no per-token compute.
