@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -212,3 +213,43 @@ def test_a_csv_with_line_breaks_in_quoted_cells_is_read_past_the_first_block(tmp
     assert manifest.total_rows == len(texts)
     assert staged.column("text").to_pylist() == texts
     assert set(staged.column("label").to_pylist()) == {"positive"}
+
+
+_READ_ALL = """
+import sys, psutil
+from scorekeeper.run_folder import InputFile
+from scorekeeper.staging.reader import open_or_explain
+before = psutil.Process().memory_info().rss
+_, batches = open_or_explain(InputFile(uri=sys.argv[1], format="parquet", size=0, fingerprint="x"), [], None)
+peak = max(psutil.Process().memory_info().rss for _ in batches)
+print((peak - before) / 2**20)
+"""
+
+
+def _write_groups(path, groups: int, rows: int = 65536) -> None:
+    """`groups` row groups of `rows` random 32-character texts (about 2 MiB each once compressed)."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    with pq.ParquetWriter(path, pa.schema([("text", pa.string())])) as writer:
+        for _ in range(groups):
+            text = rng.bytes(16 * rows).hex()
+            writer.write_table(pa.table({"text": [text[i : i + 32] for i in range(0, 32 * rows, 32)]}))
+
+
+def test_a_parquet_file_streams_row_group_by_row_group(tmp_path):
+    """Reading a file must not keep what it read: pyarrow's pre-buffering (its default) held every
+    row group's bytes until the reader was dropped, so the flow process grew with the input (by
+    about the file's size). Each file is read in a fresh process: 24 row groups must cost about
+    what 6 do."""
+    import subprocess
+    import sys
+
+    grown = {}
+    for groups in (6, 24):
+        path = tmp_path / f"{groups}.parquet"
+        _write_groups(path, groups)
+        out = subprocess.run([sys.executable, "-c", _READ_ALL, str(path)], capture_output=True, text=True, check=True, cwd=tmp_path)
+        grown[groups] = float(out.stdout)
+    extra = (tmp_path / "24.parquet").stat().st_size - (tmp_path / "6.parquet").stat().st_size
+    assert grown[24] - grown[6] < extra / 2**20 / 3, f"peak RSS while reading grew by {grown} MiB (6 and 24 row groups)"
