@@ -3,7 +3,9 @@
 -- column's type and values by scorekeeper/staging/truth.py; never chosen row by row).
 -- `truth_id` is the value read as a label id (for pairing with another run). An unknown value
 -- spelled like a label name (integer truth 3 against a label named "3") gets a name of its own,
--- so that it never counts as that label in the per-class metrics.
+-- so that it never counts as that label in the per-class metrics. The row's probabilities are
+-- carried along: the ranking metrics and the label audit read them here rather than joining the
+-- predictions again (each join of millions of rows builds a hash table larger than the memory limit).
 CREATE TEMP TABLE resolved_truth AS
 SELECT t.row_index, t.raw_label,
        CASE WHEN regexp_full_match(t.raw_label, '-?[0-9]+') THEN TRY_CAST(t.raw_label AS BIGINT) END AS truth_id,
@@ -26,7 +28,8 @@ SELECT p.row_index,
        p.predicted_label AS pred_name,
        p.score,
        CASE WHEN r.true_id IS NULL THEN NULL ELSE p.probabilities[r.true_id + 1] END AS p_true,
-       (r.true_id IS NOT NULL AND r.true_id = p.predicted_id) AS correct
+       (r.true_id IS NOT NULL AND r.true_id = p.predicted_id) AS correct,
+       p.probabilities
 FROM predictions AS p
 JOIN resolved_truth AS r ON r.row_index = p.row_index
 LEFT JOIN labels AS l ON l.label_id = r.true_id;

@@ -4,19 +4,17 @@
 -- probable of those classes (ties: the lowest label id, as numpy's argmax) is not the given label:
 -- the off-diagonal of the confident joint. margin = p(suggested) - p(given).
 CREATE OR REPLACE TEMP TABLE audit_thresholds AS
-SELECT e.true_id AS label_id, avg(p.probabilities[e.true_id + 1]) AS threshold
-FROM evaluated AS e
-JOIN predictions AS p ON p.row_index = e.row_index
-WHERE e.true_id IS NOT NULL
-GROUP BY e.true_id;
+SELECT true_id AS label_id, avg(probabilities[true_id + 1]) AS threshold
+FROM evaluated
+WHERE true_id IS NOT NULL
+GROUP BY true_id;
 
 CREATE OR REPLACE TEMP TABLE audit_suspected AS
 WITH unnested AS (
-    SELECT e.row_index, e.true_id, p.probabilities[e.true_id + 1] AS p_given,
-           unnest(range(len(p.probabilities))) AS label_id, unnest(p.probabilities) AS probability
-    FROM evaluated AS e
-    JOIN predictions AS p ON p.row_index = e.row_index
-    WHERE e.true_id IS NOT NULL
+    SELECT row_index, true_id, probabilities[true_id + 1] AS p_given,
+           unnest(range(len(probabilities))) AS label_id, unnest(probabilities) AS probability
+    FROM evaluated
+    WHERE true_id IS NOT NULL
 ), confident AS (
     SELECT u.row_index, any_value(u.true_id) AS true_id, any_value(u.p_given) AS p_given,
            first(u.label_id ORDER BY u.probability DESC, u.label_id) AS suggested_id,

@@ -2,10 +2,9 @@
 -- evaluated rows whose truth the model knows: for each model label and each distinct score of that
 -- label, how many rows are (pos) and are not (neg) of that class.
 WITH known AS (
-    SELECT e.true_id, p.probabilities
-    FROM evaluated AS e
-    JOIN predictions AS p ON p.row_index = e.row_index
-    WHERE e.true_id IS NOT NULL
+    SELECT true_id, probabilities
+    FROM evaluated
+    WHERE true_id IS NOT NULL
 ), unnested AS (
     SELECT true_id, unnest(range(len(probabilities))) AS label_id, unnest(probabilities) AS score
     FROM known

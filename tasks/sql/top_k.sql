@@ -3,10 +3,9 @@
 -- stable ascending sort, reversed: of equal probabilities, the higher label id ranks first). Rows
 -- whose truth the model cannot predict are misses (they are in the caller's denominator only).
 WITH known AS (
-    SELECT e.row_index, e.true_id, p.probabilities
-    FROM evaluated AS e
-    JOIN predictions AS p ON p.row_index = e.row_index
-    WHERE e.true_id IS NOT NULL
+    SELECT row_index, true_id, probabilities
+    FROM evaluated
+    WHERE true_id IS NOT NULL
 ), unnested AS (
     SELECT row_index, true_id, probabilities[true_id + 1] AS p_true,
            unnest(range(len(probabilities))) AS label_id, unnest(probabilities) AS s
