@@ -5,7 +5,7 @@ The flow process must stay small however many rows it evaluates: every connectio
 limit and a folder to spill to, so a large join or aggregate pages out instead of growing the
 process (DuckDB's own default is 80% of the machine's memory). Both are settings:
 
-    SCOREKEEPER_DUCKDB_MEMORY_LIMIT   default 256MB (any DuckDB size: 2GB, 800MiB, ...)
+    SCOREKEEPER_DUCKDB_MEMORY_LIMIT   default 192MB (any DuckDB size: 2GB, 800MiB, ...)
     SCOREKEEPER_DUCKDB_TEMP_DIR       default: <temp dir>/scorekeeper-duckdb
     SCOREKEEPER_DUCKDB_THREADS        default: DuckDB's (the machine's cores)
 """
@@ -18,7 +18,11 @@ from importlib import resources
 
 from scorekeeper.storage import Location, is_local
 
-DEFAULT_MEMORY_LIMIT = "256MB"
+# 192MB, not 256MB: a connection's RSS runs 30-100 MB past its limit, and at 256MB the duplicate-id
+# check and the evaluation reached it only beyond about 3M rows, so the flow process still grew
+# from 3M to 10M rows (531 -> 597 MB, bench/scale.py); at 192MB both sit at their limit from 3M rows
+# on (standalone evaluation peak 415 MB at 3M, 421 MB at 10M) and were no slower.
+DEFAULT_MEMORY_LIMIT = "192MB"
 SLICE_GROUPS = 50  # the largest groups of a slice column kept in metrics.json
 NULL_GROUP = "∅ (null)"  # the key of a slice's null group (suffixed if a real value is spelled so)
 
