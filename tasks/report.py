@@ -56,7 +56,8 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
     if run_info.get("adapter_uri"):
         lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
-    lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}", ""]
+    dtype = (metrics.get("scoring") or {}).get("dtype")
+    lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
     if metrics["scoring_only"]:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
     gates = metrics.get("gates")
@@ -79,6 +80,9 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
             f"{throughput['truncated']} texts truncated to the model's maximum length.",
             "",
         ]
+    check = (metrics.get("scoring") or throughput or {}).get("precision_check")
+    if check:
+        lines += [f"Precision check: {md(precision_sentence(check))}.", ""]
     for pipe in (throughput or {}).get("pipeline", []):
         lines += [
             f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
@@ -310,6 +314,8 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
             + (f", dtype {dtype}" if (dtype := scoring.get("dtype") or _groups_dtype(scoring) or run_info.get("dtype")) else ""),
         )
     )
+    if scoring.get("precision_check"):
+        facts.append(("precision check", precision_sentence(scoring["precision_check"])))
     if scoring.get("rows_scored") is not None:
         facts.append(
             (
@@ -343,6 +349,20 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
     if run_info.get("slice_columns"):
         facts.append(("slice columns", ", ".join(run_info["slice_columns"])))
     return facts
+
+
+def precision_sentence(check: dict) -> str:
+    """The precision check (boundary.PrecisionCheck) in words, for the report."""
+    parts = [f"{check['rows']:,} rows of this {check['dtype']} run scored again in float32"]
+    for key, words in (
+        ("max_probability_difference", "largest |probability difference|"),
+        ("max_prediction_difference", "largest |prediction difference|"),
+        ("changed_predictions", "predictions changed"),
+        ("changed_label_decisions", "label decisions changed"),
+    ):
+        if check.get(key) is not None:
+            parts.append(f"{words} {check[key]:.2e}" if key.startswith("max_") else f"{check[key]:,} {words}")
+    return ", ".join(parts)
 
 
 def _groups_dtype(scoring: dict) -> str | None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from scorekeeper.errors import ModelError
 from scorekeeper.worker.device import ACCELERATOR_PATH_ENV, accelerator_path, default_tokens_per_batch, engine_facts, pin_host_memory
 from scorekeeper.worker.model import resolve_dtype
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
@@ -36,7 +37,18 @@ def test_dtype_auto_is_bfloat16_on_a_gpu_that_supports_it():
     assert resolve_dtype("auto", CUDA, bf16_supported=True) == torch.bfloat16
     assert resolve_dtype("auto", CUDA, bf16_supported=False) == torch.float32
     assert resolve_dtype("auto", CPU, bf16_supported=True) == torch.float32
-    assert resolve_dtype("float16", CPU) == torch.float16
+    assert resolve_dtype("float16", CPU, cpu_flags={"avx512_fp16"}) == torch.float16
+    assert resolve_dtype("float16", CUDA) == torch.float16
+
+
+def test_a_reduced_dtype_the_cpu_only_emulates_is_refused_in_one_line():
+    assert resolve_dtype("bfloat16", CPU, cpu_flags={"avx512f", "avx512_bf16"}) == torch.bfloat16
+    assert resolve_dtype("bfloat16", CPU, cpu_flags={"amx_bf16"}) == torch.bfloat16
+    with pytest.raises(ModelError, match=r"dtype bfloat16 is emulated on this CPU .*amx_bf16, avx512_bf16.*--dtype float32"):
+        resolve_dtype("bfloat16", CPU, cpu_flags={"avx512f", "avx2"})
+    with pytest.raises(ModelError, match="dtype float16 is emulated"):
+        resolve_dtype("float16", CPU, cpu_flags=set())
+    assert resolve_dtype("float32", CPU, cpu_flags=set()) == torch.float32
 
 
 @pytest.mark.integration
