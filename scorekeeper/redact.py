@@ -15,10 +15,12 @@ its absolute path, `file://` and a trailing `/` all name one place.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
-from typing import overload
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar, overload
 from urllib.parse import urlsplit
 
 REDACTED = "***"
@@ -112,6 +114,30 @@ def redacted_exception(exc: BaseException) -> BaseException:
         if hasattr(exc, name):
             setattr(other, name, getattr(exc, name))
     return other
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def raises_redacted(fn: Callable[P, R]) -> Callable[P, R]:
+    """`fn`, raising `redacted_exception` of whatever it raises: every task of the flow is wrapped
+    so (under its `@task`), because Prefect turns a failed task's exception into the task run's
+    state message, and a library's error (aiohttp's, s3fs's) may quote the URI it was given, with
+    its credentials. The original stays the cause (`__cause__`): a retry still sees what failed."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            clean = redacted_exception(exc)
+            if clean is exc:
+                raise
+            raise clean from exc
+
+    wrapper.raises_redacted = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class RedactingFilter(logging.Filter):

@@ -29,6 +29,7 @@ from scorekeeper.metrics.document import (
 from scorekeeper.metrics.registry import Metric, compared_metrics, value_at
 from scorekeeper.paired_tests import accuracy_test, mcnemar_exact
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.staging.truth import TruthMatching
 from scorekeeper.storage import Location
@@ -200,6 +201,7 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
 
 
 @task(name="check compare_to", **IO_RETRIES)
+@raises_redacted
 def resolve_baseline_task(request: ScoreRequest, context) -> str | None:
     """Find the run to compare with (compare_to) before anything is scored."""
     name = resolve_baseline(request, context.run_id)

@@ -11,6 +11,7 @@ from prefect import task
 
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 from scorekeeper.tasks.evaluate import evaluate
@@ -37,6 +38,7 @@ def evaluate_run(
 
 
 @task(name="evaluate", **IO_RETRIES)
+@raises_redacted
 def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""

@@ -32,6 +32,7 @@ from prefect.cache_policies import NO_CACHE
 from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ScoringFailed
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
@@ -99,11 +100,13 @@ class GroupRun:
         return now - self.dispatched_at if self.state == "SCHEDULED" else 0.0
 
     def lost(self, now: float, stall_timeout_s: float) -> bool:
-        """A run a worker took that has shown no sign of life for too long: its machine died."""
+        """A run a worker took that has shown no sign of life for too long: its machine died. Any
+        state past SCHEDULED counts (RUNNING, and PAUSED or CANCELLING set from the UI or the API,
+        whose process may be gone): every wait of the parent is bounded."""
         silent = now - self.last_sign_at
         if self.state == "PENDING":
             return silent > max(stall_timeout_s, PENDING_GRACE_S)
-        return self.state == "RUNNING" and silent > stall_timeout_s
+        return self.state != "SCHEDULED" and silent > stall_timeout_s
 
     @property
     def where(self) -> str:
@@ -424,12 +427,14 @@ def score_groups(request: ScoreRequest, context: RunContext, job: Job) -> dict:
 
 
 @task(name="check fan-out", cache_policy=NO_CACHE)
+@raises_redacted
 def check_fan_out_task(request: ScoreRequest) -> None:
     """A Prefect server and the scoring-group deployment are there, before any input is read."""
     check_fan_out(request)
 
 
 @task(name="score groups", cache_policy=NO_CACHE)
+@raises_redacted
 def score_groups_task(request: ScoreRequest, context: RunContext, job: Job) -> dict:
     """Score the uncommitted ranges in fan_out groups, each a child flow run on some machine."""
     return score_groups(request, context, job)

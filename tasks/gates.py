@@ -13,6 +13,7 @@ from prefect.cache_policies import NO_CACHE
 from scorekeeper.errors import GateFailed
 from scorekeeper.gates import failure_message
 from scorekeeper.metrics.document import GateResult, MetricsDocument
+from scorekeeper.redact import raises_redacted
 
 
 def enforce_gates(gates: list[GateResult] | None, run_uri: str) -> None:
@@ -23,6 +24,7 @@ def enforce_gates(gates: list[GateResult] | None, run_uri: str) -> None:
 
 
 @task(name="check quality gates", cache_policy=NO_CACHE)
+@raises_redacted
 def check_gates_task(context, metrics: MetricsDocument) -> None:
     """Fail the run when a quality gate failed (the report is already published)."""
     gates = metrics.gates

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from prefect import task
 
 from scorekeeper.errors import GatherError
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
 from scorekeeper.tasks.plan import committed_ranges
 from scorekeeper.tasks.retries import IO_RETRIES
@@ -97,6 +98,7 @@ def _read_verified_shard(run: RunFolder, record: CommitRecord):
 
 
 @task(name="gather predictions", **IO_RETRIES)
+@raises_redacted
 def gather_task(context, job) -> dict:
     """Prove the committed ranges tile the rows exactly once, then write predictions.parquet."""
     return gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)

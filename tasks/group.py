@@ -29,6 +29,7 @@ from prefect.cache_policies import NO_CACHE
 from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ModelError, RunConflict
 from scorekeeper.model_folder import check_safetensors_folder
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.open_run import folder_fingerprint, localize_folder
@@ -193,12 +194,14 @@ def group_record(run_uri: str, group: int, ranges: list[int], flow_run_id: str, 
 
 
 @task(name="open group", **IO_RETRIES)
+@raises_redacted
 def open_group_task(run_uri: str, group: int, ranges: list[int], scoring_fingerprint: str, flow_run_id: str) -> GroupJob:
     """Fetch the model onto this machine and write the job file of the group's uncommitted ranges."""
     return open_group(run_uri, group, ranges, scoring_fingerprint, flow_run_id)
 
 
 @task(name="score group ranges", cache_policy=NO_CACHE)
+@raises_redacted
 def score_group_task(group_job: GroupJob) -> dict:
     """Score the group's uncommitted ranges with this machine's processes (`auto`: its GPUs)."""
     what = f"group {group_job.group} of run {group_job.run_id}"

@@ -19,7 +19,7 @@ from scorekeeper.errors import InputError, RunConflict
 from scorekeeper.heads import check_head_options
 from scorekeeper.model_folder import check_model_folder, head_of
 from scorekeeper.params import ScoreRequest
-from scorekeeper.redact import redact_uri
+from scorekeeper.redact import raises_redacted, redact_uri
 from scorekeeper.request_record import RequestRecord, check_resumable, read_request_record
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import digest_of, file_fingerprint, fs_and_path, is_local
@@ -152,6 +152,7 @@ def request_record(request: ScoreRequest, context: RunContext) -> RequestRecord:
 
 
 @task(name="open run", **IO_RETRIES)
+@raises_redacted
 def open_run_task(request: ScoreRequest) -> RunContext:
     """Open (or resume) the run folder of this flow run."""
     return open_run(request, flow_run.get_id())

@@ -13,6 +13,7 @@ from prefect import task
 
 from scorekeeper.boundary import Job, LaunchSettings, ScoringSettings
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import raises_redacted
 from scorekeeper.request_record import publish_request_record
 from scorekeeper.run_folder import CommitRecord, Plan, RunFolder, StagedManifest, cut_ranges
 from scorekeeper.tasks.open_run import RunContext, request_record
@@ -83,6 +84,7 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
 
 
 @task(name="plan ranges", **IO_RETRIES)
+@raises_redacted
 def plan_run_task(request: ScoreRequest, context: RunContext, manifest: StagedManifest) -> Job:
     """Cut the rows into ranges and write the plan and the worker's job file."""
     return plan_run(request, context, manifest)

@@ -15,6 +15,7 @@ from prefect import task
 
 from scorekeeper.errors import InputError, RunConflict
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder, SkippedFiles, StagedGroundTruth, StagedManifest
 from scorekeeper.staging.listing import SHOWN, list_input, list_input_files
 from scorekeeper.staging.stage import changed_files, new_workdir, stage_ground_truth, stage_input, staging_key
@@ -107,6 +108,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
 
 
 @task(name="read inputs", **IO_RETRIES)
+@raises_redacted
 def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth); decide how the
     ground truth is matched to the model's labels before anything is scored."""

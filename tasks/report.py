@@ -19,6 +19,7 @@ from prefect import task
 from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import artifacts, plots
 from scorekeeper.tasks.render import (
@@ -388,6 +389,7 @@ def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> 
 
 
 @task(name="publish report", **IO_RETRIES)
+@raises_redacted
 def report_task(request, context, metrics: MetricsDocument, throughput: dict) -> dict:
     """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
     plan = context.run.read_plan() if context.run.exists(RunFolder.PLAN) else None

@@ -13,6 +13,7 @@ from scorekeeper import progress_bar
 from scorekeeper.boundary import Job
 from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
@@ -20,6 +21,7 @@ from scorekeeper.tasks.open_run import RunContext
 
 
 @task(name="score ranges", cache_policy=NO_CACHE)
+@raises_redacted
 def score_ranges_task(context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
     """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
     return score_job(job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}", processes)

@@ -11,6 +11,7 @@ import http.server
 import json
 import random
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,14 +164,17 @@ def write_predictions(path, probs, ids, labels) -> None:
 
 
 @contextlib.contextmanager
-def basic_auth_server(folder: Path, user: str, password: str):
+def basic_auth_server(folder: Path, user: str, password: str, signature: str | None = None):
     """Serve `folder` over HTTP on loopback, answering only requests that carry this user's basic
-    auth (what a URI such as `http://user:password@host/...` sends); yields `host:port`."""
+    auth (what a URI such as `http://user:password@host/...` sends) or, given `signature`, a query
+    whose X-Amz-Signature is it (as object storage answers a presigned URL); yields `host:port`."""
     expected = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def do_GET(self):
-            if self.headers.get("Authorization") != expected:
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+            signed = signature is not None and query.get("X-Amz-Signature") == [signature]
+            if self.headers.get("Authorization") != expected and not signed:
                 self.send_response(401)
                 self.end_headers()
                 return

@@ -70,6 +70,13 @@ def test_a_started_group_run_is_lost_only_after_the_stall_timeout_without_a_sign
     pending = GroupRun("id", "name")
     pending.observe("PENDING", "", None, now=0.0)
     assert not pending.lost(now=PENDING_GRACE_S - 1, stall_timeout_s=10) and pending.lost(now=PENDING_GRACE_S + 1, stall_timeout_s=10)
+    # Paused (or being cancelled) from the UI: still beating is alive; silent past the stall timeout is lost.
+    for state in ("PAUSED", "CANCELLING"):
+        paused = GroupRun("id", "name")
+        paused.observe("RUNNING", "", {"beats": 1}, now=0.0)
+        paused.observe(state, "", {"beats": 1}, now=5.0)
+        paused.observe(state, "", {"beats": 2}, now=14.0)
+        assert not paused.lost(now=23.0, stall_timeout_s=10) and paused.lost(now=25.0, stall_timeout_s=10), state
 
 
 def test_fan_out_settings_change_no_prediction_so_a_rerun_with_others_resumes():

@@ -28,7 +28,7 @@ from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.read import read_inputs
 from scorekeeper.tasks.truth import check_truth
 from tests.evaluation_runs import one_hot, write_run
-from tests.helpers import make_rows, open_run_and_plan, write_rows
+from tests.helpers import basic_auth_server, make_rows, open_run_and_plan, write_rows
 
 
 def stage(tmp_path, input_uri, **params):
@@ -78,6 +78,17 @@ def test_a_glob_skips_hidden_folders_below_its_literal_folders_unless_it_names_t
     # the input folder's own name is not below it
     _folder_with_hidden_copies(tmp_path / "_data")
     assert len(list_input(str(tmp_path / "_data")).files) == 1
+
+
+def test_an_http_url_is_one_file_whose_query_is_not_a_glob_nor_part_of_its_name(tmp_path):
+    write_rows(tmp_path / "eval" / "data.csv", make_rows(3))
+    with basic_auth_server(tmp_path, "reader", "pw", signature="s1gn") as host:
+        signed = f"http://{host}/eval/data.csv?X-Amz-Expires=60&X-Amz-Signature=s1gn"
+        assert [f.uri for f in list_input(signed).files] == [signed]
+        with pytest.raises(InputError, match=r"input not found: http://.*/eval/data\.csv\?X-Amz-Expires=60&X-Amz-Signature=\*\*\*$"):
+            list_input(signed.replace("s1gn", "wrong"))
+        with pytest.raises(InputError, match=r"unsupported file type"):
+            list_input(f"http://{host}/eval/?X-Amz-Signature=s1gn&name=data.csv")
 
 
 def test_a_folder_of_hidden_files_only_is_refused_naming_them(tmp_path):

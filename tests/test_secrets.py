@@ -22,6 +22,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import CREDENTIAL_PARAMETERS, RedactingFilter, has_secret, is_redacted, redact_text, redact_uri
 from scorekeeper.tasks.credentials import hand_over_uris, handed_uris, with_handed_uris
 from tests.helpers import basic_auth_server, make_rows, write_rows
+from tests.waiting import poll
 
 SCOREKEEPER = str(Path(sys.executable).with_name("scorekeeper"))
 PASSWORD = "pa55-W0rd-s3cret"
@@ -89,6 +90,56 @@ def test_the_cli_hands_credentials_out_of_band_and_the_flow_refuses_them_in_para
     assert PASSWORD not in str(retried.value)
 
 
+def test_every_task_of_the_flow_raises_its_errors_redacted():
+    import importlib
+    import pkgutil
+
+    from prefect import Task
+
+    import scorekeeper.tasks
+
+    found = {}
+    for module in pkgutil.iter_modules(scorekeeper.tasks.__path__):
+        found |= {t.name: t for t in vars(importlib.import_module(f"scorekeeper.tasks.{module.name}")).values() if isinstance(t, Task)}
+    assert len(found) >= 13 and "read inputs" in found and "score ranges" in found
+    assert [name for name, t in found.items() if not getattr(t.fn, "raises_redacted", False)] == []
+
+
+def test_a_task_failing_with_a_foreign_error_quoting_a_secret_uri_has_a_redacted_state_message(prefect_api):
+    """What Prefect stores of a task that fails with a library's error naming the signed URL."""
+    from prefect import flow, get_client, task
+    from prefect.exceptions import ObjectNotFound
+
+    from scorekeeper.redact import raises_redacted
+
+    @task(name="reads a signed url", retries=1, retry_delay_seconds=0, retry_condition_fn=lambda t, r, s: True)
+    @raises_redacted
+    def read_signed():
+        raise ConnectionResetError(f"connection reset reading {_presigned('https://bucket.example.com')}")
+
+    @flow(name="foreign error")
+    def run():
+        return read_signed(return_state=True).state_details.task_run_id
+
+    task_run_id = run()
+    with get_client(sync_client=True) as client:  # the server records task runs from their events: a moment later
+
+        def recorded():
+            try:
+                found = client.read_task_run(task_run_id)
+            except ObjectNotFound:
+                return None
+            return found if found.state and found.state.is_final() else None
+
+        stored = poll(recorded, timeout=30)
+    message = stored.state.message or ""
+    assert stored.state.is_failed() and "X-Amz-Signature=***" in message and not any(s in message for s in SECRETS)
+    assert stored.run_count == 2  # still retried: the redacted error is an OSError like the original
+    with pytest.raises(ConnectionResetError) as raised:
+        read_signed.fn()
+    assert isinstance(raised.value.__cause__, ConnectionResetError) and SIGNATURE not in str(raised.value)
+
+
 # -- against a real Prefect server ------------------------------------------------------------------
 
 
@@ -96,7 +147,7 @@ def test_the_cli_hands_credentials_out_of_band_and_the_flow_refuses_them_in_para
 def served(tmp_path):
     folder = tmp_path / "served"
     folder.mkdir()
-    with basic_auth_server(folder, "reader", PASSWORD) as host:
+    with basic_auth_server(folder, "reader", PASSWORD, signature=SIGNATURE) as host:
         yield folder, host
 
 
@@ -138,20 +189,27 @@ def _stored_by_prefect(server) -> list[tuple[str, str]]:
 def test_no_secret_of_a_uri_reaches_the_prefect_server_or_the_terminal(tmp_path, models, served, prefect_server):
     folder, host = served
     write_rows(folder / "in.csv", make_rows(6))
+    (folder / "eval").mkdir()
+    write_rows(folder / "eval" / "data.csv", make_rows(5))
     common = ["--model-uri", models["bert"], "--output-uri", str(tmp_path / "out"), "--num-processes", "1"]
     # Read with its password: the run works, and Prefect holds the redacted URI only.
     done = _cli(prefect_server, tmp_path, "--input-uri", f"http://reader:{PASSWORD}@{host}/in.csv", "--run-name", "ok", *common)
     assert done.returncode == 0, done.stderr[-3000:]
+    # A presigned URL is one file (its `?` starts the query, not a glob), named by its path's suffix.
+    signed = _cli(prefect_server, tmp_path, "--input-uri", _presigned(f"http://{host}"), "--run-name", "signed", *common)
+    assert signed.returncode == 0 and "scored 5 rows" in signed.stdout, signed.stderr[-3000:]
     # A signed URL that fails: the error names it, redacted, on the terminal and in the state message.
-    failed = _cli(prefect_server, tmp_path, "--input-uri", _presigned(f"http://{host}"), "--run-name", "signed", *common)
+    missing = _presigned(f"http://{host}/missing")
+    failed = _cli(prefect_server, tmp_path, "--input-uri", missing, "--run-name", "missing", *common)
     assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr[-3000:]
     assert "X-Amz-Signature=***" in failed.stderr
-    for text in (done.stdout, done.stderr, failed.stdout, failed.stderr):
+    for text in (done.stdout, done.stderr, signed.stdout, signed.stderr, failed.stdout, failed.stderr):
         assert not any(s in text for s in SECRETS), text[-3000:]
 
     stored = _stored_by_prefect(prefect_server)
     parameters = [json.loads(text) for what, text in stored if what.endswith("parameters")]
-    assert {p["input_uri"] for p in parameters} == {f"http://***@{host}/in.csv", redact_uri(_presigned(f"http://{host}"))}
+    presigned = {redact_uri(_presigned(f"http://{host}")), redact_uri(missing)}
+    assert {p["input_uri"] for p in parameters} == {f"http://***@{host}/in.csv", *presigned}
     assert any("X-Amz-Signature=***" in text for what, text in stored if what.endswith("state"))
     leaked = [(what, text) for what, text in stored if any(s in text for s in SECRETS)]
     assert not leaked

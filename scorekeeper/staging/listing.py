@@ -10,7 +10,7 @@ import logging
 import posixpath
 import re
 from dataclasses import dataclass, field
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 
@@ -32,7 +32,9 @@ def compression(path: str) -> str | None:
 
 
 def file_format(path: str) -> str | None:
-    name = path.lower()
+    """The reader for a file, from its name's suffix (an http(s) URL's query string, such as a
+    presigned URL's signature, is not part of its name)."""
+    name = _url_name(path).lower()
     if compression(name):
         name = posixpath.splitext(name)[0]
     return FORMATS.get(posixpath.splitext(name)[1])
@@ -54,8 +56,18 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # Hive's and Spark's spelling of a nul
 _GLOB_CHARS = "*?["
 
 
+def _is_url(path: str) -> bool:
+    """An http(s) URL (fsspec's HTTP filesystem keeps the whole URL as the path): always one file,
+    never a glob, since its `?` starts a query (a presigned URL's signature) and HTTP lists no folders."""
+    return path.startswith(("http://", "https://"))
+
+
+def _url_name(path: str) -> str:
+    return urlsplit(path).path if _is_url(path) else path
+
+
 def _is_glob(path: str) -> bool:
-    return any(ch in path for ch in _GLOB_CHARS)
+    return not _is_url(path) and any(ch in path for ch in _GLOB_CHARS)
 
 
 def listing_root(path: str) -> str:
@@ -155,6 +167,10 @@ def list_input(
         paths = [p for p in found if not hidden(root, p, path)]
         if not found:
             raise InputError(f"{what} not found: no file matches {uri}")
+    elif _is_url(path):
+        if not fs.isfile(path):
+            raise InputError(f"{what} not found: {redact_uri(uri)}")
+        found = paths = [path]
     elif fs.isdir(path):
         found = fs.find(path)
         paths = [p for p in found if not hidden(root, p)]
