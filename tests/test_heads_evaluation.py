@@ -139,7 +139,12 @@ def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp
         "mape": ("paired_normal", 0.0, 1.0),
         "rmse": ("paired_bootstrap", 0.0, 1.0),
     }
-    assert tests["r2"]["p"] is None and comparison["tests_counted"]["metric_tests"] == 4
+    # every other delta has its test too (the same predictions: no change, p = 1)
+    assert all(t["p"] is not None for t in tests.values()) and comparison["tests_counted"]["metric_tests"] == len(tests) == 12
+    assert {k: tests[k]["method"] for k in ("r2", "pearson", "max_error", "spearman", "kendall_tau_b")} == dict.fromkeys(
+        ("r2", "pearson", "max_error", "spearman", "kendall_tau_b"), "paired_bootstrap"
+    )
+    assert all(tests[k]["delta"] == 0.0 and tests[k]["p"] == 1.0 for k in ("r2", "explained_variance", "wmape", "median_absolute_error"))
 
 
 def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_path, heads):
@@ -195,5 +200,12 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
         assert tests[name]["delta"] == pytest.approx(expected["delta"]) and tests[name]["p"] == pytest.approx(expected["p"])
     assert tests["subset_accuracy"]["method"] == "mcnemar_exact" and tests["subset_accuracy"]["p"] == mcnemar_exact(r2w, w2r)
     assert tests["lrap"]["delta"] == 0.0 and tests["ranking_loss"]["p"] == 1.0  # the same probabilities on both sides
-    assert tests["micro_f1"]["p"] is None and tests["micro_f1"]["method"] == "paired_bootstrap"
-    assert tests["log_loss"]["delta"] == 0.0 and comparison["tests_counted"]["metric_tests"] == 7
+    assert tests["log_loss"]["delta"] == 0.0 and comparison["tests_counted"]["metric_tests"] == len(tests) == 18
+    assert {tests[k]["method"] for k in ("micro_f1", "macro_f1", "weighted_f1", "ece_macro", "average_precision_micro")} == {
+        "paired_bootstrap"
+    }
+    assert tests["roc_auc_macro"]["method"] == tests["roc_auc_micro"]["method"] == "delong"
+    assert tests["roc_auc_micro"]["delta"] == 0.0 and tests["ece_micro"]["delta"] == 0.0  # the same probabilities
+    micro = lambda ps: 2 * sum(len(set(p) & set(truth[i])) for p, i in ps) / sum(len(p) + len(truth[i]) for p, i in ps)  # noqa: E731
+    expected = micro([(after[i], i) for i in kept]) - micro([(before[i], i) for i in kept])
+    assert tests["micro_f1"]["delta"] == pytest.approx(expected, abs=1e-12)
