@@ -191,6 +191,7 @@ class PrecisionCheck(BaseModel):
     changed_predictions: int | None = None
     changed_label_decisions: int | None = None
     max_prediction_difference: float | None = None
+    skipped: str | None = None  # why a process checked nothing (its float32 model did not fit)
 
     @property
     def max_difference(self) -> float | None:
@@ -206,6 +207,9 @@ class PrecisionCheck(BaseModel):
         if not checks:
             return None
         figures: dict[str, Any] = {"dtype": checks[0].dtype, "rows": sum(c.rows for c in checks)}
+        skipped = sorted({c.skipped for c in checks if c.skipped})
+        if skipped:
+            figures["skipped"] = "; ".join(skipped)
         for name, combine in (
             ("max_probability_difference", max),
             ("max_prediction_difference", max),

@@ -19,6 +19,9 @@ from scorekeeper.params import ScoreRequest
 def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str]:
     """Each bound of the request the check exceeds, in words."""
     failures = []
+    bounded = request.precision_max_difference is not None or request.precision_max_changed is not None
+    if bounded and check.skipped:  # what could not be checked does not pass
+        failures.append(f"part of the check was skipped ({check.skipped})")
     largest, changed = check.max_difference, check.changed
     what = "probability" if check.max_probability_difference is not None else "prediction"
     if request.precision_max_difference is not None and largest is not None and largest > request.precision_max_difference:

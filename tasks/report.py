@@ -363,6 +363,8 @@ def precision_sentence(check: dict) -> str:
     ):
         if check.get(key) is not None:
             parts.append(f"{words} {check[key]:.2e}" if key.startswith("max_") else f"{check[key]:,} {words}")
+    if check.get("skipped"):
+        parts.append(f"skipped in part: {check['skipped']}")
     return ", ".join(parts)
 
 

@@ -78,3 +78,22 @@ def test_a_precision_bound_needs_a_check():
     with pytest.raises(ValueError, match="precision_max_changed bound the precision check: set precision_check_rows above 0"):
         ScoreRequest(input_uri="i", model_uri="m", output_uri="o", precision_check_rows=0, precision_max_changed=0)
     assert ScoreRequest(input_uri="i", model_uri="m", output_uri="o", precision_max_difference=0.01).precision_check_rows == 256
+
+
+def test_a_bound_fails_on_what_it_bounds_and_on_a_check_that_was_skipped():
+    from scorekeeper.tasks.precision import precision_failures
+
+    request = ScoreRequest(input_uri="i", model_uri="m", output_uri="o", precision_max_difference=0.01, precision_max_changed=0)
+    fine = PrecisionCheck(dtype="bfloat16", rows=256, max_probability_difference=0.004, changed_predictions=0)
+    assert precision_failures(request, fine) == []
+    worse = fine.model_copy(update={"max_probability_difference": 0.02, "changed_predictions": 2})
+    assert precision_failures(request, worse) == [
+        "largest |probability difference| 0.02 > precision_max_difference 0.01",
+        "2 changed predictions > precision_max_changed 0",
+    ]
+    skipped = PrecisionCheck.merged([fine, PrecisionCheck(dtype="bfloat16", rows=0, skipped="the float32 model does not fit on cuda:1")])
+    assert skipped.rows == 256 and precision_failures(request, skipped) == [
+        "part of the check was skipped (the float32 model does not fit on cuda:1)"
+    ]
+    unbounded = ScoreRequest(input_uri="i", model_uri="m", output_uri="o")
+    assert precision_failures(unbounded, worse) == precision_failures(unbounded, skipped) == []

@@ -175,10 +175,25 @@ def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel, ref
             )
             sample.keep(prepared.range, prepared.rows, prepared.lengths, probabilities)
     if reference is not None and sample.ranges:
-        emit(PrecisionChecked(rank=ranks.rank, check=check_precision(job, ranks, loaded, sample, reference())))
+        dtype = str(next(loaded.model.parameters()).dtype).removeprefix("torch.")
+        # Every range is committed: the reduced model is dropped before the float32 one is loaded,
+        # so the check needs the float32 model's memory, not both models' at once.
+        loaded.model = None  # type: ignore[assignment]
+        try:
+            check = check_precision(job, ranks, loaded, dtype, sample, reference())
+        except torch.OutOfMemoryError as exc:  # the run's outputs stand; the check says why it is missing
+            log.warning("precision check skipped: the float32 model does not fit on %s (%s)", ranks.device, _first_line(exc))
+            check = PrecisionCheck(dtype=dtype, rows=0, skipped=f"the float32 model does not fit on {ranks.device}")
+        emit(PrecisionChecked(rank=ranks.rank, check=check))
 
 
-def check_precision(job: Job, ranks: Ranks, loaded: LoadedModel, sample: PrecisionSample, reference: LoadedModel) -> PrecisionCheck:
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def check_precision(
+    job: Job, ranks: Ranks, loaded: LoadedModel, dtype: str, sample: PrecisionSample, reference: LoadedModel
+) -> PrecisionCheck:
     """The sample's committed values against the float32 model's. Each range's sampled rows are
     prepared and scored as a range of their own, by the same code as every range (batches cut
     from those rows alone, a batch per core on CPU): the reference does not depend on which
@@ -189,5 +204,4 @@ def check_precision(job: Job, ranks: Ranks, loaded: LoadedModel, sample: Precisi
         for r, rows, _ in sample.ranges
     )
     values = [v for _, v in scored_ranges(prepared, reference, ranks.device)]
-    dtype = str(next(loaded.model.parameters()).dtype).removeprefix("torch.")
     return sample.check(dtype, loaded.head, loaded.labels, job.scoring.thresholds, values)
