@@ -1,6 +1,6 @@
 """scorekeeper against its peers, whole processes interleaved, with the median of pair ratios.
 
-    python bench/peers.py                                   # the full measurement (about 12 minutes on 2 quiet cores)
+    python bench/peers.py                                   # the full measurement (about 15 minutes on 2 quiet cores)
     python bench/peers.py --rounds 1 --rows 2000 --small-rows 400    # a quick look
 
 On the bench BERT (bert-tiny-bench: 4 layers, hidden 256) and the bench corpus, every method is
