@@ -27,6 +27,19 @@ def models(tmp_path_factory):
     return built
 
 
+@pytest.fixture(scope="session")
+def deployed(tmp_path_factory):
+    """One `prefect server start` with the project's deployments, shared by the tests of
+    deployments, fan-out and the process-pool path (tests/prefect_deployed.py)."""
+    from tests.prefect_deployed import start_and_deploy
+
+    found = start_and_deploy(tmp_path_factory.mktemp("prefect-deployed") / "prefect-home")
+    try:
+        yield found
+    finally:
+        found.server.stop()
+
+
 @pytest.fixture
 def prefect_api():
     """Prefect pointed at the session's one API server (tests/prefect_session.py) during the test."""
