@@ -23,7 +23,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +152,18 @@ def parse_gates(gates: dict[str, str], head: HeadKind | str | None = HeadKind.SI
     return [parse_gate(metric, spec, head) for metric, spec in gates.items()]
 
 
+def head_gates(gates: Mapping[str, str], head: HeadKind | str) -> list[Gate]:
+    """The gates parsed against the run's head kind, the one check of every place that knows the
+    head (opening the run, evaluating the gates): a gate naming a metric this head lacks is an
+    InputError naming the metric and the head's metrics, never a traceback."""
+    from scorekeeper.errors import InputError
+
+    try:
+        return parse_gates(dict(gates), head)
+    except ValueError as exc:
+        raise InputError(f"{exc} (this model's head is {HeadKind(head).value})") from None
+
+
 def gates_from_options(items: list[str]) -> dict[str, str]:
     """The CLI's repeated `--gates` values: `accuracy>=0.9`, `'macro_f1_drop <= 0.01 if significant'`,
     or a JSON object `{"accuracy": ">=0.9"}`."""
@@ -188,9 +200,9 @@ def gate_value(metrics: Any, metric: str) -> float | None:
 def evaluate_gates(gates: dict[str, str], metrics: Any) -> list[GateResult]:
     """metrics.json's `gates`: one verdict per gate, in the order given."""
     results = []
-    # Parsed against the run's own head kind: a gate on a metric it lacks was refused when the run
-    # opened (heads.check_head_options), so every gate here names a metric of the run.
-    for gate in parse_gates(gates, head=head_of(metrics)):
+    # Parsed against the run's own head kind (refused when the run opened, heads.check_head_options;
+    # an evaluation of a run folder on its own meets the same message)
+    for gate in head_gates(gates, head_of(metrics)):
         value = gate_value(metrics, gate.metric)
         passed = value is not None and OPERATORS[gate.op](_rounded(value), gate.limit)
         test = gate_test(gate, metrics) if gate.comparison else {}

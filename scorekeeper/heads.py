@@ -75,12 +75,9 @@ def check_head_options(head: str, labels: Sequence[str], thresholds, label_colum
     thresholds only for multi_label heads and naming only the model's labels; label_columns only for
     multi_label heads, naming every label of the model and nothing else; gates only on metrics this
     kind of head has (a gate on a metric without a value would fail every run)."""
-    from scorekeeper.gates import parse_gates
+    from scorekeeper.gates import head_gates
 
-    try:
-        parse_gates(dict(gates), head)  # the head is known now: its own metrics only
-    except ValueError as exc:
-        raise InputError(f"{exc} (this model's head is {head})") from None
+    head_gates(gates, head)  # the head is known now: its own metrics only
     if head != "multi_label":
         if isinstance(thresholds, Mapping) or thresholds != DEFAULT_THRESHOLD:
             raise InputError(f"thresholds apply to multi_label heads; this model's head is {head}")

@@ -340,15 +340,20 @@ def delong_macro(auc_before: Sequence[float], auc_after: Sequence[float], strata
 
 
 def average_precision(truth: np.ndarray, scores: np.ndarray, weights: np.ndarray, k: int) -> np.ndarray:
-    """scikit-learn's average precision of class k (one-vs-rest) under row weights (resamples x rows):
-    sum over distinct scores, highest first, of (positives at that score / positives) * precision
-    at or above it. NaN where a resample holds no positive."""
+    """scikit-learn's average precision of class k (one-vs-rest) under row weights (resamples x rows)."""
+    return weighted_average_precision(truth == k, scores, weights)
+
+
+def weighted_average_precision(positive: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """scikit-learn's average precision of boolean `positive` ranked by `scores` under row weights
+    (resamples x rows): sum over distinct scores, highest first, of (positives at that score /
+    positives) * precision at or above it. NaN where a resample holds no positive."""
     order = np.argsort(-scores, kind="stable")
     ordered = scores[order]
     ends = np.flatnonzero(np.r_[ordered[1:] != ordered[:-1], True])
     w = weights[:, order]
     at_or_above = np.cumsum(w, axis=1)[:, ends]
-    tp = np.cumsum(w * (truth[order] == k), axis=1)[:, ends]
+    tp = np.cumsum(w * positive[order], axis=1)[:, ends]
     pos = np.diff(tp, axis=1, prepend=0.0)
     precision = np.divide(tp, at_or_above, out=np.zeros_like(tp), where=at_or_above > 0)
     positives = tp[:, -1]

@@ -66,6 +66,11 @@ def sql(name: str, **macros: str) -> str:
     return text.format(**macros) if macros else text
 
 
+def ovr_table(table: str, grouped: str) -> str:
+    """The statement that makes the one-vs-rest table `table` (ovr.sql's shape) of a grouping query."""
+    return sql("ovr_running.sql", table=table, grouped=grouped)
+
+
 def null_group_key(values: set[str]) -> str:
     """The key of a slice column's null group: NULL_GROUP, made distinct from every real value."""
     key = NULL_GROUP

@@ -29,7 +29,7 @@ from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.staging.truth import TruthRule, why_nothing_evaluated
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import compare
-from scorekeeper.tasks.duck import SLICE_GROUPS, connect_run, null_group_key, parquet_uri, sql
+from scorekeeper.tasks.duck import SLICE_GROUPS, connect_run, null_group_key, ovr_table, parquet_uri, sql
 from scorekeeper.tasks.label_audit import label_audit
 from scorekeeper.tasks.runlog import run_logger
 from scorekeeper.tasks.truth import label_table, match_truth, truth_table
@@ -144,7 +144,7 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
     """The docs/contracts.md section 8 fields and the report's extra fields, over the `evaluated` table."""
     right = con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated").fetchone()[0]
     accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]
-    con.execute(sql("ovr.sql"))
+    con.execute(ovr_table("ovr", sql("ovr.sql")))
     per_class = con.execute(sql("ranking.sql", ovr="ovr", labels="labels")).fetchall()
     roc = {name: _number(auc) for name, auc, _ in per_class}
     ap = {name: _number(value) for name, _, value in per_class}

@@ -30,7 +30,7 @@ outputs each top-level metric is the mean of the per-output values (scikit-learn
 from __future__ import annotations
 
 from scorekeeper.metrics.registry import HeadKind, scalar_metrics
-from scorekeeper.tasks.duck import sql
+from scorekeeper.tasks.duck import ovr_table, sql
 from scorekeeper.tasks.evaluate import CONFIDENT_ERRORS, ECE_BINS, EXCERPT_CHARS, LOG_LOSS_EPS, _mean, _number
 
 TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8-f measures it"
@@ -59,7 +59,7 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
         raise ValueError(f"ml_rows: rows {[r for (r,) in bad]} do not hold one probability and one truth per label ({len(labels)})")
     con.execute(sql("multilabel_cells.sql"))
     con.execute(sql("multilabel_label_counts.sql"))
-    con.execute(sql("multilabel_ovr.sql"))
+    con.execute(ovr_table("ml_ovr", sql("multilabel_ovr.sql", cells="(SELECT label_id, prob AS score, truth FROM ml_cells)")))
     (row,) = records(con.execute(sql("multilabel_metrics.sql"), {"eps": LOG_LOSS_EPS}))
     evaluated = int(row["evaluated"])
     counts = con.execute(
@@ -163,20 +163,7 @@ def regression_metrics(con, outputs: list[str]) -> dict:
     con.execute(sql("regression_cells.sql"))
     status = dict(con.execute("SELECT status, count(*) FROM reg_status GROUP BY status").fetchall())
     evaluated = int(status.get("evaluated", 0))
-    per_output = {name: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for name in outputs}
-    for fields in records(con.execute(sql("regression_metrics.sql"))):
-        # every scalar but the correlations, which the queries below fill in
-        per_output[outputs[fields["output_id"]]] |= {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | {
-            "mape_rows": int(fields["mape_rows"])
-        }
-    for output_id, r in con.execute(sql("regression_correlation.sql", x="truth", y="prediction", source="reg_cells")).fetchall():
-        per_output[outputs[output_id]]["pearson"] = _number(r)
-    con.execute(sql("regression_ranks.sql"))
-    for output_id, r in con.execute(sql("regression_correlation.sql", x="truth_rank", y="prediction_rank", source="reg_ranks")).fetchall():
-        per_output[outputs[output_id]]["spearman"] = _number(r)
-    for output_id, tau in con.execute(sql("regression_kendall.sql")).fetchall():
-        per_output[outputs[output_id]]["kendall_tau_b"] = _number(tau)
-
+    per_output = {outputs[i]: fields for i, fields in regression_values(con, "reg_cells", len(outputs)).items()}
     means = {}
     for key in REGRESSION_SCALARS:
         values = [fields[key] for fields in per_output.values()]
@@ -193,6 +180,26 @@ def regression_metrics(con, outputs: list[str]) -> dict:
         "per_output": per_output,
         **_regression_plots(con, outputs, evaluated),
     }
+
+
+def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
+    """Every regression scalar (and mape_rows) per output id over `cells`, a table in reg_cells'
+    shape (row_index, output_id, truth, prediction): the run's own rows, or a comparison's paired rows."""
+    per_output = {i: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for i in range(outputs)}
+    for fields in records(con.execute(sql("regression_metrics.sql", cells=cells))):
+        # every scalar but the correlations, which the queries below fill in
+        per_output[fields["output_id"]] |= {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | {
+            "mape_rows": int(fields["mape_rows"])
+        }
+    for output_id, r in con.execute(sql("regression_correlation.sql", x="truth", y="prediction", source=cells)).fetchall():
+        per_output[output_id]["pearson"] = _number(r)
+    ranks = f"{cells}_ranks"
+    con.execute(sql("regression_ranks.sql", cells=cells, ranks=ranks))
+    for output_id, r in con.execute(sql("regression_correlation.sql", x="truth_rank", y="prediction_rank", source=ranks)).fetchall():
+        per_output[output_id]["spearman"] = _number(r)
+    for output_id, tau in con.execute(sql("regression_kendall.sql", cells=cells)).fetchall():
+        per_output[output_id]["kendall_tau_b"] = _number(tau)
+    return per_output
 
 
 def _regression_input(con, outputs: int) -> None:

@@ -142,3 +142,19 @@ def test_a_drop_equal_to_its_limit_passes_despite_float_rounding():
     assert result.value > 0.01 and result.passed
     (strict,) = evaluate_gates({"accuracy_drop": "<0.01"}, metrics)
     assert not strict.passed
+
+
+def test_a_gate_on_a_metric_the_head_lacks_is_an_input_error_naming_it_and_the_heads_metrics():
+    """evaluate_gates checks the gates against the run's head as opening the run does (one place,
+    gates.head_gates): a regression run's metrics.json gated on hamming_loss is refused in words."""
+    from scorekeeper.errors import InputError
+    from scorekeeper.heads import check_head_options
+
+    for check in (
+        lambda: evaluate_gates({"hamming_loss": "<=0.1"}, {"head": "regression", "mae": 0.3}),
+        lambda: check_head_options("regression", ["score"], 0.5, [], {"hamming_loss": "<=0.1"}),
+    ):
+        with pytest.raises(InputError) as refused:
+            check()
+        message = str(refused.value)
+        assert "'hamming_loss'" in message and "mae" in message and "kendall_tau_b" in message and "head is regression" in message

@@ -1,4 +1,4 @@
--- Kendall's tau-b per output of `reg_cells`, as scipy.stats.kendalltau computes it (variant "b"):
+-- Kendall's tau-b per output of {cells} (reg_cells' shape), as scipy.stats.kendalltau computes it (variant "b"):
 -- (C - D) / sqrt(n0 - n1) / sqrt(n0 - n2), with n0 = n(n-1)/2 pairs, n1 and n2 the pairs tied in
 -- truth and in prediction, n3 those tied in both. Pairs untied in truth split into concordant C,
 -- discordant D and tied-in-prediction (n2 - n3), so C - D = 2C - (n0 - n1 - n2 + n3), and only C
@@ -11,7 +11,7 @@ WITH ranked AS (
     SELECT output_id, truth, prediction,
            dense_rank() OVER (PARTITION BY output_id ORDER BY truth) AS xr,
            dense_rank() OVER (PARTITION BY output_id ORDER BY prediction) - 1 AS yr
-    FROM reg_cells
+    FROM {cells}
 ), levels AS (
     SELECT output_id, unnest(range(0, 2 + CAST(floor(log2(max(yr) + 1)) AS BIGINT))) AS b
     FROM ranked

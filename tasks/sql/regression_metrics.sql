@@ -1,4 +1,4 @@
--- Per output of `reg_cells`: scikit-learn's regression metrics, by their formulas (two passes: the
+-- Per output of {cells} (reg_cells' shape): scikit-learn's regression metrics, by their formulas (two passes: the
 -- means first). r2 = 1 - SS_res / SS_tot and explained_variance = 1 - var(truth - prediction) /
 -- var(truth) are null when the truth is constant (min = max; one row included), where scikit-learn
 -- answers 1.0 or 0.0 by convention (force_finite) or divides by a rounding error. mape is
@@ -6,7 +6,7 @@
 -- mape_rows counts them), null when there are none; wmape is sum |error| / sum |truth|.
 WITH means AS (
     SELECT output_id, avg(truth) AS mean_truth, avg(prediction) AS mean_prediction, avg(truth - prediction) AS mean_error
-    FROM reg_cells
+    FROM {cells}
     GROUP BY output_id
 )
 SELECT c.output_id,
@@ -25,7 +25,7 @@ SELECT c.output_id,
        sum(abs(c.truth - c.prediction)) / nullif(sum(abs(c.truth)), 0) AS wmape,
        any_value(m.mean_truth) AS mean_truth,
        any_value(m.mean_prediction) AS mean_prediction
-FROM reg_cells AS c
+FROM {cells} AS c
 JOIN means AS m ON m.output_id = c.output_id
 GROUP BY c.output_id
 ORDER BY c.output_id;
