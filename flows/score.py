@@ -26,6 +26,7 @@ from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task
 from scorekeeper.tasks.open_run import check_output_uri, open_run_task, resolve_run_id, run_location
 from scorekeeper.tasks.plan import commit_progress, plan_run_task
+from scorekeeper.tasks.precision import check_precision_task
 from scorekeeper.tasks.read import read_inputs_task
 from scorekeeper.tasks.report import report_task
 from scorekeeper.tasks.score import score_ranges_task, scoring_processes
@@ -70,6 +71,7 @@ def _score(request: ScoreRequest) -> dict:
             metrics = evaluate_task(request, context, manifest, baseline)
             files = report_task(request, context, metrics, throughput)
             check_gates_task(context, metrics)
+            check_precision_task(request, context, throughput)
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
         raise interrupted(request, run_id) from None
     return {

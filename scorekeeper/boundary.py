@@ -96,6 +96,9 @@ class Job(BaseModel):
     ranges: list[IndexRange]
     scoring_fingerprint: str
     attempt: str = ""
+    # rows of a reduced-precision run scored again in float32 (worker/precision.py); not in the
+    # scoring fingerprint: it changes no prediction, only what the run reports about them
+    precision_check_rows: int = 0
 
     @field_serializer("ranges")
     def _ranges_as_triples(self, ranges: list[IndexRange]) -> list[list[int]]:
@@ -130,6 +133,7 @@ class EventKind(StrEnum):
     HEARTBEAT = "heartbeat"
     RANGE_DONE = "range_done"
     PIPELINE = "pipeline"
+    PRECISION = "precision"
     FINISHED = "finished"
     ERROR = "error"
 
@@ -171,6 +175,58 @@ class ModelLoaded(RankEvent):
     event: Literal[EventKind.MODEL_LOADED] = EventKind.MODEL_LOADED
     seconds: float
     dtype: str | None = None  # the compute dtype used (`auto` resolved), shown in the run facts
+
+
+class PrecisionCheck(BaseModel):
+    """A reduced-precision run's sample scored again in float32 (worker/precision.py): how far the
+    committed values are from float32's. Which figures are set depends on the head: probabilities
+    and changed predictions (single_label), probabilities and changed label decisions (multi_label),
+    predictions (regression)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dtype: str  # the compute dtype checked against float32
+    rows: int  # rows scored again in float32
+    max_probability_difference: float | None = None
+    changed_predictions: int | None = None
+    changed_label_decisions: int | None = None
+    max_prediction_difference: float | None = None
+    skipped: str | None = None  # why a process checked nothing (its float32 model did not fit)
+
+    @property
+    def max_difference(self) -> float | None:
+        return self.max_probability_difference if self.max_probability_difference is not None else self.max_prediction_difference
+
+    @property
+    def changed(self) -> int | None:
+        return self.changed_predictions if self.changed_predictions is not None else self.changed_label_decisions
+
+    @classmethod
+    def merged(cls, checks: list[PrecisionCheck]) -> PrecisionCheck | None:
+        """Several processes' checks as one: rows and changes summed, the largest difference kept."""
+        if not checks:
+            return None
+        figures: dict[str, Any] = {"dtype": checks[0].dtype, "rows": sum(c.rows for c in checks)}
+        skipped = sorted({c.skipped for c in checks if c.skipped})
+        if skipped:
+            figures["skipped"] = "; ".join(skipped)
+        for name, combine in (
+            ("max_probability_difference", max),
+            ("max_prediction_difference", max),
+            ("changed_predictions", sum),
+            ("changed_label_decisions", sum),
+        ):
+            values = [getattr(c, name) for c in checks if getattr(c, name) is not None]
+            if values:
+                figures[name] = combine(values)
+        return cls(**figures)
+
+
+class PrecisionChecked(RankEvent):
+    """This process's precision check, sent once its ranges are scored (reduced dtypes only)."""
+
+    event: Literal[EventKind.PRECISION] = EventKind.PRECISION
+    check: PrecisionCheck
 
 
 class Heartbeat(RankEvent):
@@ -226,7 +282,9 @@ class Failed(RankEvent):
     crash: bool = False
 
 
-Event = Annotated[Started | ModelLoaded | Heartbeat | RangeDone | PipelineReport | Finished | Failed, Field(discriminator="event")]
+Event = Annotated[
+    Started | ModelLoaded | Heartbeat | RangeDone | PipelineReport | PrecisionChecked | Finished | Failed, Field(discriminator="event")
+]
 _EVENT: TypeAdapter[Event] = TypeAdapter(Event)
 
 

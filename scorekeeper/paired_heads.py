@@ -42,6 +42,7 @@ from collections.abc import Callable
 import numpy as np
 
 from scorekeeper import paired_tests as pt
+from scorekeeper.metrics.registry import HeadKind, Pairing, compared_metrics
 
 BOOTSTRAP_BLOCKS = 10_000  # blocks of a block bootstrap at most: one row each up to this many rows
 MIN_BLOCKS = 1_000
@@ -187,7 +188,9 @@ SUM_FIELDS = ("n", "yc", "yc2", "abs_y") + tuple(
     f"{name}_{side}" for side in ("after", "before") for name in ("e2", "abs_e", "ec", "ec2", "pc", "pc2", "ycpc")
 )
 HIGH_FIELDS = ("abs_e_after", "abs_e_before", "y_max", "y_min_neg", "p_after_max", "p_after_min_neg", "p_before_max", "p_before_min_neg")
-SUMMED = ("rmse", "r2", "explained_variance", "pearson", "wmape", "max_error")
+# the regression metrics resampled through block sums (the registry's Pairing.RESAMPLED); those of
+# ranks and order (Pairing.SAMPLED) go through regression_rank_deltas on a row sample
+SUMMED = tuple(m.name for m in compared_metrics(HeadKind.REGRESSION) if m.compared is Pairing.RESAMPLED)
 
 
 def regression_sum_deltas(totals: np.ndarray, maxima: np.ndarray, outputs: int) -> dict[str, np.ndarray]:

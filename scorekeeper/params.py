@@ -124,8 +124,30 @@ class ScoreRequest(BaseModel):
     # -- tuning ------------------------------------------------------------------------------
     dtype: Dtype = Field(
         "auto",
-        description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32.",
+        description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32. bfloat16 or float16 on a "
+        "CPU only where it computes them natively (avx512_bf16/amx_bf16, avx512_fp16/amx_fp16), else refused.",
         json_schema_extra=affects(PREDICTIONS),
+    )
+    precision_check_rows: int = Field(
+        256,
+        ge=0,
+        description="With a dtype other than float32: rows (a seeded sample over the length range) scored again in "
+        "float32; the largest difference and the changed predictions go into metrics.json and the report. 0: no check.",
+        json_schema_extra=affects(EVALUATION),  # what the run reports, never a committed prediction
+    )
+    precision_max_difference: float | None = Field(
+        None,
+        ge=0,
+        description="Fail the run (exit 4, outputs published) when the precision check's largest |probability "
+        "difference| (regression: |prediction difference|) exceeds this.",
+        json_schema_extra=affects(EVALUATION),
+    )
+    precision_max_changed: int | None = Field(
+        None,
+        ge=0,
+        description="Fail the run (exit 4, outputs published) when more of the precision check's predictions "
+        "(multi_label: label decisions) changed against float32 than this.",
+        json_schema_extra=affects(EVALUATION),
     )
     max_length: int | None = Field(
         None,
@@ -409,6 +431,9 @@ class ScoreRequest(BaseModel):
             from scorekeeper.gates import parse_gates
 
             parse_gates(self.gates, head=self.head)  # a head given as a parameter: gates on its own metrics only
+        bounded = [n for n in ("precision_max_difference", "precision_max_changed") if getattr(self, n) is not None]
+        if bounded and not self.precision_check_rows:
+            raise ValueError(f"{', '.join(bounded)} bound the precision check: set precision_check_rows above 0")
         if self.label_columns and self.ground_truth_uri is not None:
             raise ValueError("label_columns are read from the input rows; ground_truth_uri files hold label_column")
         overlap = [c for c in self.label_columns if c in (self.text_column, self.text_pair_column, self.id_column)]

@@ -22,7 +22,13 @@ LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # probabilities clipped as the r
 
 
 # the test a compared metric gets when nothing here computes it yet (another head kind's metric)
-METHODS = {Pairing.COUNT: pt.MCNEMAR, Pairing.ROW_MEAN: pt.NORMAL, Pairing.RANKING: pt.DELONG, Pairing.RESAMPLED: pt.BOOTSTRAP}
+METHODS = {
+    Pairing.COUNT: pt.MCNEMAR,
+    Pairing.ROW_MEAN: pt.NORMAL,
+    Pairing.RANKING: pt.DELONG,
+    Pairing.RESAMPLED: pt.BOOTSTRAP,
+    Pairing.SAMPLED: pt.BOOTSTRAP,
+}
 
 
 def _paired(test: dict) -> PairedTest:

@@ -35,7 +35,7 @@ def evaluate_run(
     is the user's name of the ground-truth column (for messages)."""
     if head == "single_label":
         return evaluate(run, labels, manifest, slice_columns, baseline, truth_column=truth_column)
-    return evaluate_head(run, labels, manifest, head, thresholds, baseline, truth_column=truth_column)
+    return evaluate_head(run, labels, manifest, head, thresholds, slice_columns, baseline, truth_column=truth_column)
 
 
 @task(name="evaluate", **IO_RETRIES)

@@ -260,7 +260,7 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
     positions = pt.subset_positions(rows, ph.RANK_ROWS).tolist()
     sample = _sample(con, "reg_paired_complete", "output_id", ("y", "after", "before"), positions)
     y, after, before = (np.array([r[i] for r in sample], dtype=np.float64) for i in range(3))
-    rank_deltas = {name: delta(name) for name in ("spearman", "kendall_tau_b", "median_absolute_error")}
+    rank_deltas = {m.name: delta(m.name) for m in compared_metrics("regression") if m.compared is Pairing.SAMPLED}
     return tests | ph.sample_bootstrap(
         rank_deltas, lambda w: ph.regression_rank_deltas(y, after, before, w), len(sample), int(rows), ph.RANK_RESAMPLES
     )

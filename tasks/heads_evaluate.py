@@ -67,17 +67,18 @@ def evaluate_head(
     manifest: StagedManifest,
     head: str,
     thresholds,
+    slice_columns: list[str],
     baseline: Location | None = None,
     truth_column: str = "label",
 ) -> MetricsDocument:
     """metrics.json's content for a multi_label or regression run (docs/contracts.md, section 7), the
-    history and gates not yet filled in; `truth_column` is the user's name of the ground-truth
-    column (for messages)."""
+    history and gates not yet filled in; `slice_columns` as for a single-label run (tasks/heads_slices.py);
+    `truth_column` is the user's name of the ground-truth column (for messages)."""
     from scorekeeper.tasks.evaluate import open_evaluation
 
     con = open_evaluation(run, labels)
     try:
-        return _evaluate(con, run, labels, manifest, head, thresholds, baseline, truth_column)
+        return _evaluate(con, run, labels, manifest, head, thresholds, slice_columns, baseline, truth_column)
     finally:
         con.close()
 
@@ -89,10 +90,12 @@ def _evaluate(
     manifest: StagedManifest,
     head: str,
     thresholds,
+    slice_columns: list[str],
     baseline: Location | None,
     truth_column: str,
 ) -> MetricsDocument:
     from scorekeeper.tasks.duck import sql
+    from scorekeeper.tasks.heads_slices import head_slices
     from scorekeeper.tasks.truth import head_truth_table
 
     source, kind = head_truth_table(con, run, manifest, head)
@@ -114,6 +117,8 @@ def _evaluate(
         result |= _multi_label(con, labels, thresholds, kind, truth_column)  # each label's threshold is in per_label
     else:
         result |= _regression(con, labels)
+    slices, truncated = head_slices(con, head, slice_columns) if result["evaluated"] else ({}, {})
+    result |= {"slices": slices, "slices_truncated": truncated}
     document = MetricsDocument.model_validate(result | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
     if baseline is not None and document.evaluated:
         from scorekeeper.tasks.heads_compare import compare_head

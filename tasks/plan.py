@@ -76,6 +76,7 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
         ranges=pending,
         scoring_fingerprint=fingerprint,
         attempt=uuid.uuid4().hex[:12],
+        precision_check_rows=request.precision_check_rows,
     )
     run.publish_bytes(job.to_json().encode(), RunFolder.JOB)
     log.info("%d ranges planned over %d rows; %d already committed, %d to score", len(ranges), manifest.total_rows, len(done), len(pending))

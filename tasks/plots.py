@@ -379,15 +379,15 @@ def history_svg(metrics: dict) -> str:
     return c.svg()
 
 
-def interval_svg(value: float | None, ci, reference: float | None = None, width: int = 180) -> str:
-    """A small 0-1 scale with the value as a dot, its interval as a bar and a reference line."""
+def interval_svg(value: float | None, ci, reference: float | None = None, width: int = 180, scale: float = 1.0) -> str:
+    """A small 0-`scale` axis with the value as a dot, its interval as a bar and a reference line."""
     if value is None:
         return ""
     h, pad = 16, 4
     inner = width - 2 * pad
 
     def x(v: float) -> str:
-        return _n(pad + max(0.0, min(1.0, v)) * inner)
+        return _n(pad + max(0.0, min(1.0, v / scale)) * inner)
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" aria-hidden="true">']
     parts.append(f'<line x1="{pad}" y1="8" x2="{width - pad}" y2="8" stroke="{GRID}" stroke-width="2"/>')

@@ -74,9 +74,44 @@ def cards(metrics: dict) -> list[dict]:
     return made
 
 
-def sorted_slices(values: dict) -> list[tuple[str, dict]]:
-    """A slice column's groups, worst accuracy first (then most rows); groups without accuracy last."""
-    return sorted(values.items(), key=lambda kv: (kv[1].get("accuracy") is None, kv[1].get("accuracy") or 0.0, -kv[1].get("rows", 0)))
+# Per head, the slice tables' metrics as (key, its interval's key, how the interval is made); the
+# first orders the groups (worst first) and is drawn as the bar. MAE is the one lower-is-better.
+SLICE_METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "single_label": (("accuracy", "accuracy_ci", "Wilson"),),
+    "multi_label": (("micro_f1", "micro_f1_ci", "bootstrap"), ("subset_accuracy", "subset_accuracy_ci", "Wilson")),
+    "regression": (("mae", "mae_ci", "bootstrap"),),
+}
+SLICE_LOWER_IS_BETTER = {"mae"}
+
+
+def sorted_slices(values: dict, key: str = "accuracy") -> list[tuple[str, dict]]:
+    """A slice column's groups, worst `key` first (then most rows); groups without it last."""
+    sign = -1.0 if key in SLICE_LOWER_IS_BETTER else 1.0
+    return sorted(values.items(), key=lambda kv: (kv[1].get(key) is None, sign * (kv[1].get(key) or 0.0), -kv[1].get("rows", 0)))
+
+
+def slice_scale(key: str, groups: list[tuple[str, dict]], reference: float | None) -> float:
+    """The upper end of a slice bar's scale: 1 for a share, else the largest value or interval end shown."""
+    if key not in SLICE_LOWER_IS_BETTER:
+        return 1.0
+    ends = [reference or 0.0] + [max(s.get(key) or 0.0, *(s.get(f"{key}_ci") or [])) for _, s in groups]
+    return max(ends) or 1.0
+
+
+def slice_note(metrics: dict, head: str, intervals: bool) -> str:
+    """The sentence above the slice tables: what they show, their order, their intervals, the dashed line."""
+    shown = SLICE_METRICS[head]
+    key = shown[0][0]
+    overall = metrics.get(key)
+    line = f" The dashed line is the overall {key}" + (f" ({fmt(overall)})." if overall is not None else ".")
+    if head == "single_label":
+        return (
+            "Accuracy by the values of each slice column, worst first" + (", with Wilson 95% intervals" if intervals else "") + "." + line
+        )
+    order = f"largest {key} first" if key in SLICE_LOWER_IS_BETTER else f"worst {key} first"
+    names = " and ".join(f"{k} ({how} 95% interval)" for k, _, how in shown)
+    several = " (the mean of the outputs')" if len(metrics.get("outputs") or []) > 1 else ""
+    return f"{names}{several} by the values of each slice column, {order}." + line
 
 
 def spans(indices: list[int]) -> str:

@@ -24,6 +24,8 @@ from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import artifacts, plots
 from scorekeeper.tasks.render import (
     GROUP_HEADER,
+    SLICE_LOWER_IS_BETTER,
+    SLICE_METRICS,
     cards,
     ci,
     fmt,
@@ -34,6 +36,8 @@ from scorekeeper.tasks.render import (
     plot_files,
     regression_plot_name,
     signed,
+    slice_note,
+    slice_scale,
     sorted_slices,
 )
 from scorekeeper.tasks.report_stats import (
@@ -57,7 +61,8 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
     if run_info.get("adapter_uri"):
         lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
-    lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}", ""]
+    dtype = (metrics.get("scoring") or {}).get("dtype")
+    lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
     if metrics["scoring_only"]:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
     gates = metrics.get("gates")
@@ -80,6 +85,9 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
             f"{throughput['truncated']} texts truncated to the model's maximum length.",
             "",
         ]
+    check = (metrics.get("scoring") or throughput or {}).get("precision_check")
+    if check:
+        lines += [f"Precision check: {md(precision_sentence(check))}.", ""]
     for pipe in (throughput or {}).get("pipeline", []):
         lines += [
             f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
@@ -106,9 +114,15 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
             lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
         lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
+    shown = SLICE_METRICS[head_of(metrics)]
     for column, values in (metrics.get("slices") or {}).items():
-        lines += [f"## By {md(column)} (worst first)", "", "| value | rows | accuracy | 95% CI |", "|---|---|---|---|"]
-        lines += [f"| {md(v)} | {s['rows']} | {fmt(s['accuracy'])} | {ci(s.get('accuracy_ci'))} |" for v, s in sorted_slices(values)]
+        order = f"largest {shown[0][0]} first" if shown[0][0] in SLICE_LOWER_IS_BETTER else "worst first"
+        header = "| value | rows | " + " | ".join(f"{key} | 95% CI" for key, _, _ in shown) + " |"
+        lines += [f"## By {md(column)} ({order})", "", header, "|---|---" + "|---|---" * len(shown) + "|"]
+        lines += [
+            f"| {md(v)} | {s['rows']} | " + " | ".join(f"{fmt(s.get(key))} | {ci(s.get(interval))}" for key, interval, _ in shown) + " |"
+            for v, s in sorted_slices(values, shown[0][0])
+        ]
         lines.append("")
     lines += label_audit_markdown(metrics.get("label_audit"), metrics["evaluated"], metrics.get("accuracy"))
     return "\n".join(lines)
@@ -238,12 +252,11 @@ def render_html(metrics: dict, run_info: dict) -> str:
     names, _, grouped = plots.confusion_cells(metrics)
     gates = metrics.get("gates") or []
     facts = run_facts(metrics, run_info)
-    accuracy = metrics.get("accuracy")
-    slices = {
-        column: [(v, s, Markup(plots.interval_svg(s.get("accuracy"), s.get("accuracy_ci"), accuracy))) for v, s in sorted_slices(values)]
-        for column, values in (metrics.get("slices") or {}).items()
-    }
-    slice_intervals = any(s.get("accuracy_ci") for values in (metrics.get("slices") or {}).values() for s in values.values())
+    shown = SLICE_METRICS[head_of(metrics)]
+    slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.get("slices") or {}).items()}
+    slice_intervals = any(
+        s.get(interval) for values in (metrics.get("slices") or {}).values() for s in values.values() for _, interval, _ in shown
+    )
     return (
         _environment()
         .get_template("report.html.j2")
@@ -259,7 +272,9 @@ def render_html(metrics: dict, run_info: dict) -> str:
             audit_names=audit_matrix(metrics["label_audit"])[0] if metrics.get("label_audit") else [],
             failed_gates=[g for g in gates if not g["passed"]],
             slices=slices,
+            slice_metrics=shown,
             slice_intervals=slice_intervals,
+            slice_note=slice_note(metrics, head_of(metrics), slice_intervals),
             confusion_grouped=grouped,
             confusion_shown=len(names) - (1 if grouped else 0),
             compared=[(k, metric_value(metrics, k), v) for k, v in ((metrics.get("comparison") or {}).get("deltas") or {}).items()],
@@ -274,6 +289,17 @@ def render_html(metrics: dict, run_info: dict) -> str:
             regression_plots=_regression_svgs(metrics, svgs),
         )
     )
+
+
+def _slice_table(metrics: dict, shown, values: dict) -> dict:
+    """One slice column's HTML table: its groups worst first, each with its bar, and the bars' scale."""
+    from markupsafe import Markup
+
+    key, interval, _ = shown[0]
+    groups = sorted_slices(values, key)
+    scale = slice_scale(key, groups, metrics.get(key))
+    bars = [Markup(plots.interval_svg(s.get(key), s.get(interval), metrics.get(key), scale=scale)) for _, s in groups]
+    return {"scale": scale, "groups": [(v, s, bar) for (v, s), bar in zip(groups, bars)]}
 
 
 def _regression_svgs(metrics: dict, svgs: dict) -> dict[str, list]:
@@ -311,6 +337,8 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
             + (f", dtype {dtype}" if (dtype := scoring.get("dtype") or _groups_dtype(scoring) or run_info.get("dtype")) else ""),
         )
     )
+    if scoring.get("precision_check"):
+        facts.append(("precision check", precision_sentence(scoring["precision_check"])))
     if scoring.get("rows_scored") is not None:
         facts.append(
             (
@@ -344,6 +372,22 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
     if run_info.get("slice_columns"):
         facts.append(("slice columns", ", ".join(run_info["slice_columns"])))
     return facts
+
+
+def precision_sentence(check: dict) -> str:
+    """The precision check (boundary.PrecisionCheck) in words, for the report."""
+    parts = [f"{check['rows']:,} rows of this {check['dtype']} run scored again in float32"]
+    for key, words in (
+        ("max_probability_difference", "largest |probability difference|"),
+        ("max_prediction_difference", "largest |prediction difference|"),
+        ("changed_predictions", "predictions changed"),
+        ("changed_label_decisions", "label decisions changed"),
+    ):
+        if check.get(key) is not None:
+            parts.append(f"{words} {check[key]:.2e}" if key.startswith("max_") else f"{check[key]:,} {words}")
+    if check.get("skipped"):
+        parts.append(f"skipped in part: {check['skipped']}")
+    return ", ".join(parts)
 
 
 def _groups_dtype(scoring: dict) -> str | None:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
+# Prefect's home for this session (before anything imports Prefect): the session's API server
+# (tests/prefect_session.py) keeps its SQLite database there, not in ~/.prefect, which every
+# session on the machine would share (contending for one database file that grows by every run),
+# and no profile of the user's reaches the tests. Removed when the session ends.
+_PREFECT_HOME = tempfile.mkdtemp(prefix="scorekeeper-tests-prefect-")
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -25,6 +33,19 @@ def models(tmp_path_factory):
     }
     built["bert_adapter"] = str(build_lora_adapter(built["bert"], root / "bert_adapter", seed=3))
     return built
+
+
+@pytest.fixture(scope="session")
+def deployed(tmp_path_factory):
+    """One `prefect server start` with the project's deployments, shared by the tests of
+    deployments, fan-out and the process-pool path (tests/prefect_deployed.py)."""
+    from tests.prefect_deployed import start_and_deploy
+
+    found = start_and_deploy(tmp_path_factory.mktemp("prefect-deployed") / "prefect-home")
+    try:
+        yield found
+    finally:
+        found.server.stop()
 
 
 @pytest.fixture
@@ -46,7 +67,10 @@ def pytest_sessionfinish(session, exitstatus):
     from tests import prefect_session
 
     _SESSION["exitstatus"] = int(exitstatus)
-    prefect_session.stop()
+    try:
+        prefect_session.stop()
+    finally:
+        shutil.rmtree(_PREFECT_HOME, ignore_errors=True)
 
 
 def pytest_unconfigure(config):

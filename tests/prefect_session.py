@@ -8,7 +8,8 @@ costs its start-up once (seconds on 2 cores) instead of once per module.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 _SERVER = []  # the session's TemporaryServer, once started
@@ -40,6 +41,14 @@ def api() -> Iterator[str]:
     url = api_url()
     with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_UI_URL: "", PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield url
+
+
+def cli_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A `scorekeeper` subprocess's environment (os.environ, or `base`) pointed at the session's
+    server, as an operator's is at a running one: the CLI then starts no temporary server of its own
+    (about 14 s of CPU on 2 cores: a fresh database's migrations). Tests of the CLI's own temporary
+    server leave PREFECT_API_URL out instead."""
+    return {**(os.environ if base is None else base), "PREFECT_API_URL": api_url()}
 
 
 def stop() -> None:

@@ -21,6 +21,8 @@ from scorekeeper.boundary import (
     MalformedEvent,
     ModelLoaded,
     PipelineReport,
+    PrecisionCheck,
+    PrecisionChecked,
     RangeDone,
     RankEvent,
     ScoringSettings,
@@ -72,6 +74,12 @@ def examples(rng: random.Random) -> list[Event]:
             stage_step_s=[1.0, 1.0],
             bubble_measured=rng.choice([None, 0.375]),
             bubble_theoretical=0.2,
+        ),
+        PrecisionChecked(
+            rank=rank,
+            check=PrecisionCheck(
+                dtype="bfloat16", rows=rng.randrange(1, 300), max_probability_difference=rng.random() / 100, changed_predictions=0
+            ),
         ),
         Finished(rank=rank),
         Failed(rank=rank, message=rng.choice(["max_length 9000 exceeds the model's maximum", 'a "quoted"\nline'])),

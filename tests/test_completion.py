@@ -23,6 +23,7 @@ from scorekeeper.tasks.compare import resolve_baseline
 from scorekeeper.tasks.history import completed_runs
 from scorekeeper.tasks.publish import publish_complete
 from scorekeeper.tasks.report import publish_report
+from tests import prefect_session
 from tests.helpers import make_rows, write_rows
 from tests.report_fixture import full_metrics
 from tests.s3server import moto  # noqa: F401  (a fixture)
@@ -116,7 +117,8 @@ def test_an_s3_output_uri_whose_bucket_does_not_exist_is_one_line(tmp_path, mode
     args = ["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", models["bert"], "--num-processes", "1"]
     done = subprocess.run(
         [SCOREKEEPER, *args, "--output-uri", "s3://no-such-bucket/runs", "--run-name", "r"],
-        env=moto.environment() | {"PREFECT_HOME": str(tmp_path / ".prefect")}, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env=prefect_session.cli_environment(moto.environment() | {"PREFECT_HOME": str(tmp_path / ".prefect")}),
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 3, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
@@ -133,8 +135,7 @@ def test_a_full_disk_under_output_uri_ends_the_cli_in_one_line(tmp_path, models,
 
     write_rows(tmp_path / "in.csv", make_rows(8))
     args = ["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", models["bert"], "--num-processes", "1", "--run-name", "r"]
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")}
-    env.pop("PREFECT_API_URL", None)
+    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
 
     def cli(output: Path) -> subprocess.CompletedProcess:
         return subprocess.run([SCOREKEEPER, *args, "--output-uri", str(output)], env=env, capture_output=True, text=True, timeout=300)

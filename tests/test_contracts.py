@@ -94,7 +94,7 @@ def _other_value(name: str, value):
     if value in _literals(annotation):
         return others[0] if others else 3  # num_processes: 'auto' or a number
     if value is None:
-        return 2 if int in typing.get_args(annotation) else "other"
+        return 2 if {int, float} & set(typing.get_args(annotation)) else "other"
     if isinstance(value, bool):
         return not value
     if isinstance(value, int | float):

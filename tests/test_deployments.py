@@ -1,8 +1,8 @@
 """prefect.yaml against a real Prefect server: deploy, a process worker, runs with parameters and a
 storage block, and a failed run retried through Prefect that resumes where it stopped.
 
-One `prefect server start` on loopback (temporary PREFECT_HOME, SQLite) serves the whole module;
-the data, model, adapter and outputs live in moto's S3 server (tests/s3server.py), and the worker
+The session's `prefect server start` on loopback (temporary PREFECT_HOME, SQLite), with prefect.yaml
+and infra/prefect-containers.yaml deployed (tests/prefect_deployed.py), serves the module; the data, model, adapter and outputs live in moto's S3 server (tests/s3server.py), and the worker
 has no AWS credentials of its own: they come from an AwsCredentials block named in the parameters.
 """
 
@@ -14,7 +14,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,18 +22,15 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from scorekeeper.launch.command import free_port
 from scorekeeper.params import ScoreRequest
 from tests.helpers import LABELS, make_rows, probabilities, reference_probabilities
-from tests.s3server import MotoServer, isolated_aws_environment
-from tests.waiting import poll, wait_for_server
+from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, stop_process_group
+from tests.s3server import MotoServer
+from tests.waiting import poll
 
-REPO = Path(__file__).resolve().parents[1]
-PREFECT = str(Path(sys.executable).with_name("prefect"))
 FLOW = "scorekeeper"
 POOL = "scorekeeper"
 ENTRYPOINT = "flows/score.py:score_dataset"
-K8S_TEMPLATE = REPO / "infra" / "kubernetes" / "base-job-template.json"
 BLOCK = "moto-s3"
 
 
@@ -67,46 +63,7 @@ def test_prefect_yaml_defines_a_scheduled_and_an_adhoc_deployment_of_the_flow():
     assert set(schema.required) == {n for n, f in ScoreRequest.model_fields.items() if f.is_required()}
 
 
-# -- the stack: Prefect server, S3, pool, deployments, block, data -----------------------------------
-
-
-class PrefectServer:
-    """`prefect server start` on a free loopback port with its own home and SQLite database."""
-
-    def __init__(self, home: Path):
-        home.mkdir(parents=True, exist_ok=True)
-        self.home = home
-        self.api_url = f"http://127.0.0.1:{free_port()}/api"
-        self.env = isolated_aws_environment() | {
-            "PREFECT_HOME": str(home),
-            "PREFECT_API_URL": self.api_url,
-            "PREFECT_API_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home}/prefect.db",
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "PREFECT_UI_ENABLED": "false",
-            # The nightly cron must not fire while the test runs.
-            "PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED": "false",
-            "PREFECT_WORKER_QUERY_SECONDS": "1",
-        }
-        self._log = open(home / "server.log", "wb")
-        port = self.api_url.split(":")[2].split("/")[0]
-        self.process = subprocess.Popen(
-            [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", port],
-            env={**os.environ, **self.env}, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        self._wait_healthy()
-
-    def _wait_healthy(self, timeout: float = 180.0) -> None:
-        wait_for_server(self.process, self.api_url + "/health", "prefect server", self.home / "server.log", timeout, expect=b"true")
-
-    def cli(self, *args: str, timeout: float = 120, check: bool = True, cwd: Path = REPO) -> subprocess.CompletedProcess:
-        out = subprocess.run([PREFECT, *args], cwd=cwd, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=timeout)
-        if check and out.returncode != 0:
-            raise AssertionError(f"prefect {' '.join(args)} exited {out.returncode}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
-        return out
-
-    def stop(self) -> None:
-        _stop_group(self.process, first=signal.SIGTERM)
-        self._log.close()
+# -- the stack: the session's deployed Prefect server, S3, a worker, the block, data -------------------
 
 
 class Worker:
@@ -123,23 +80,8 @@ class Worker:
         )  # fmt: skip
 
     def stop(self) -> None:
-        _stop_group(self.process, first=signal.SIGINT)
+        stop_process_group(self.process, first=signal.SIGINT)
         self._log.close()
-
-
-def _stop_group(process: subprocess.Popen, first: signal.Signals) -> None:
-    """Ask politely (Prefect's CLI wants a second SIGINT to stop at once), then insist."""
-    for sig, wait in ((first, 5), (signal.SIGINT, 5), (signal.SIGKILL, 30)):
-        if process.poll() is not None:
-            return
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
 
 
 class Stack:
@@ -199,54 +141,20 @@ class Stack:
         assert metrics["rows"] == metrics["scored"] == metrics["evaluated"] == len(self.rows)
 
 
-class AwsCredentialsShape:
-    """An AwsCredentials block as prefect-aws stores it, without prefect-aws (not installed here)."""
-
-    @staticmethod
-    def save(name: str, key: str, secret: str, endpoint: str) -> None:
-        from prefect.blocks.core import Block
-        from pydantic import SecretStr
-
-        class AwsCredentials(Block):
-            _block_type_name = "AWS Credentials"
-            _block_type_slug = "aws-credentials"
-            aws_access_key_id: str | None = None
-            aws_secret_access_key: SecretStr | None = None
-            aws_session_token: SecretStr | None = None
-            profile_name: str | None = None
-            region_name: str | None = None
-            aws_client_parameters: dict = {}
-
-        AwsCredentials(
-            aws_access_key_id=key, aws_secret_access_key=secret, region_name="us-east-1",
-            aws_client_parameters={"endpoint_url": endpoint},
-        ).save(name, overwrite=True)  # fmt: skip
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory, models):
+def stack(tmp_path_factory, models, deployed):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     root = tmp_path_factory.mktemp("deployments")
     s3 = MotoServer(root / "moto.log")
-    server = None
+    server = deployed.server
     stack = None
     try:
-        server = PrefectServer(root / "prefect-home")
         bucket = s3.create_bucket("deploy")
         rows = make_rows(12, seed=11)
         s3.filesystem().pipe_file(f"{bucket}/eval/reviews.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
         s3.upload_folder(models["bert"], f"s3://{bucket}/models/bert")
         s3.upload_folder(models["bert_adapter"], f"s3://{bucket}/models/lora")
-        # prefect.yaml needs the two process pools; its container variants (infra/prefect-containers.yaml)
-        # their Docker and Kubernetes pools (the Kubernetes one with the shipped base job template,
-        # which the server validates).
-        server.cli("work-pool", "create", POOL, "--type", "process")
-        server.cli("work-pool", "create", "scorekeeper-groups", "--type", "process")
-        server.cli("--no-prompt", "deploy", "--all", timeout=240)
-        server.cli("work-pool", "create", "scorekeeper-groups-docker", "--type", "docker")
-        server.cli("work-pool", "create", "scorekeeper-groups-k8s", "--type", "kubernetes", "--base-job-template", str(K8S_TEMPLATE))
-        server.cli("--no-prompt", "deploy", "--all", "--prefect-file", "infra/prefect-containers.yaml", timeout=240)
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             AwsCredentialsShape.save(BLOCK, s3.key, s3.secret, s3.endpoint)
             stack = Stack(root, server, s3, bucket, rows, models)
@@ -254,8 +162,6 @@ def stack(tmp_path_factory, models):
     finally:
         if stack is not None and stack.worker is not None:
             stack.worker.stop()
-        if server is not None:
-            server.stop()
         s3.stop()
 
 

@@ -1,10 +1,10 @@
 """Fan-out over several machines (fan_out > 1): groups of ranges as child flow runs of the
 scoring-group deployment, on whichever worker of its pool is free.
 
-The integration tests share one stack: a real `prefect server start`, the moto S3 server holding
-the data, the model and the outputs, and two "machines": process workers on the groups pool, each
-started from a folder of its own with its own SCOREKEEPER_CACHE and no AWS credentials (they come
-from a storage block). The parent run is the flow called in this process against that server.
+The integration tests share one stack: the session's real `prefect server start` with the group
+deployment deployed (tests/prefect_deployed.py), the moto S3 server holding the data, the model and
+the outputs, and two "machines": process workers on the groups pool, each started from a folder of
+its own with its own SCOREKEEPER_CACHE and no AWS credentials (they come from a storage block). The parent run is the flow called in this process against that server.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import subprocess
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +32,8 @@ from scorekeeper.run_folder import cut_ranges
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from scorekeeper.tasks.report import groups_markdown, render_html
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
+from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, stop_process_group
 from tests.s3server import MotoServer
-from tests.test_deployments import PREFECT, REPO, AwsCredentialsShape, PrefectServer, _stop_group
 
 GROUP_POOL = "scorekeeper-groups"
 GROUP_DEPLOYMENT = "scorekeeper-group/group"
@@ -160,7 +159,7 @@ def test_cli_refuses_fan_out_without_a_prefect_server(tmp_path, monkeypatch, cap
     assert not (tmp_path / "out").exists()
 
 
-# -- the stack: Prefect server, S3, the group deployment, two machines ------------------------------
+# -- the stack: the session's deployed Prefect server, S3, two machines -----------------------------
 
 
 class Machine:
@@ -211,7 +210,7 @@ class Machine:
 
     def stop(self) -> None:
         if self.alive():
-            _stop_group(self.process, first=signal.SIGINT)
+            stop_process_group(self.process, first=signal.SIGINT)
         self._log.close()
 
 
@@ -287,40 +286,29 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory, models):
+def stack(tmp_path_factory, models, deployed):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     root = tmp_path_factory.mktemp("fan-out")
     rows = make_rows(ROWS, seed=21)
-    # The single-process run to compare with scores while the Prefect server starts.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        starting = pool.submit(PrefectServer, root / "prefect-home")
-        try:
-            single = run_flow(
-                input_uri=str(write_rows(root / "local" / "reviews.jsonl", rows)), id_column="review_id",
-                model_uri=models["bert"], output_uri=str(root / "local" / "runs"), rows_per_range=ROWS_PER_RANGE,
-            )  # fmt: skip
-        except BaseException:
-            starting.result().stop()
-            raise
-        server = starting.result()
+    single = run_flow(  # the single-process run to compare with
+        input_uri=str(write_rows(root / "local" / "reviews.jsonl", rows)), id_column="review_id",
+        model_uri=models["bert"], output_uri=str(root / "local" / "runs"), rows_per_range=ROWS_PER_RANGE,
+    )  # fmt: skip
     s3 = MotoServer(root / "moto.log")
     built = None
     try:
         bucket = s3.create_bucket("fan-out")
         s3.filesystem().pipe_file(f"{bucket}/eval/reviews.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
         s3.upload_folder(models["bert"], f"s3://{bucket}/models/bert")
-        server.cli("work-pool", "create", GROUP_POOL, "--type", "process")
-        server.cli("--no-prompt", "deploy", "--name", "group", timeout=240)
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+        with temporary_settings(updates={PREFECT_API_URL: deployed.api_url}):
             AwsCredentialsShape.save(BLOCK, s3.key, s3.secret, s3.endpoint)
-            built = Stack(root, server, s3, bucket, rows, single.predictions)
+            built = Stack(root, deployed.server, s3, bucket, rows, single.predictions)
             yield built
     finally:
         if built is not None:
             for machine in built.machines.values():
                 machine.stop()
-        server.stop()
         s3.stop()
 
 

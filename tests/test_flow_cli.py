@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from tests import prefect_session
 from tests.helpers import make_rows, probabilities, reference_probabilities, write_rows
 from tests.waiting import poll
 
@@ -64,10 +65,14 @@ def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_
     assert expected <= asyncio.run(artifact_keys())
 
 
-def _cli(*args, cwd):
-    """The CLI as a user runs it (no PREFECT_API_URL); checks it left no process behind."""
+def _cli(*args, cwd, temporary_server: bool = False):
+    """The CLI in a subprocess, pointed at the session's Prefect server, or with no PREFECT_API_URL
+    as a user types it (`temporary_server`: it starts its own); checks it left no process behind."""
     env = {**os.environ, "PREFECT_HOME": str(cwd / ".prefect")}
-    env.pop("PREFECT_API_URL", None)
+    if temporary_server:
+        env.pop("PREFECT_API_URL", None)
+    else:
+        env = prefect_session.cli_environment(env)
     proc = subprocess.Popen([SCOREKEEPER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
     out, err = proc.communicate(timeout=600)
     _assert_nothing_left(proc.pid, err)
@@ -117,6 +122,7 @@ def test_cli_as_a_user_types_it(tmp_path, models):
         "--rows-per-range",
         "4",
         cwd=tmp_path,
+        temporary_server=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = done.stdout.strip().splitlines()[-1]

@@ -46,6 +46,7 @@ def _multi_label_input(path, n: int = 14):
             "text": [r["text"] for r in rows],
             "labels": lists,
             "labels_text": delimited,
+            "source": pa.array([None if i % 5 == 0 else "orphan" if i == 7 else ("web", "app")[i % 2] for i in range(n)]),
             **columns,
         }
     )
@@ -54,10 +55,11 @@ def _multi_label_input(path, n: int = 14):
 
 
 def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_path, heads):
-    from sklearn.metrics import accuracy_score, hamming_loss
+    from sklearn.metrics import accuracy_score, f1_score, hamming_loss
 
     truth = _multi_label_input(tmp_path / "in.parquet")
     common = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "runs"), run_name="ml")
+    common |= {"slice_columns": ["source"]}
     first = run_flow(1, id_column="review_id", label_column="labels", **common)
     metrics = first.metrics
     assert metrics["head"] == "multi_label" and metrics["rows"] == metrics["scored"] == 14 and metrics["evaluated"] == 13
@@ -71,6 +73,13 @@ def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_
     p = np.array([[name in predicted[i] for name in LABELS] for i in kept])
     assert metrics["subset_accuracy"] == pytest.approx(accuracy_score(y, p), abs=1e-12)
     assert metrics["hamming_loss"] == pytest.approx(hamming_loss(y, p), abs=1e-12)
+    # slices: the null group apart, the value of row 7 alone (no truth) has no group
+    source = [None if i % 5 == 0 else ("web", "app")[i % 2] for i in kept]
+    assert set(metrics["slices"]["source"]) == {"∅ (null)", "web", "app"}
+    for value, group in metrics["slices"]["source"].items():
+        rows = [k for k, v in enumerate(source) if v == (None if value == "∅ (null)" else value)]
+        assert group["rows"] == len(rows) and group["subset_accuracy"] == pytest.approx(accuracy_score(y[rows], p[rows]), abs=1e-12)
+        assert group["micro_f1"] == pytest.approx(f1_score(y[rows], p[rows], average="micro", zero_division=0), abs=1e-12)
     recorded = json.loads((tmp_path / "runs" / "ml" / "report" / "metrics.json").read_text())
     assert recorded["head"] == "multi_label" and recorded["subset_accuracy"] == metrics["subset_accuracy"]
 
@@ -83,6 +92,7 @@ def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_
     columns = run_flow(1, id_column="review_id", label_columns=LABELS, **common)
     assert columns.metrics["evaluated"] == 13 and columns.metrics["unknown_labels"] == {}
     assert {k: columns.metrics[k] for k in SCALARS} == {k: metrics[k] for k in SCALARS}
+    assert delimited.metrics["slices"] == columns.metrics["slices"] == metrics["slices"]
 
 
 def test_a_regression_run_with_ground_truth(tmp_path, heads):
@@ -91,11 +101,12 @@ def test_a_regression_run_with_ground_truth(tmp_path, heads):
     rows = make_rows(12, seed=8)
     for i, r in enumerate(rows):
         r["quality"] = "" if i == 4 else str(round(0.25 * i - 1.0, 2))  # row 4: no truth
+        r["channel"] = "orphan" if i == 4 else "" if i % 4 == 0 else ("web", "app")[i % 2]  # "": a null slice value
         del r["label"]
     write_rows(tmp_path / "in.csv", rows)
     result = run_flow(
         1, input_uri=str(tmp_path / "in.csv"), model_uri=heads["regression"], output_uri=str(tmp_path / "runs"), run_name="reg",
-        id_column="review_id", label_column="quality",
+        id_column="review_id", label_column="quality", slice_columns=["channel"],
     )  # fmt: skip
     metrics = result.metrics
     assert metrics["head"] == "regression" and metrics["evaluated"] == 11
@@ -104,6 +115,12 @@ def test_a_regression_run_with_ground_truth(tmp_path, heads):
     yhat = result.predictions.column("prediction").to_numpy()[kept]
     assert metrics["mae"] == pytest.approx(mean_absolute_error(y, yhat), rel=1e-12)
     assert metrics["rmse"] == pytest.approx(mean_squared_error(y, yhat) ** 0.5, rel=1e-12)
+    channel = [rows[i]["channel"] or None for i in kept]
+    assert set(metrics["slices"]["channel"]) == {"∅ (null)", "web", "app"}  # row 4's value has no truth: no group
+    for value, group in metrics["slices"]["channel"].items():
+        members = [k for k, v in enumerate(channel) if v == (None if value == "∅ (null)" else value)]
+        assert group["rows"] == len(members) and group["mae"] == pytest.approx(mean_absolute_error(y[members], yhat[members]), rel=1e-12)
+        assert group["mae_ci"][0] <= group["mae"] <= group["mae_ci"][1]
 
 
 def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp_path, heads):

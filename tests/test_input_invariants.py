@@ -27,6 +27,7 @@ from scorekeeper.staging.listing import list_input
 from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.read import read_inputs
 from scorekeeper.tasks.truth import check_truth
+from tests import prefect_session
 from tests.evaluation_runs import one_hot, write_run
 from tests.helpers import basic_auth_server, make_rows, open_run_and_plan, write_rows
 
@@ -249,7 +250,7 @@ def test_cli_refuses_a_truth_column_with_two_meanings_in_one_line_before_scoring
         "--label-column",
         "stars",
     ]
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(tmp_path / ".prefect")}
+    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
     done = subprocess.run([scorekeeper, *args], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 2, done.stderr[-3000:]
     assert "Traceback" not in done.stdout + done.stderr

@@ -17,6 +17,7 @@ import pytest
 from scorekeeper.errors import ScoringFailed
 from scorekeeper.launch import Progress, ScoringProcesses
 from scorekeeper.run_folder import RunFolder
+from tests import prefect_session
 from tests.helpers import make_rows, open_run_and_plan, run_flow, write_rows
 
 pytestmark = pytest.mark.integration
@@ -92,8 +93,7 @@ def test_a_whole_run_never_imports_torch_in_the_flow_process(tmp_path, models):
         "print('MODULES ' + json.dumps({'rc': rc, 'loaded': [m for m in ('torch', 'transformers', 'peft') if m in sys.modules]}))\n"
         "sys.stdout.flush(); os._exit(0)\n"
     )
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")}
-    env.pop("PREFECT_API_URL", None)
+    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     line = next((x for x in done.stdout.splitlines() if x.startswith("MODULES ")), None)
     assert line is not None, done.stderr[-3000:]

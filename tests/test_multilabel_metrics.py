@@ -248,12 +248,28 @@ def test_report_data_is_there_for_every_label():
 RUN_INFO = {"run_id": "ml-run", "input_uri": "data/in.parquet", "model_uri": "models/tagger", "mode": "replica", "num_processes": 1}
 
 
-def report_metrics(labels, truth, probs) -> dict:
-    """metrics.json of a multi-label run as the evaluation step writes it: the counts, then this module's keys."""
+def report_metrics(labels, truth, probs, slices: dict[str, list] | None = None) -> dict:
+    """metrics.json of a multi-label run as the evaluation step writes it: the counts, then this
+    module's keys; with `slices` ({column: a value per row}) the slice breakdown too."""
     n = len(probs)
     base = {"head": "multi_label", "rows": n, "scored": n, "missing_predictions": 0, "unmatched_predictions": 0}
     base |= {"scoring_only": False, "unknown_labels": {}, "labels": labels}
-    return base | multilabel_metrics(make_con(truth, probs), labels, [0.5] * len(labels))
+    con = make_con(truth, probs)
+    metrics = base | multilabel_metrics(con, labels, [0.5] * len(labels))
+    return metrics | (slice_metrics(con, "multi_label", slices) if slices else {})
+
+
+def slice_metrics(con, head: str, slices: dict[str, list]) -> dict:
+    """`slices` and `slices_truncated` of a connection holding the head's evaluated rows, a slice column per key."""
+    from scorekeeper.tasks.heads_slices import head_slices
+
+    n = len(next(iter(slices.values())))
+    columns = {"row_index": pa.array(range(n), pa.int64())} | {
+        f"slice_{i}": pa.array(v, pa.string()) for i, v in enumerate(slices.values())
+    }
+    con.register("staged", pa.table(columns))
+    found, truncated = head_slices(con, head, list(slices))
+    return {"slices": found, "slices_truncated": truncated}
 
 
 def test_report_shows_the_multilabel_sections_with_every_value_escaped():

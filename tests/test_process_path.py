@@ -7,50 +7,22 @@ starts a worker, with warnings before (every wait is bounded).
 from __future__ import annotations
 
 import re
-import shlex
 import uuid
 
 import pytest
 
 from scorekeeper.errors import ScoringFailed
 from tests.helpers import make_rows, write_rows
-from tests.test_deployments import REPO, PrefectServer
 
 pytestmark = pytest.mark.integration
 
 
-def readme_pool_commands() -> list[list[str]]:
-    """The `prefect work-pool create` lines of README.md's Deployments section, as arguments."""
-    section = (REPO / "README.md").read_text().split("## Deployments (Prefect)", 1)[1].split("\n## ", 1)[0]
-    lines = [line.split("#", 1)[0].strip() for line in section.splitlines()]
-    return [shlex.split(line)[1:] for line in lines if line.startswith("prefect work-pool create")]
-
-
-@pytest.fixture(scope="module")
-def deployed(tmp_path_factory):
-    server = PrefectServer(tmp_path_factory.mktemp("process-path") / "prefect-home")
-    try:
-        commands = readme_pool_commands()
-        assert commands and all(c[c.index("--type") + 1] == "process" for c in commands)
-        for args in commands:
-            server.cli(*args)
-        server.cli("--no-prompt", "deploy", "--all", timeout=240)  # fails if prefect.yaml names a pool not created
-        yield server
-    finally:
-        server.stop()
-
-
 def test_deploy_all_needs_only_the_process_pools_the_readme_creates(deployed):
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
+    """The session's server was given README's pool commands only, then `prefect deploy --all`
+    (tests/prefect_deployed.py; it fails if prefect.yaml names a pool not created), and held these."""
     from scorekeeper.params import ScoreRequest
 
-    with temporary_settings(updates={PREFECT_API_URL: deployed.api_url}):
-        from prefect.client.orchestration import get_client
-
-        with get_client(sync_client=True) as client:
-            names = {f"{client.read_flow(d.flow_id).name}/{d.name}": d.work_pool_name for d in client.read_deployments()}
-    assert names == {
+    assert deployed.deploy_all == {
         "scorekeeper/nightly": "scorekeeper",
         "scorekeeper/adhoc": "scorekeeper",
         ScoreRequest.model_fields["fan_out_deployment"].default: "scorekeeper-groups",
@@ -59,6 +31,7 @@ def test_deploy_all_needs_only_the_process_pools_the_readme_creates(deployed):
 
 def test_a_group_no_worker_starts_fails_the_run_naming_the_pool_and_the_command(deployed, tmp_path, models):
     from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName, LogFilter, LogFilterFlowRunId
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from scorekeeper.flows.score import score_dataset
@@ -71,9 +44,10 @@ def test_a_group_no_worker_starts_fails_the_run_naming_the_pool_and_the_command(
                 input_uri=str(tmp_path / "in.csv"), model_uri=models["bert"], output_uri=str(tmp_path / "out"),
                 run_name=run_name, fan_out=2, rows_per_range=3, group_start_timeout_s=6,
             )  # fmt: skip
-        with get_client(sync_client=True) as client:
-            logs = [log.message for log in client.read_logs()]
-            groups = [r for r in client.read_flow_runs() if r.name.startswith(run_name + "-g")]
+        with get_client(sync_client=True) as client:  # this run's, on a server other tests use too
+            groups = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(like_=run_name + "-g")))
+            parent = {client.read_task_run(r.parent_task_run_id).flow_run_id for r in groups}
+            logs = [log.message for log in client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=list(parent))))]
     message = str(failed.value)
     assert "no worker of pool 'scorekeeper-groups' started it within group_start_timeout_s (6 s)" in message
     assert "prefect worker start --pool scorekeeper-groups" in message

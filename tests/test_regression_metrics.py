@@ -194,11 +194,16 @@ def test_lists_of_the_wrong_length_are_refused():
 RUN_INFO = {"run_id": "reg-run", "input_uri": "data/in.parquet", "model_uri": "models/reward", "mode": "replica", "num_processes": 1}
 
 
-def report_metrics(prediction, truth, outputs, text=None) -> dict:
-    """metrics.json of a regression run as the evaluation step writes it: the counts, then this module's keys."""
+def report_metrics(prediction, truth, outputs, text=None, slices: dict[str, list] | None = None) -> dict:
+    """metrics.json of a regression run as the evaluation step writes it: the counts, then this
+    module's keys; with `slices` ({column: a value per row}) the slice breakdown too."""
+    from tests.test_multilabel_metrics import slice_metrics
+
     n = len(prediction)
     base = {"head": "regression", "rows": n, "scored": n, "missing_predictions": 0, "unmatched_predictions": 0, "scoring_only": False}
-    return base | regression_metrics(make_con(prediction, truth, text), outputs)
+    con = make_con(prediction, truth, text)
+    metrics = base | regression_metrics(con, outputs)
+    return metrics | (slice_metrics(con, "regression", slices) if slices else {})
 
 
 @pytest.mark.parametrize("rows, outputs", [(300, 1), (4000, 1), (200, 2)])

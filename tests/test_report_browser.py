@@ -17,7 +17,7 @@ import pytest
 from scorekeeper.tasks.report import render_html
 from tests.browser import distinct_colours, dump_dom, find_chromium, screenshot
 from tests.helpers import make_rows, run_flow, write_rows
-from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, full_metrics
+from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, full_metrics, marked_numbers
 
 pytestmark = pytest.mark.integration
 
@@ -73,12 +73,14 @@ def _head_report(head: str) -> tuple[dict, dict]:
         from tests import test_multilabel_metrics as ml
 
         truth, probs = ml.random_case(np.random.default_rng(4), 300, decimals=2, always=False)
-        return ml.report_metrics(['<img src=x onerror="alert(1)">', *ml.LABELS[1:]], truth, probs), ml.RUN_INFO
+        slices = {"<i>source</i>": [None if i % 7 == 0 else f"<b>s{i % 3}</b>" for i in range(300)]}
+        return ml.report_metrics(['<img src=x onerror="alert(1)">', *ml.LABELS[1:]], truth, probs, slices), ml.RUN_INFO
     from tests import test_regression_metrics as reg
 
     y, p = reg.random_case(np.random.default_rng(7), 4000, decimals=2)
     text = [f"<script>row {i}</script>" for i in range(4000)]
-    return reg.report_metrics(p.tolist(), y.tolist(), ["<b>quality</b>"], text), reg.RUN_INFO
+    slices = {"<i>source</i>": [None if i % 7 == 0 else f"<b>s{i % 3}</b>" for i in range(4000)]}
+    return reg.report_metrics(p.tolist(), y.tolist(), ["<b>quality</b>"], text, slices), reg.RUN_INFO
 
 
 @pytest.mark.parametrize("head, section", [("multi_label", "per-label"), ("regression", "regression")])
@@ -89,3 +91,12 @@ def test_the_report_of_each_head_in_chromium(chromium, tmp_path, head, section):
     dom = _check_in_browser(chromium, page, metrics, tmp_path)
     assert dom.count("<script") == 1 and "<img src=x" not in dom  # markup from the data stayed text
     assert f'id="{section}"' in dom and 'id="per-class"' not in dom
+    # the slice table: every group's row count and metric with its interval, as metrics.json holds them
+    keys = ["micro_f1", "micro_f1_ci", "subset_accuracy", "subset_accuracy_ci"] if head == "multi_label" else ["mae", "mae_ci"]
+    groups = metrics["slices"]["<i>source</i>"]
+    assert 'id="slices"' in dom and len(groups) == 4 and all(s[k] is not None for s in groups.values() for k in keys)
+    marked = {json.dumps(path) for path, _, _ in marked_numbers(dom)}  # each checked against metrics.json above
+    for value, s in groups.items():
+        for key in ["rows", *keys]:
+            for path in [[key, 0], [key, 1]] if key.endswith("_ci") else [[key]]:
+                assert json.dumps(["slices", "<i>source</i>", value, *path]) in marked, (value, path)

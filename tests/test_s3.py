@@ -26,6 +26,7 @@ from scorekeeper.errors import InputError, ModelError
 from scorekeeper.storage import Location, StorageAccess, child_environment, fs_and_path, is_local, use_storage_access
 from scorekeeper.tasks import fetch
 from scorekeeper.tasks.credentials import _secret_fields, access_from_fields
+from tests import prefect_session
 from tests.helpers import LABELS, make_rows, probabilities, reference_probabilities
 from tests.s3server import AWS_VARIABLES, moto  # noqa: F401  (moto is a fixture)
 
@@ -223,8 +224,9 @@ def test_cli_run_with_everything_in_s3_through_the_standard_aws_chain(moto, mode
     model_uri = moto.upload_folder(models["bert"], f"s3://{bucket}/models/bert")
     adapter_uri = moto.upload_folder(models["bert_adapter"], f"s3://{bucket}/models/lora")
 
-    env = moto.environment() | {"PREFECT_HOME": str(tmp_path / "prefect"), "SCOREKEEPER_CACHE": str(tmp_path / "cache")}
-    env.pop("PREFECT_API_URL", None)
+    env = prefect_session.cli_environment(
+        moto.environment() | {"PREFECT_HOME": str(tmp_path / "prefect"), "SCOREKEEPER_CACHE": str(tmp_path / "cache")}
+    )
     out = subprocess.run(
         [
             SCOREKEEPER, "run",

@@ -153,7 +153,7 @@ def served(tmp_path):
 
 @pytest.fixture(scope="module")
 def prefect_server(tmp_path_factory):
-    from tests.test_deployments import PrefectServer
+    from tests.prefect_deployed import PrefectServer
 
     server = PrefectServer(tmp_path_factory.mktemp("secrets") / "prefect-home")
     try:

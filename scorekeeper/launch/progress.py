@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from scorekeeper.boundary import Event, Failed, ModelLoaded, PipelineReport, RangeDone, Started
+from scorekeeper.boundary import Event, Failed, ModelLoaded, PipelineReport, PrecisionCheck, PrecisionChecked, RangeDone, Started
 
 
 @dataclass
@@ -24,6 +24,7 @@ class Progress:
     pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
     engine: dict | None = None  # how rank 0 fed its device (worker/device.py engine_facts)
     dtype: str | None = None  # the compute dtype rank 0 loaded the model in (`auto` resolved)
+    precision_checks: list[PrecisionCheck] = field(default_factory=list)  # one per process of a reduced-dtype run
 
     def update(self, event: Event) -> None:
         match event:
@@ -39,6 +40,8 @@ class Progress:
                 self.dtype = event.dtype
             case PipelineReport():
                 self.pipeline.append(event.record())
+            case PrecisionChecked():
+                self.precision_checks.append(event.check)
             case Failed():
                 self.errors.append(f"rank {event.rank}: {event.message}")
                 self.crashed = self.crashed or event.crash
@@ -65,4 +68,5 @@ class Progress:
             **({"pipeline": self.pipeline} if self.pipeline else {}),
             **({"engine": self.engine} if self.engine else {}),
             **({"dtype": self.dtype} if self.dtype else {}),
+            **({"precision_check": check.model_dump(exclude_none=True)} if (check := PrecisionCheck.merged(self.precision_checks)) else {}),
         }

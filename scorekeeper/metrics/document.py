@@ -94,6 +94,24 @@ class SliceGroup(Part):
     accuracy_ci: list[float] | None = None
 
 
+class LabelSliceGroup(Part):
+    """A slice group of a multi-label run (tasks/heads_slices.py says how its intervals are made)."""
+
+    rows: int
+    micro_f1: Number
+    micro_f1_ci: list[float] | None = None
+    subset_accuracy: Number
+    subset_accuracy_ci: list[float] | None = None
+
+
+class RegressionSliceGroup(Part):
+    """A slice group of a regression run: MAE (the mean of the outputs' with several) and its interval."""
+
+    rows: int
+    mae: Number
+    mae_ci: list[float] | None = None
+
+
 # -- multi-label evaluation -----------------------------------------------------------------------------
 
 
@@ -398,7 +416,7 @@ class MetricsDocument(Part):
     unknown_labels: dict[str, int] | None = None
     unknown_label_rows: int | None = None
     null_text_rows: int | None = None
-    slices: dict[str, dict[str, SliceGroup]] | None = None
+    slices: dict[str, dict[str, SliceGroup | LabelSliceGroup | RegressionSliceGroup]] | None = None
     slices_truncated: dict[str, int] | None = None
     finished_at: str | None = None
     accuracy_ci: list[float] | None = None

@@ -43,6 +43,7 @@ class Pairing(StrEnum):
     ROW_MEAN = "per-row mean"  # the mean of a per-row loss: paired differences of that loss
     RANKING = "ranking"  # an area under a curve over the rows' scores: DeLong, or a paired bootstrap
     RESAMPLED = "resampled"  # a statistic of all rows at once (F1, ECE, R²): a paired bootstrap of rows
+    SAMPLED = "row sample"  # of ranks or order (Spearman, Kendall, a median): a paired bootstrap of a row sample
 
 
 class Headline(StrEnum):
@@ -181,13 +182,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("r2", ("r2",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
     Metric("explained_variance", ("explained_variance",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED),
     Metric("max_error", ("max_error",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED),
-    Metric("median_absolute_error", ("median_absolute_error",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED),
+    Metric("median_absolute_error", ("median_absolute_error",), Direction.LOWER, REGRESSION, compared=Pairing.SAMPLED),
     Metric("mape", ("mape",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS),
     Metric("mape_rows", ("mape_rows",), Direction.NEITHER, REGRESSION, count=True),
     Metric("wmape", ("wmape",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
     Metric("pearson", ("pearson",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
-    Metric("spearman", ("spearman",), Direction.HIGHER, REGRESSION, compared=Pairing.RANKING, headline=Headline.ALWAYS),
-    Metric("kendall_tau_b", ("kendall_tau_b",), Direction.HIGHER, REGRESSION, compared=Pairing.RANKING, headline=Headline.ALWAYS),
+    Metric("spearman", ("spearman",), Direction.HIGHER, REGRESSION, compared=Pairing.SAMPLED, headline=Headline.ALWAYS),
+    Metric("kendall_tau_b", ("kendall_tau_b",), Direction.HIGHER, REGRESSION, compared=Pairing.SAMPLED, headline=Headline.ALWAYS),
     Metric("mean_truth", ("mean_truth",), Direction.NEITHER, REGRESSION),
     Metric("mean_prediction", ("mean_prediction",), Direction.NEITHER, REGRESSION),
     # -- coverage of the evaluation, every head --------------------------------------------------------

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from scorekeeper.run_folder import RunFolder
     from scorekeeper.storage import fs_and_path
     from scorekeeper.worker.device import engine_facts
-    from scorekeeper.worker.model import import_model_code, load_model, resolve_dtype
+    from scorekeeper.worker.model import LoadedModel, import_model_code, load_model, resolve_dtype
     from scorekeeper.worker.runtime import emit, init_distributed, start_heartbeat
 
     ranks = init_distributed(args.timeout)
@@ -72,16 +72,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         began = time.time()
         dtype = resolve_dtype(settings.dtype, ranks.device)
-        loaded = load_model(
-            job.model_path,
-            job.adapter_path,
-            merge_adapter=settings.merge_adapter,
-            dtype=dtype,
-            device=ranks.device,
-            trust_remote_code=settings.trust_remote_code,
-            max_length=settings.max_length,
-            head=settings.head,
-        )
+
+        def load(dtype: torch.dtype) -> LoadedModel:
+            return load_model(
+                job.model_path,
+                job.adapter_path,
+                merge_adapter=settings.merge_adapter,
+                dtype=dtype,
+                device=ranks.device,
+                trust_remote_code=settings.trust_remote_code,
+                max_length=settings.max_length,
+                head=settings.head,
+            )
+
+        loaded = load(dtype)
         # the dtype used ("auto" resolved on this device): the report's run facts show it
         emit(ModelLoaded(rank=ranks.rank, seconds=time.time() - began, dtype=str(dtype).removeprefix("torch.")))
         if settings.mode == "pipeline":
@@ -91,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from scorekeeper.worker.replica import run_replica
 
-            run_replica(job, ranks, run, loaded)
+            # a reduced dtype checks a sample against the float32 model (worker/precision.py)
+            checked = dtype != torch.float32 and job.precision_check_rows > 0
+            run_replica(job, ranks, run, loaded, reference=(lambda: load(torch.float32)) if checked else None)
         emit(Finished(rank=ranks.rank))
     except ScorekeeperError as exc:
         emit(Failed(rank=ranks.rank, message=str(exc)))

@@ -28,9 +28,14 @@ if TYPE_CHECKING:  # torch is imported where it is used
 log = logging.getLogger(__name__)
 
 
-def resolve_dtype(name: str, device: torch.device, bf16_supported: bool | None = None) -> torch.dtype:
+def resolve_dtype(name: str, device: torch.device, bf16_supported: bool | None = None, cpu_flags: set[str] | None = None) -> torch.dtype:
     """The compute dtype: `auto` is bfloat16 on a GPU that supports it, else float32.
-    (`bf16_supported` defaults to asking the device; tests give it to check the GPU decision.)"""
+
+    A reduced dtype on a CPU is refused where the CPU only emulates it: without its instructions
+    torch converts every operand, so it is slower than float32 as well as less exact. Refusing
+    (ModelError, exit 2) rather than warning: a warning scrolls by, and the run would be both
+    slower and worse than the default. (`bf16_supported` defaults to asking the device and
+    `cpu_flags` to /proc/cpuinfo; tests give them to check both decisions.)"""
     import torch
 
     if name == "auto":
@@ -39,7 +44,38 @@ def resolve_dtype(name: str, device: torch.device, bf16_supported: bool | None =
         if device.type == "cuda" and bf16_supported:
             return torch.bfloat16
         return torch.float32
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+    if device.type == "cpu" and name in CPU_NATIVE_FLAGS:
+        flags = cpu_flags if cpu_flags is not None else cpu_feature_flags()
+        if not flags & CPU_NATIVE_FLAGS[name]:
+            raise ModelError(
+                f"dtype {name} is emulated on this CPU (it has none of {', '.join(sorted(CPU_NATIVE_FLAGS[name]))}): "
+                "slower than float32 and less exact; use --dtype float32 (or auto)"
+            )
+    return dtype
+
+
+# The CPU flags (Linux /proc/cpuinfo) of native instructions for a reduced dtype: x86 AVX-512 and
+# AMX, ARM's BF16 and half-precision arithmetic.
+CPU_NATIVE_FLAGS = {
+    "bfloat16": frozenset({"avx512_bf16", "amx_bf16", "bf16"}),
+    "float16": frozenset({"avx512_fp16", "amx_fp16", "fphp"}),
+}
+
+
+def cpu_feature_flags() -> set[str]:
+    """The CPU's feature flags as Linux lists them (empty where /proc/cpuinfo is not there)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return set()
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    return flags
 
 
 @dataclass

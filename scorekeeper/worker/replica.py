@@ -9,7 +9,7 @@ The range loop is split into plain functions so that the benchmark's scoring ste
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,14 +18,15 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from scorekeeper.boundary import Job
+from scorekeeper.boundary import Job, PrecisionCheck, PrecisionChecked
 from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.outputs import HeadOutputs, activate
-from scorekeeper.worker.runtime import Ranks, claim, prefetch
+from scorekeeper.worker.precision import PrecisionSample
+from scorekeeper.worker.runtime import Ranks, claim, emit, prefetch
 from scorekeeper.worker.shards import RangeCommits, StagedInput
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ class PreparedRange:
     rows: pa.Table
     batches: list[Batch]
     truncated: int
+    lengths: np.ndarray  # each row's token count, row order
 
     @property
     def useful_tokens(self) -> int:
@@ -60,7 +62,7 @@ def prepare_range(
         collate(encoded, positions, loaded.pad_token_id, pin_memory=pin)
         for positions in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows)
     ]
-    return PreparedRange(r, rows, batches, encoded.truncated)
+    return PreparedRange(r, rows, batches, encoded.truncated, encoded.lengths)
 
 
 def prepare_ranges(job: Job, ranks: Ranks, staged: StagedInput, loaded: LoadedModel) -> Iterator[PreparedRange]:
@@ -154,11 +156,14 @@ def _finished(p: PreparedRange, futures: list[Future], num_labels: int, head: st
     return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels, head)
 
 
-def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> None:
+def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel, reference: Callable[[], LoadedModel] | None = None) -> None:
+    """Score and commit this process's ranges. With `reference` (a reduced dtype: it loads the
+    float32 model), a sample of the rows is scored again with it and the check is sent."""
     if first_token_last_layer(loaded.model) and ranks.is_main:
         log.info("the last layer runs for the classifier's first token only")
     staged = StagedInput(run)
     outputs = HeadOutputs.of(loaded.head, loaded.labels, job.scoring.thresholds)
+    sample = PrecisionSample(job.precision_check_rows if reference else 0, job.total_rows)
     with RangeCommits(run, job, ranks.rank, attempt=f"{job.attempt}-r{ranks.rank}") as commits:
         for prepared, probabilities in scored_ranges(prepare_ranges(job, ranks, staged, loaded), loaded, ranks.device):
             commits.submit(
@@ -168,3 +173,35 @@ def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> 
                 padded_tokens=prepared.padded_tokens,
                 truncated=prepared.truncated,
             )
+            sample.keep(prepared.range, prepared.rows, prepared.lengths, probabilities)
+    if reference is not None and sample.ranges:
+        dtype = str(next(loaded.model.parameters()).dtype).removeprefix("torch.")
+        # Every range is committed: the reduced model is dropped before the float32 one is loaded,
+        # so the check needs the float32 model's memory, not both models' at once.
+        loaded.model = None  # type: ignore[assignment]
+        try:
+            check = check_precision(job, ranks, loaded, dtype, sample, reference())
+        except torch.OutOfMemoryError as exc:  # the run's outputs stand; the check says why it is missing
+            log.warning("precision check skipped: the float32 model does not fit on %s (%s)", ranks.device, _first_line(exc))
+            check = PrecisionCheck(dtype=dtype, rows=0, skipped=f"the float32 model does not fit on {ranks.device}")
+        emit(PrecisionChecked(rank=ranks.rank, check=check))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def check_precision(
+    job: Job, ranks: Ranks, loaded: LoadedModel, dtype: str, sample: PrecisionSample, reference: LoadedModel
+) -> PrecisionCheck:
+    """The sample's committed values against the float32 model's. Each range's sampled rows are
+    prepared and scored as a range of their own, by the same code as every range (batches cut
+    from those rows alone, a batch per core on CPU): the reference does not depend on which
+    process checks them, nor on how many there are."""
+    budget = job.scoring.tokens_per_batch or default_tokens_per_batch(ranks.device)
+    prepared = (
+        prepare_range(IndexRange(r.index, r.start, r.start + rows.num_rows), rows, reference, budget, job.scoring.max_batch_rows, pin=False)
+        for r, rows, _ in sample.ranges
+    )
+    values = [v for _, v in scored_ranges(prepared, reference, ranks.device)]
+    return sample.check(dtype, loaded.head, loaded.labels, job.scoring.thresholds, values)

@@ -1,0 +1,49 @@
+"""The precision bounds: fail the run when its reduced dtype moved the checked rows too far.
+
+The check itself runs in the scoring processes (scorekeeper/worker/precision.py) and its figures
+are published with the scoring step's in metrics.json (`scoring.precision_check`) and the report;
+this step only turns a bound the figures exceed into a failed run (CLI exit 4, as a quality gate),
+after everything is published.
+"""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from scorekeeper.boundary import PrecisionCheck
+from scorekeeper.errors import GateFailed
+from scorekeeper.params import ScoreRequest
+
+
+def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str]:
+    """Each bound of the request the check exceeds, in words."""
+    failures = []
+    bounded = request.precision_max_difference is not None or request.precision_max_changed is not None
+    if bounded and check.skipped:  # what could not be checked does not pass
+        failures.append(f"part of the check was skipped ({check.skipped})")
+    largest, changed = check.max_difference, check.changed
+    what = "probability" if check.max_probability_difference is not None else "prediction"
+    if request.precision_max_difference is not None and largest is not None and largest > request.precision_max_difference:
+        failures.append(f"largest |{what} difference| {largest:.3g} > precision_max_difference {request.precision_max_difference:g}")
+    if request.precision_max_changed is not None and changed is not None and changed > request.precision_max_changed:
+        decisions = "label decisions" if check.changed_label_decisions is not None else "predictions"
+        failures.append(f"{changed} changed {decisions} > precision_max_changed {request.precision_max_changed}")
+    return failures
+
+
+@task(name="check precision bounds", cache_policy=NO_CACHE)
+def check_precision_task(request: ScoreRequest, context, throughput: dict) -> None:
+    """Fail the run when the precision check exceeds a bound (the report is already published)."""
+    figures = throughput.get("precision_check")
+    if figures is None:
+        return
+    check = PrecisionCheck.model_validate(figures)
+    failures = precision_failures(request, check)
+    if failures:
+        raise GateFailed(
+            f"precision check against float32 failed ({check.rows} rows, {check.dtype}): {'; '.join(failures)}; "
+            f"the outputs are published in {context.run_uri}"
+        )
+    if request.precision_max_difference is not None or request.precision_max_changed is not None:
+        get_run_logger().info("precision check within its bounds (%d rows scored again in float32)", check.rows)
