@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from scorekeeper.boundary import PrecisionCheck
 from scorekeeper.errors import GateFailed
 from scorekeeper.params import ScoreRequest
+from scorekeeper.redact import raises_redacted
 
 
 def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str]:
@@ -33,6 +34,7 @@ def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str
 
 
 @task(name="check precision bounds", cache_policy=NO_CACHE)
+@raises_redacted
 def check_precision_task(request: ScoreRequest, context, throughput: dict) -> None:
     """Fail the run when the precision check exceeds a bound (the report is already published)."""
     figures = throughput.get("precision_check")
