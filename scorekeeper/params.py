@@ -443,6 +443,11 @@ class ScoreRequest(BaseModel):
             raise ValueError("id_column must differ from the text columns")
         return self
 
+    @property
+    def precision_bounded(self) -> bool:
+        """Whether a bound turns the precision check into a pass or fail (tasks/precision.py)."""
+        return self.precision_max_difference is not None or self.precision_max_changed is not None
+
     def resolved_num_processes(self, visible_gpus: int, cores: int | None = None) -> int:
         """Processes to launch (see resolve_num_processes)."""
         return resolve_num_processes(self.num_processes, self.oversubscribe, visible_gpus, cores)

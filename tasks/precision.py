@@ -20,8 +20,7 @@ from scorekeeper.redact import raises_redacted
 def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str]:
     """Each bound of the request the check exceeds, in words."""
     failures = []
-    bounded = request.precision_max_difference is not None or request.precision_max_changed is not None
-    if bounded and check.skipped:  # what could not be checked does not pass
+    if request.precision_bounded and check.skipped:  # what could not be checked does not pass
         failures.append(f"part of the check was skipped ({check.skipped})")
     largest, changed = check.max_difference, check.changed
     what = "probability" if check.max_probability_difference is not None else "prediction"
@@ -47,5 +46,5 @@ def check_precision_task(request: ScoreRequest, context, throughput: dict) -> No
             f"precision check against float32 failed ({check.rows} rows, {check.dtype}): {'; '.join(failures)}; "
             f"the outputs are published in {context.run_uri}"
         )
-    if request.precision_max_difference is not None or request.precision_max_changed is not None:
+    if request.precision_bounded:
         get_run_logger().info("precision check within its bounds (%d rows scored again in float32)", check.rows)

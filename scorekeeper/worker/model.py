@@ -170,7 +170,7 @@ def load_model(
             output_loading_info=True,
         )
     except (ValueError, OSError) as exc:
-        raise ModelError(f"cannot load a sequence-classification model from {model_path}: {_first_line(exc)}") from exc
+        raise ModelError(f"cannot load a sequence-classification model from {model_path}: {first_error_line(exc)}") from exc
     supplied = adapter_supplies(set(adapter), read_config_of_adapter(adapter_path)) if adapter_path else set()
     check_loading_info(model_path, info, model.base_model_prefix, supplied)
     if adapter_path:
@@ -221,8 +221,8 @@ def attach_adapter(model, adapter_path: str, model_path: str, saved: set[str], *
         raise ModelError(adapter_mismatch_message(adapter_path, model_path, f"it has no {exc.args[0]}, which this model needs")) from exc
     except Exception as exc:
         if "size mismatch" in str(exc) or "target" in str(exc):  # shapes of another model, modules it has not
-            raise ModelError(adapter_mismatch_message(adapter_path, model_path, f"PEFT cannot apply it ({_first_line(exc)})")) from exc
-        raise ModelError(f"cannot apply the adapter in {adapter_path} to the model in {model_path}: {_first_line(exc)}") from exc
+            raise ModelError(adapter_mismatch_message(adapter_path, model_path, f"PEFT cannot apply it ({first_error_line(exc)})")) from exc
+        raise ModelError(f"cannot apply the adapter in {adapter_path} to the model in {model_path}: {first_error_line(exc)}") from exc
     expected = set(get_peft_model_state_dict(model))
     lacking, unused = sorted(expected - saved), sorted(saved - expected)
     if lacking or unused:
@@ -234,7 +234,7 @@ def attach_adapter(model, adapter_path: str, model_path: str, saved: set[str], *
     return model
 
 
-def _first_line(exc: BaseException) -> str:
+def first_error_line(exc: BaseException) -> str:
     """The first line of an error that says more on the lines after it (PyTorch's load_state_dict
     lists every mismatched tensor on its own line)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]

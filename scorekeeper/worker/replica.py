@@ -23,7 +23,7 @@ from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
 from scorekeeper.worker.first_token import first_token_last_layer
-from scorekeeper.worker.model import LoadedModel
+from scorekeeper.worker.model import LoadedModel, first_error_line
 from scorekeeper.worker.outputs import HeadOutputs, activate
 from scorekeeper.worker.precision import PrecisionSample
 from scorekeeper.worker.runtime import Ranks, claim, emit, prefetch
@@ -182,13 +182,9 @@ def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel, ref
         try:
             check = check_precision(job, ranks, loaded, dtype, sample, reference())
         except torch.OutOfMemoryError as exc:  # the run's outputs stand; the check says why it is missing
-            log.warning("precision check skipped: the float32 model does not fit on %s (%s)", ranks.device, _first_line(exc))
+            log.warning("precision check skipped: the float32 model does not fit on %s (%s)", ranks.device, first_error_line(exc)[:200])
             check = PrecisionCheck(dtype=dtype, rows=0, skipped=f"the float32 model does not fit on {ranks.device}")
         emit(PrecisionChecked(rank=ranks.rank, check=check))
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 def check_precision(
