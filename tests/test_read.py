@@ -240,16 +240,27 @@ def _write_groups(path, groups: int, rows: int = 65536) -> None:
 def test_a_parquet_file_streams_row_group_by_row_group(tmp_path):
     """Reading a file must not keep what it read: pyarrow's pre-buffering (its default) held every
     row group's bytes until the reader was dropped, so the flow process grew with the input (by
-    about the file's size). Each file is read in a fresh process: 24 row groups must cost about
-    what 6 do."""
+    about the file's size: +112 MiB from 6 to 48 row groups). Each file is read in a fresh process:
+    48 row groups must cost about what 6 do.
+
+    The smallest of three readings counts: on a loaded machine one reading in two came out a fixed
+    21 MiB higher whatever the file's size (a second allocator heap), which failed a CI run when
+    the test compared 6 with 24 row groups."""
     import subprocess
     import sys
 
     grown = {}
-    for groups in (6, 24):
+    for groups in (6, 48):
         path = tmp_path / f"{groups}.parquet"
         _write_groups(path, groups)
-        out = subprocess.run([sys.executable, "-c", _READ_ALL, str(path)], capture_output=True, text=True, check=True, cwd=tmp_path)
-        grown[groups] = float(out.stdout)
-    extra = (tmp_path / "24.parquet").stat().st_size - (tmp_path / "6.parquet").stat().st_size
-    assert grown[24] - grown[6] < extra / 2**20 / 3, f"peak RSS while reading grew by {grown} MiB (6 and 24 row groups)"
+        readings = [
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", _READ_ALL, str(path)], capture_output=True, text=True, check=True, cwd=tmp_path
+                ).stdout
+            )
+            for _ in range(3)
+        ]
+        grown[groups] = min(readings)
+    extra = (tmp_path / "48.parquet").stat().st_size - (tmp_path / "6.parquet").stat().st_size
+    assert grown[48] - grown[6] < extra / 2**20 / 3, f"peak RSS while reading grew by {grown} MiB (6 and 48 row groups)"
