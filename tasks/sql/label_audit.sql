@@ -9,20 +9,27 @@ FROM evaluated
 WHERE true_id IS NOT NULL
 GROUP BY true_id;
 
+-- One pass over the rows with list functions, no aggregation by row: `reached` keeps each class's
+-- probability where it reaches the class's threshold (NULL elsewhere, and for classes no row is
+-- labelled with, which have no threshold); the suggestion is its largest value, the first such
+-- position on ties. Grouping the unnested (row, class) pairs by row did the same with a hash table
+-- of every row, which spilled past the memory limit and grew faster than the rows (2.1 s at 3M
+-- rows, 10.3 s at 10M).
 CREATE OR REPLACE TEMP TABLE audit_suspected AS
-WITH unnested AS (
-    SELECT row_index, true_id, probabilities[true_id + 1] AS p_given,
-           unnest(range(len(probabilities))) AS label_id, unnest(probabilities) AS probability
-    FROM evaluated
-    WHERE true_id IS NOT NULL
+WITH thresholds AS (
+    SELECT list(t.threshold ORDER BY l.label_id) AS by_label
+    FROM labels AS l
+    LEFT JOIN audit_thresholds AS t ON t.label_id = l.label_id
+), reached AS (
+    SELECT e.row_index, e.true_id, e.probabilities[e.true_id + 1] AS p_given,
+           list_transform(e.probabilities, lambda p, k: CASE WHEN p >= t.by_label[k] THEN p END) AS reached
+    FROM evaluated AS e, thresholds AS t
+    WHERE e.true_id IS NOT NULL
 ), confident AS (
-    SELECT u.row_index, any_value(u.true_id) AS true_id, any_value(u.p_given) AS p_given,
-           first(u.label_id ORDER BY u.probability DESC, u.label_id) AS suggested_id,
-           max(u.probability) AS p_suggested
-    FROM unnested AS u
-    JOIN audit_thresholds AS t ON t.label_id = u.label_id AND u.probability >= t.threshold
-    GROUP BY u.row_index
+    SELECT row_index, true_id, p_given, list_max(reached) AS p_suggested,
+           list_position(reached, list_max(reached)) - 1 AS suggested_id
+    FROM reached
 )
 SELECT row_index, true_id, suggested_id, p_suggested - p_given AS margin
 FROM confident
-WHERE suggested_id <> true_id;
+WHERE p_suggested IS NOT NULL AND suggested_id <> true_id;
