@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scorekeeper.tasks.evaluate import evaluate
 from tests.test_compare import LABELS, write_run
+from tests.test_properties import examples
 
 
 def confident_learning(given: np.ndarray, probs: np.ndarray):
@@ -110,3 +113,44 @@ def test_a_class_without_rows_has_no_threshold_and_is_never_suggested(tmp_path):
         "margin": pytest.approx(0.55),
     }
     assert audit["accuracy_excluding_suspected"] == pytest.approx(1.0)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    k=st.integers(2, 5),
+    rows=st.integers(1, 60),
+    decimals=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    missing=st.integers(0, 2),
+)
+def test_the_suspected_rows_are_the_reference_on_generated_scores(k, rows, decimals, seed, missing):
+    """label_audit.sql (one pass of list functions per row) against the reference over generated
+    scores: coarse rounding makes ties between classes, and up to two classes have no rows labelled
+    with them, so no threshold."""
+    import duckdb
+
+    from scorekeeper.tasks.duck import sql
+
+    rng = np.random.default_rng(seed)
+    given_ = rng.integers(0, max(1, k - missing), size=rows)
+    probs = rng.dirichlet(np.ones(k) * 0.5, size=rows).round(decimals).astype(np.float32)
+    con = duckdb.connect()
+    con.execute("CREATE TEMP TABLE labels AS SELECT range AS label_id, 'c' || range AS label_name FROM range(?)", [k])
+    con.execute("CREATE TEMP TABLE evaluated (row_index BIGINT, true_id BIGINT, probabilities FLOAT[])")
+    con.executemany(
+        "INSERT INTO evaluated VALUES (?, ?, ?)", [(i, int(g), p.tolist()) for i, (g, p) in enumerate(zip(given_, probs, strict=True))]
+    )
+    con.execute(sql("label_audit.sql"))
+    got = {r: (int(j), m) for r, _, j, m in con.execute("SELECT row_index, true_id, suggested_id, margin FROM audit_suspected").fetchall()}
+    # the reference in float32 like the scores, thresholds in float64 like DuckDB's avg
+    thresholds = np.array([probs[given_ == j, j].astype(np.float64).mean() if np.any(given_ == j) else np.inf for j in range(k)])
+    expected = {}
+    for row, (i, p) in enumerate(zip(given_, probs, strict=True)):
+        above = p.astype(np.float64) >= thresholds
+        if above.any():
+            j = int(np.argmax(np.where(above, p, -1.0)))
+            if j != i:
+                expected[row] = (j, float(p[j]) - float(p[i]))
+    assert got.keys() == expected.keys()
+    for row, (j, margin) in expected.items():
+        assert got[row][0] == j and got[row][1] == pytest.approx(margin, abs=1e-6)
