@@ -58,5 +58,5 @@ def evaluate_task(request, context, manifest: StagedManifest, baseline: str | No
     metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
         metrics.gates = evaluate_gates(request.gates, metrics)
-    release_memory()  # the DuckDB connection's pages, before the report is rendered
+    release_memory(manifest.total_rows)  # the DuckDB connection's pages, before the report is rendered
     return metrics

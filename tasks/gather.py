@@ -103,5 +103,5 @@ def _read_verified_shard(run: RunFolder, record: CommitRecord):
 def gather_task(context, job) -> dict:
     """Prove the committed ranges tile the rows exactly once, then write predictions.parquet."""
     gathered = gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
-    release_memory()  # the shards' pages, before the evaluation's DuckDB connection takes its limit
+    release_memory(job.total_rows)  # the shards' pages, before the evaluation's DuckDB connection takes its limit
     return gathered

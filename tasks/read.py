@@ -117,5 +117,5 @@ def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
 
     manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
     check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)
-    release_memory()  # staging and the duplicate-id check's pages, before scoring and the evaluation
+    release_memory(manifest.total_rows)  # staging and the duplicate-id check's pages, before scoring and the evaluation
     return manifest
