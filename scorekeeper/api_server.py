@@ -27,7 +27,18 @@ from scorekeeper.launch.command import free_port
 
 # What Prefect's own temporary server runs with (prefect.server.api.server.SubprocessASGIServer):
 # no UI, and the app's ephemeral mode (no background services beyond what a local run needs).
-SERVER_ENV = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+# And no registration of block types at start-up: to decide that nothing changed since the last
+# registration, Prefect imports every installed Prefect collection first (with prefect-docker and
+# prefect-kubernetes in the environment, as in the test extras, about 1.4 CPU-s of a 4 s start). A
+# local run needs none of it: saving a block registers its type from the client, and loading one
+# reads the document that saving wrote.
+SERVER_ENV = {
+    "PREFECT_UI_ENABLED": "0",
+    "PREFECT__SERVER_EPHEMERAL": "1",
+    "PREFECT__SERVER_FINAL": "1",
+    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+    "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
+}
 PORT_IN_USE_EXIT = 3  # uvicorn's exit code when it cannot bind
 STARTUP_TIMEOUT_S = 120.0
 _LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through an HTTP(S)_PROXY
