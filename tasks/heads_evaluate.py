@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from scorekeeper.errors import InputError
 from scorekeeper.heads import threshold_vector
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.run_folder import RunFolder, StagedManifest
@@ -42,21 +41,12 @@ def _multi_label(con, labels: list[str], thresholds, kind: ColumnKind | None, tr
     } | heads_metrics.multilabel_metrics(con, labels, threshold_vector(thresholds, labels))
 
 
-def _regression(con, labels: list[str]) -> dict:
+def _regression(con, labels: list[str], truth_column: str) -> dict:
     from scorekeeper.tasks import heads_metrics
     from scorekeeper.tasks.duck import sql
+    from scorekeeper.tasks.truth import check_regression_truth
 
-    if len(labels) > 1:
-        wrong = con.execute(
-            "SELECT row_index, len(value) FROM truth WHERE row_index IS NOT NULL AND len(value) <> ? ORDER BY row_index LIMIT 5",
-            [len(labels)],
-        ).fetchall()
-        if wrong:
-            shown = ", ".join(f"{i} ({n} values)" for i, n in wrong)
-            raise InputError(
-                f"the regression head has {len(labels)} outputs ({', '.join(labels)}): its ground truth is a list of "
-                f"{len(labels)} numbers per row, but not at row_index {shown}"
-            )
+    check_regression_truth(con, labels, truth_column)  # checked before scoring too; a resumed run's truth again
     con.execute(sql("regression_evaluated.sql"))
     return heads_metrics.regression_metrics(con, labels)
 
@@ -116,7 +106,7 @@ def _evaluate(
     if head == "multi_label":
         result |= _multi_label(con, labels, thresholds, kind, truth_column)  # each label's threshold is in per_label
     else:
-        result |= _regression(con, labels)
+        result |= _regression(con, labels, truth_column)
     slices, truncated = head_slices(con, head, slice_columns) if result["evaluated"] else ({}, {})
     result |= {"slices": slices, "slices_truncated": truncated}
     document = MetricsDocument.model_validate(result | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})

@@ -6,6 +6,7 @@ decided over its list elements (`truth_elements`); a regression column holds num
 
 from __future__ import annotations
 
+from scorekeeper.errors import InputError
 from scorekeeper.metrics.document import GroundTruthSource
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.staging.truth import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
@@ -103,17 +104,53 @@ def match_truth(
     return matching
 
 
+def check_regression_truth(con, outputs: list[str], column: str) -> None:
+    """A regression truth's shape against the head's outputs, the one place it is checked: one
+    number per row for one output, a list of as many numbers as there are outputs for several.
+    Expects the `truth` table of head_truth_table. A scalar column for a head of several outputs
+    (or lists for one) was a DuckDB binder error with a traceback, after every row was scored."""
+    value_type = con.execute("SELECT column_type FROM (DESCRIBE truth) WHERE column_name = 'value'").fetchall()[0][0]
+    if not con.execute("SELECT count(*) FROM truth WHERE row_index IS NOT NULL").fetchall()[0][0]:
+        return
+    listed = str(value_type).endswith("[]")
+    names, n = ", ".join(outputs), len(outputs)
+    if n > 1 and not listed:
+        raise InputError(
+            f"the regression head has {n} outputs ({names}): its ground truth is a list of {n} numbers per row "
+            f"(in output order), but label column '{column}' holds one number per row"
+        )
+    if n == 1 and listed:
+        raise InputError(
+            f"the regression head has one output ({names}): its ground truth is one number per row, but label column '{column}' holds lists"
+        )
+    if listed:
+        wrong = con.execute(
+            "SELECT row_index, len(value) FROM truth WHERE row_index IS NOT NULL AND len(value) <> ? ORDER BY row_index LIMIT 5",
+            [n],
+        ).fetchall()
+        if wrong:
+            shown = ", ".join(f"{i} ({k} value{'' if k == 1 else 's'})" for i, k in wrong)
+            raise InputError(
+                f"the regression head has {n} outputs ({names}): its ground truth is a list of {n} numbers per row, "
+                f"but not at row_index {shown}"
+            )
+
+
 def check_truth(
     run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: str = "single_label"
 ) -> TruthMatching | None:
     """Decide the ground truth's rule as soon as it is staged, before anything is scored: a column
     that would resolve differently by name and by id is refused up front, not after the scoring.
-    A regression truth holds numbers, not labels: it has no rule."""
-    if not (manifest.has_label or manifest.ground_truth) or head == "regression":
+    A regression truth holds numbers, not labels: it has no rule, only its shape is checked."""
+    if not (manifest.has_label or manifest.ground_truth):
         return None
     con = connect_run(run)
     try:
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        if head == "regression":
+            head_truth_table(con, run, manifest, head)
+            check_regression_truth(con, labels, column)
+            return None
         label_table(con, "labels", labels)
         if head == "multi_label":
             _, kind = head_truth_table(con, run, manifest, head)

@@ -116,6 +116,36 @@ def test_a_regression_truth_with_text_is_refused_naming_the_rows(tmp_path, heads
     assert context.head == "regression" and staged == [1.5, None, -3.0]
 
 
+def test_a_regression_truth_of_the_wrong_shape_is_refused_before_scoring(tmp_path, heads):
+    """One number per row for one output, a list of one number per output for several: checked in
+    the read step (tasks/truth.check_regression_truth). A scalar column for a head of two outputs
+    was a DuckDB binder error with a traceback, after every row had been scored."""
+    from scorekeeper.tasks.truth import check_truth
+    from tests.models import build_regression_model
+
+    def read(folder, model, data):  # the read step: staging, then its check of the staged truth
+        _, context, manifest, _ = open_run_and_plan(
+            input_uri=str(data), model_uri=model, output_uri=str(tmp_path / folder), run_name="r", label_column="score"
+        )
+        check_truth(context.run, context.labels, manifest, "score", context.head)
+        return pq.read_table(tmp_path / folder / "r" / "work" / "input.parquet").column("label").to_pylist()
+
+    two = str(build_regression_model(tmp_path / "two", "bert", outputs=("helpful", "harmless"), seed=6, num_layers=1))
+    texts = ["a b", "c d", "e f"]
+    pq.write_table(pa.table({"text": texts, "score": [1.0, 2.0, 3.0]}), tmp_path / "scalar.parquet")
+    pq.write_table(pa.table({"text": texts, "score": pa.array([[1.0, 2.0], [3.0], None])}), tmp_path / "short.parquet")
+    pq.write_table(pa.table({"text": texts, "score": pa.array([[1.0, 2.0], [3.0, 4.0], None])}), tmp_path / "lists.parquet")
+    with pytest.raises(InputError, match=r"2 outputs \(helpful, harmless\).* but label column 'score' holds one number per row"):
+        read("1", two, tmp_path / "scalar.parquet")
+    with pytest.raises(InputError, match=r"a list of 2 numbers per row, but not at row_index 1 \(1 value\)"):
+        read("2", two, tmp_path / "short.parquet")
+    with pytest.raises(
+        InputError, match=r"one output \(score\): its ground truth is one number per row, but label column 'score' holds lists"
+    ):
+        read("3", heads["regression"], tmp_path / "lists.parquet")
+    assert read("4", two, tmp_path / "lists.parquet") == [[1.0, 2.0], [3.0, 4.0], None]
+
+
 @pytest.mark.parametrize(
     ("elements", "rule", "kind", "matched"),
     [
