@@ -123,6 +123,23 @@ def test_a_regression_run_with_ground_truth(tmp_path, heads):
         assert group["mae_ci"][0] <= group["mae"] <= group["mae_ci"][1]
 
 
+def test_a_scoring_only_run_of_a_regression_head_with_two_outputs(tmp_path):
+    """No ground truth, two outputs: the evaluation checked the truth's list lengths on an empty
+    table whose value is a number, a DuckDB binder error after every row was scored."""
+    from tests.models import build_regression_model
+
+    model = str(build_regression_model(tmp_path / "two", "bert", outputs=("helpful", "harmless"), seed=43, num_layers=1))
+    rows = make_rows(5, seed=9)
+    for r in rows:
+        del r["label"]
+    write_rows(tmp_path / "in.csv", rows)
+    result = run_flow(
+        1, input_uri=str(tmp_path / "in.csv"), model_uri=model, output_uri=str(tmp_path / "runs"), run_name="s", id_column="review_id"
+    )
+    assert result.metrics["head"] == "regression" and result.metrics["scoring_only"] and result.metrics["labels"] == ["helpful", "harmless"]
+    assert [len(v) for v in result.predictions.column("prediction").to_pylist()] == [2] * 5
+
+
 def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp_path, heads):
     from tests.test_flow_cli import _cli
 
