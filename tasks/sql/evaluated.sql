@@ -6,9 +6,8 @@
 -- so that it never counts as that label in the per-class metrics. The row's probabilities are
 -- carried along: the ranking metrics and the label audit read them here rather than joining the
 -- predictions again (each join of millions of rows builds a hash table larger than the memory limit).
--- The rule is applied once per distinct value (a few, however many rows), then joined to the rows:
--- resolving each row (two regular expressions per row, and a temp table of every row) took a
--- quarter of the evaluation's joins at 3M rows.
+-- The rule is applied once per distinct value (a few, however many rows), then joined to the rows,
+-- rather than to each row (two regular expressions per row, and a temp table of every row).
 CREATE TEMP TABLE resolved_labels AS
 WITH raw AS (
     SELECT DISTINCT raw_label FROM truth WHERE raw_label IS NOT NULL
