@@ -142,15 +142,8 @@ def test_the_suspected_rows_are_the_reference_on_generated_scores(k, rows, decim
     )
     con.execute(sql("label_audit.sql"))
     got = {r: (int(j), m) for r, _, j, m in con.execute("SELECT row_index, true_id, suggested_id, margin FROM audit_suspected").fetchall()}
-    # the reference in float32 like the scores, thresholds in float64 like DuckDB's avg
-    thresholds = np.array([probs[given_ == j, j].astype(np.float64).mean() if np.any(given_ == j) else np.inf for j in range(k)])
-    expected = {}
-    for row, (i, p) in enumerate(zip(given_, probs, strict=True)):
-        above = p.astype(np.float64) >= thresholds
-        if above.any():
-            j = int(np.argmax(np.where(above, p, -1.0)))
-            if j != i:
-                expected[row] = (j, float(p[j]) - float(p[i]))
+    # the reference over the float32 scores' exact values in float64, as DuckDB averages them
+    _, _, expected = confident_learning(given_, probs.astype(np.float64))
     assert got.keys() == expected.keys()
     for row, (j, margin) in expected.items():
         assert got[row][0] == j and got[row][1] == pytest.approx(margin, abs=1e-6)
