@@ -79,9 +79,14 @@ def heads(tmp_path_factory):
 
 
 def _staged_labels(tmp_path, model, data, **params):
+    """The read step: staging, then its check of the staged truth (tasks/truth.check_truth); the
+    context and the staged label column."""
+    from scorekeeper.tasks.truth import check_truth
+
     request, context, manifest, job = open_run_and_plan(
         input_uri=str(data), model_uri=model, output_uri=str(tmp_path / "out"), run_name="r", **params
     )
+    check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)
     return context, pq.read_table(tmp_path / "out" / "r" / "work" / "input.parquet").column("label").to_pylist()
 
 
@@ -120,15 +125,10 @@ def test_a_regression_truth_of_the_wrong_shape_is_refused_before_scoring(tmp_pat
     """One number per row for one output, a list of one number per output for several: checked in
     the read step (tasks/truth.check_regression_truth). A scalar column for a head of two outputs
     was a DuckDB binder error with a traceback, after every row had been scored."""
-    from scorekeeper.tasks.truth import check_truth
     from tests.models import build_regression_model
 
-    def read(folder, model, data):  # the read step: staging, then its check of the staged truth
-        _, context, manifest, _ = open_run_and_plan(
-            input_uri=str(data), model_uri=model, output_uri=str(tmp_path / folder), run_name="r", label_column="score"
-        )
-        check_truth(context.run, context.labels, manifest, "score", context.head)
-        return pq.read_table(tmp_path / folder / "r" / "work" / "input.parquet").column("label").to_pylist()
+    def read(folder, model, data):
+        return _staged_labels(tmp_path / folder, model, data, label_column="score")[1]
 
     two = str(build_regression_model(tmp_path / "two", "bert", outputs=("helpful", "harmless"), seed=6, num_layers=1))
     texts = ["a b", "c d", "e f"]
