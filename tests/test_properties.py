@@ -9,6 +9,9 @@ a rule written out here for how ground truth is matched, plain transformers for 
   different labels by name and by id is refused;
 * compare_to on the same input and truth: deltas.accuracy == accuracy_delta_paired, and identical
   predictions under integer truth never flip, whatever the labels are called;
+* a regression truth is refused exactly when its shape is not the head's (one number per row for one
+  output, a list of as many numbers as outputs for several), and every regression row is evaluated or
+  counted apart (no truth, part of it, not finite), the metrics scikit-learn's over the evaluated rows;
 * end to end (a handful of examples): the scores are those of transformers, one row at a time.
 
 Most examples call the staging and evaluation functions directly, so the default run stays well
@@ -266,6 +269,127 @@ def test_paired_delta_is_the_difference_of_the_accuracies(labels, data, seed, sa
     if same_predictions and kind == "integer":  # the same weights, whatever their labels are called
         assert comparison["flipped"] == {"right_to_wrong": 0, "wrong_to_right": 0, "other": 0}
         assert comparison["mcnemar_p"] == 1.0
+
+
+# -- regression heads: the truth's shape is the head's, and every row is evaluated or counted -----
+number_cells = st.one_of(
+    st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: round(v, 1)),  # rounded: ties, and zeros
+    st.none(),
+    st.just(math.nan),
+)
+
+
+@st.composite
+def regression_columns(draw):
+    """A user's regression truth column as a tool would write it: numbers, numbers as text, or a
+    list of numbers per row (of any length, a null or NaN element inside), nulls anywhere."""
+    n = draw(st.integers(1, 12))
+    form = draw(st.sampled_from(["float", "integer", "text", "list", "fixed list"]))
+    if form in ("list", "fixed list"):
+        width = draw(st.integers(1, 3))
+        lengths = st.just(width) if form == "fixed list" else st.integers(0, 4)
+        rows = draw(
+            st.lists(
+                st.one_of(st.none(), lengths.flatmap(lambda k: st.lists(number_cells, min_size=k, max_size=k))), min_size=n, max_size=n
+            )
+        )
+        kind = pa.list_(pa.float64(), width) if form == "fixed list" else pa.list_(pa.float64())
+        return form, rows, pa.array(rows, kind)
+    rows = draw(st.lists(number_cells, min_size=n, max_size=n))
+    if form == "integer":
+        rows = [None if v is None or math.isnan(v) else int(v) for v in rows]
+        return form, rows, pa.array(rows, pa.int64())
+    if form == "text":
+        return form, rows, pa.array([None if v is None else ("NaN" if math.isnan(v) else f" {v!r} ") for v in rows])
+    return form, rows, pa.array(rows, pa.float64())
+
+
+@given(column=regression_columns(), outputs=st.integers(1, 3))
+@settings(max_examples=examples(60))
+def test_a_regression_truth_is_refused_exactly_when_its_shape_is_not_the_heads(column, outputs):
+    """Staging and the one shape check (tasks/truth.check_regression_truth) against a rule written
+    out here: one number per row for one output, a list of as many numbers as outputs for several;
+    rows without truth (null, or NaN for a number) never count against the shape; the refusal names
+    the first rows that break it, in row order."""
+    import duckdb
+
+    from scorekeeper.staging.truth_kinds import regression_truth
+    from scorekeeper.tasks.truth import check_regression_truth
+
+    form, rows, array = column
+    names = [f"out{k}" for k in range(outputs)]
+    staged = regression_truth(array, "f", "score", 0)
+    listed = form in ("list", "fixed list")
+    with_truth = [i for i, v in enumerate(rows) if v is not None and (listed or not math.isnan(v))]
+    if listed:
+        wrong = [i for i in with_truth if outputs == 1 or len(rows[i]) != outputs]
+    else:
+        wrong = with_truth if outputs > 1 else []
+    con = duckdb.connect()
+    table = pa.table(
+        {"row_index": pa.array(range(len(rows)), pa.int64()), "id": pa.array([str(i) for i in range(len(rows))]), "value": staged}
+    )
+    con.register("staged_truth", table)
+    con.execute("CREATE TEMP TABLE truth AS SELECT * FROM staged_truth WHERE value IS NOT NULL")
+    if not wrong:
+        check_regression_truth(con, names, "score")
+        return
+    with pytest.raises(InputError, match=f"the regression head has {'one output' if outputs == 1 else f'{outputs} outputs'}") as refused:
+        check_regression_truth(con, names, "score")
+    message = str(refused.value)
+    assert "label column 'score'" in message or "not at row_index" in message
+    if listed and outputs > 1:  # the rows are named, the first five in row order
+        assert re.findall(r"(\d+) \(\d+ values?\)", message) == [str(i) for i in wrong[:5]]
+
+
+@given(data=st.data(), outputs=st.integers(1, 3))
+@settings(max_examples=examples(40))
+def test_every_regression_row_is_evaluated_or_counted_apart(data, outputs):
+    """Over generated truths and predictions with nulls, NaN and infinities in any cell: each row
+    is exactly one of evaluated, no_truth, partial_truth or not_finite (by a rule written out here),
+    the four counts add up to the rows, and the metrics are scikit-learn's over the evaluated rows."""
+    from sklearn.metrics import mean_absolute_error, mean_squared_error
+
+    from scorekeeper.tasks.heads_metrics import regression_metrics
+    from tests.test_regression_metrics import make_con
+
+    n = data.draw(st.integers(1, 15))
+    cell = st.one_of(number_cells, st.sampled_from([math.inf, -math.inf]))
+    prediction_cell = st.one_of(st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: round(v, 2)), st.sampled_from([math.nan, math.inf]))
+
+    def row(cells):
+        values = st.lists(cells, min_size=outputs, max_size=outputs)
+        return values if outputs > 1 else values.map(lambda v: v[0])
+
+    truth = data.draw(st.lists(st.one_of(st.none(), row(cell)), min_size=n, max_size=n))
+    prediction = data.draw(st.lists(row(prediction_cell), min_size=n, max_size=n))
+
+    def status(t, p) -> str:
+        t = t if isinstance(t, list) or t is None else [t]
+        p = p if isinstance(p, list) else [p]
+        missing = 0 if t is None else sum(v is None or math.isnan(v) for v in t)
+        if t is None or missing == outputs:
+            return "no_truth"
+        if missing:
+            return "partial_truth"
+        return "not_finite" if any(math.isinf(v) for v in t) or not all(math.isfinite(v) for v in p) else "evaluated"
+
+    expected = [status(t, p) for t, p in zip(truth, prediction)]
+    names = [f"out{k}" for k in range(outputs)]
+    got = regression_metrics(make_con(prediction, truth), names)
+    counts = {s: expected.count(s) for s in ("evaluated", "no_truth", "partial_truth", "not_finite")}
+    assert (got["evaluated"], got["no_truth_rows"], got["partial_truth_rows"], got["not_finite_rows"]) == tuple(counts.values())
+    assert sum(counts.values()) == n
+    kept = [i for i, s in enumerate(expected) if s == "evaluated"]
+    if not kept:
+        assert got["mae"] is None and all(v["mae"] is None for v in got["per_output"].values())
+        return
+    y = np.array([truth[i] for i in kept], dtype=float).reshape(len(kept), outputs)
+    p = np.array([prediction[i] for i in kept], dtype=float).reshape(len(kept), outputs)
+    for k, name in enumerate(names):
+        assert got["per_output"][name]["mae"] == pytest.approx(mean_absolute_error(y[:, k], p[:, k]), rel=1e-9, abs=1e-9)
+        assert got["per_output"][name]["mse"] == pytest.approx(mean_squared_error(y[:, k], p[:, k]), rel=1e-9, abs=1e-9)
+    assert got["mae"] == pytest.approx(mean_absolute_error(y, p), rel=1e-9, abs=1e-9)
 
 
 # -- end to end: the scores are transformers' -----------------------------------------------------
