@@ -198,13 +198,18 @@ class Machine:
         return found
 
     def die(self) -> None:
-        """The machine is gone: the worker, its flow runs and their scoring processes, at once."""
+        """The machine is gone: the worker, its flow runs and their scoring processes, at once.
+
+        Every process is stopped before any is killed: killed one by one, a survivor could see its
+        child die and report it (the worker: "Process exited with status code: -9" as the group's
+        crash; a group flow run: its scoring process's SIGKILL), which a lost machine never does."""
         family = psutil.Process(self.process.pid).children(recursive=True) + [psutil.Process(self.process.pid)]
-        for p in family:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
+        for how in ("suspend", "kill"):
+            for p in family:
+                try:
+                    getattr(p, how)()
+                except psutil.Error:
+                    pass
         self.process.wait()
         self._log.close()
 
