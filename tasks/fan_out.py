@@ -31,6 +31,7 @@ from prefect.cache_policies import NO_CACHE
 
 from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ScoringFailed
+from scorekeeper.launch.clock import RunningClock
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
@@ -83,8 +84,9 @@ class GroupRun:
     message: str = ""
     record: dict | None = None
     last_sign: tuple = ()
-    last_sign_at: float = field(default_factory=time.time)
-    dispatched_at: float = field(default_factory=time.time)
+    # times on the parent's RunningClock (FanOut.clock): a freeze of the parent's machine is no one's silence
+    last_sign_at: float = 0.0
+    dispatched_at: float = 0.0
     warned: int = 0  # start-timeout warnings given so far
 
     def observe(self, state: str, message: str, record: dict | None, now: float) -> None:
@@ -184,6 +186,7 @@ class FanOut:
         self.groups = [Group(n + 1, rs) for n, rs in enumerate(split_groups(job.ranges, request.fan_out))]
         self.logger = get_run_logger()
         self.pool = client.read_deployment_by_name(request.fan_out_deployment).work_pool_name or "(none)"
+        self.clock = RunningClock(every_s=POLL_S)  # watch() reads it once a poll
 
     def dispatch(self, group: Group) -> None:
         from prefect.client.schemas.objects import FlowRun
@@ -209,7 +212,8 @@ class FanOut:
                 as_subflow=True,
             ),
         )
-        group.runs.append(GroupRun(str(flow_run.id), flow_run.name))
+        now = self.clock.now()
+        group.runs.append(GroupRun(str(flow_run.id), flow_run.name, last_sign_at=now, dispatched_at=now))
         self.logger.info(
             "group %d of %d, %s: flow run %s (attempt %d)", group.number, len(self.groups), group.describe(), flow_run.name, attempt
         )
@@ -229,12 +233,12 @@ class FanOut:
 
         total = sum(r.rows for r in self.job.ranges)
         tracker = artifacts.ProgressTracker(f"Scoring {total} rows of run {self.context.run_id} in {len(self.groups)} groups")
-        last_status = time.time()
+        last_status = self.clock.now()
         while running := [g for g in self.groups if g.status == "running"]:
             time.sleep(POLL_S)
             ids = [UUID(g.latest.flow_run_id) for g in running]
             flow_runs = {str(fr.id): fr for fr in self.client.read_flow_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids)))}
-            now = time.time()
+            now = self.clock.now()
             for group in running:
                 run = group.latest
                 flow_run = flow_runs.get(run.flow_run_id)
@@ -304,7 +308,7 @@ class FanOut:
         from prefect.states import Crashed
 
         run.message = (
-            f"lost: no sign of life for {time.time() - run.last_sign_at:.0f} s while {run.state.lower()} "
+            f"lost: no sign of life for {self.clock.now() - run.last_sign_at:.0f} s while {run.state.lower()} "
             "(its machine or worker died, or cannot reach the object store)"
         )
         self.client.set_flow_run_state(run.flow_run_id, Crashed(message=run.message), force=True)

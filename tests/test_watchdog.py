@@ -12,6 +12,7 @@ import types
 import pytest
 
 from scorekeeper.errors import ScoringFailed
+from scorekeeper.launch import clock as clock_module
 from scorekeeper.launch import supervise
 from scorekeeper.launch.progress import Progress
 
@@ -33,7 +34,7 @@ def launch(beats: int, silent_s: float) -> supervise.Launched:
 
 
 class JumpingClock:
-    """time as the supervisor sees it, both clocks jumping `jump_s` ahead once, after
+    """time as the watchdog's RunningClock sees it, both clocks jumping `jump_s` ahead once, after
     `after_s` real seconds: what every process sees when the machine was frozen meanwhile."""
 
     def __init__(self, after_s: float, jump_s: float):
@@ -49,6 +50,15 @@ class JumpingClock:
         return time.time() + self._jump()
 
 
+def freeze(monkeypatch, after_s: float, jump_s: float) -> None:
+    """The machine freezes once, `after_s` seconds from now, for `jump_s` seconds, as every module
+    of the watchdog sees time."""
+    clock = JumpingClock(after_s, jump_s)
+    seen = types.SimpleNamespace(monotonic=clock.monotonic, time=clock.time, sleep=time.sleep)
+    for module in (clock_module, supervise):
+        monkeypatch.setattr(module, "time", seen)
+
+
 def test_a_rank_that_goes_silent_fails_the_job_after_the_stall_timeout():
     launched = launch(beats=5, silent_s=30)
     began = time.monotonic()
@@ -61,8 +71,7 @@ def test_a_rank_that_goes_silent_fails_the_job_after_the_stall_timeout():
 def test_a_frozen_machine_is_not_a_stall(monkeypatch):
     """The clock jumps 1,000 s ahead one second in, while the rank keeps beating: the job finishes.
     Before, the watchdog measured the jump as 1,000 s of silence and killed every rank."""
-    clock = JumpingClock(after_s=1.0, jump_s=1000.0)
-    monkeypatch.setattr(supervise, "time", types.SimpleNamespace(monotonic=clock.monotonic, time=clock.time, sleep=time.sleep))
+    freeze(monkeypatch, after_s=1.0, jump_s=1000.0)
     launched = launch(beats=30, silent_s=0)
     launched.follow(Progress(total_rows=1), stall_timeout_s=2)
     assert launched.proc.returncode == 0
@@ -71,8 +80,7 @@ def test_a_frozen_machine_is_not_a_stall(monkeypatch):
 def test_a_rank_silent_across_a_freeze_still_fails_the_job(monkeypatch):
     """The freeze is credited, the silence before and after it is not: the stall is still found,
     stall_timeout_s of real silence later."""
-    clock = JumpingClock(after_s=1.0, jump_s=1000.0)
-    monkeypatch.setattr(supervise, "time", types.SimpleNamespace(monotonic=clock.monotonic, time=clock.time, sleep=time.sleep))
+    freeze(monkeypatch, after_s=1.0, jump_s=1000.0)
     launched = launch(beats=5, silent_s=30)
     began = time.monotonic()
     with pytest.raises(ScoringFailed, match="rank 0 stopped responding"):

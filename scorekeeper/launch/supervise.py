@@ -22,6 +22,7 @@ import psutil
 
 from scorekeeper.boundary import Finished, MalformedEvent, RangeDone, RankEvent, parse_event
 from scorekeeper.errors import ScoringFailed
+from scorekeeper.launch.clock import RunningClock
 from scorekeeper.launch.progress import Progress
 
 log = logging.getLogger(__name__)
@@ -29,9 +30,6 @@ log = logging.getLogger(__name__)
 STDERR_TAIL_LINES = 30
 STARTUP_GRACE_S = 300.0
 WATCH_EVERY_S = 0.5
-# A watchdog tick that comes this much later than asked means this process was not running (the
-# machine suspended, a virtual machine paused or snapshotted): the silence it saw is not the ranks'.
-FROZEN_AFTER_S = 10.0
 
 
 class Launched:
@@ -76,16 +74,17 @@ class Launched:
         """Stream the workers' events into `progress` until they exit; raise ScoringFailed on failure.
 
         A watchdog fails the job when a process stops sending heartbeats for `stall_timeout_s`
-        (stopped, wedged or lost), so a scoring job never hangs. Silence is measured on the
-        monotonic clock, and never across a time the watchdog itself was not running: after a
-        suspended laptop or a paused virtual machine wakes up, every rank would otherwise look
-        stalled at once. Anything raised meanwhile (a failed `on_progress`, KeyboardInterrupt)
-        kills the processes before it propagates."""
+        (stopped, wedged or lost), so a scoring job never hangs. Silence is measured on a
+        RunningClock, never across a time this process itself was not running (a suspended laptop,
+        a paused virtual machine: every rank would otherwise look stalled at once when it wakes).
+        Anything raised meanwhile (a failed `on_progress`, KeyboardInterrupt) kills the processes
+        before it propagates."""
         proc = self.proc
+        clock = RunningClock(every_s=WATCH_EVERY_S)  # the watchdog below reads it that often
         # Before its first event a process gets extra time: imports and the model load come first.
         # It counts from now, not from the launch: a process started ahead may have waited for
         # its job longer than any grace while the flow read a big input.
-        last_seen = {rank: time.monotonic() + STARTUP_GRACE_S for rank in range(self.num_processes)}
+        last_seen = {rank: clock.now() + STARTUP_GRACE_S for rank in range(self.num_processes)}
         finished: set[int] = set()
         stalled: list[str] = []
         stdout_closed = threading.Event()
@@ -94,18 +93,9 @@ class Launched:
             # torchrun starts each rank in a session of its own, so the process group alone does not
             # reach them: remember every descendant seen, and kill those that outlive the launcher.
             known: dict[int, psutil.Process] = {}
-            tick = time.monotonic()
             while proc.poll() is None:
                 known.update((p.pid, p) for p in _descendants(proc.pid))
-                now = time.monotonic()
-                if now - tick > FROZEN_AFTER_S:  # this process was frozen too: credit the ranks with the gap
-                    gap = now - tick - WATCH_EVERY_S
-                    for rank, seen in list(last_seen.items()):
-                        if seen > now:  # a startup grace not over yet: the freeze used none of it
-                            last_seen[rank] = seen + gap
-                        elif seen < now - gap / 2:  # last heard before the freeze (not in the second since)
-                            last_seen[rank] = min(seen + gap, now)
-                tick = now
+                now = clock.now()
                 for rank, seen in last_seen.items():
                     if rank not in finished and now - seen > stall_timeout_s:
                         stalled.append(
@@ -131,7 +121,7 @@ class Launched:
                         log.info("worker: %s", line)
                     continue
                 if isinstance(event, RankEvent):
-                    last_seen[event.rank] = time.monotonic()
+                    last_seen[event.rank] = clock.now()
                     if isinstance(event, Finished):
                         finished.add(event.rank)
                 progress.update(event)
