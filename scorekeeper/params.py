@@ -53,7 +53,10 @@ class ScoreRequest(BaseModel):
     # `affects` on each field: see Affects. A new field must say what it changes.
     input_uri: str = Field(
         description="Input rows: a file, a folder/prefix or a glob (s3://bucket/eval/*.parquet, "
-        "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension.",
+        "./data/test.csv, file:///...). Parquet, CSV and JSON Lines, chosen by extension (.parquet/.pq, .csv, "
+        ".jsonl/.ndjson/.json; CSV and JSON Lines optionally .gz/.bz2/.xz/.zst). Names starting with '.' or '_' "
+        "are skipped and key=value folders give a column (docs/inputs.md). Credentials in a URI are used to "
+        "read and shown as ***.",
         json_schema_extra=affects(PREDICTIONS, STAGING),
     )
     text_column: str = Field(
@@ -68,19 +71,21 @@ class ScoreRequest(BaseModel):
     )
     id_column: str | None = Field(
         None,
-        description="Column holding each row's identity; when absent the row index is the id.",
+        description="Column holding each row's identity (integers or strings, unique); when absent the row index is "
+        "the id. CSV ids are text as written ('007' stays '007'); JSON Lines and Parquet ids keep their type.",
         json_schema_extra=affects(PREDICTIONS, STAGING),  # the predictions' `id` column; the join with ground_truth_uri
     )
     label_column: str | None = Field(
         "label",
         description="Ground-truth label column (names or integer ids), in the input rows or in "
         "the ground_truth_uri files. None scores only. When left at 'label' and the input has no "
-        "such column, the run is a scoring-only run and the report says so.",
+        "such column, the run is a scoring-only run and the report says so. Values are matched to the model's "
+        "labels by one rule for the whole column (metrics.json truth_matching, docs/evaluation.md).",
         json_schema_extra=affects(STAGING, EVALUATION),
     )
     ground_truth_uri: str | None = Field(
         None,
-        description="Ground truth in separate files (same formats), joined on id_column.",
+        description="Ground truth in separate files (same formats, id_column + label_column), joined on id_column.",
         json_schema_extra=affects(STAGING, EVALUATION),
     )
     model_uri: str = Field(
@@ -105,7 +110,8 @@ class ScoreRequest(BaseModel):
     )
     num_processes: int | Literal["auto"] = Field(
         "auto",
-        description="Processes to launch; auto = visible GPUs, or 1 without a GPU.",
+        description="Processes to launch; auto = visible GPUs, or 1 without a GPU. More than the visible GPUs is "
+        "refused; without a GPU, more than the CPU cores is refused unless oversubscribe.",
         json_schema_extra=affects(NOTHING),  # batches are a function of the range alone
     )
     output_uri: str = Field(
@@ -125,7 +131,9 @@ class ScoreRequest(BaseModel):
     dtype: Dtype = Field(
         "auto",
         description="Compute dtype; auto = bfloat16 on GPUs that support it, else float32. bfloat16 or float16 on a "
-        "CPU only where it computes them natively (avx512_bf16/amx_bf16, avx512_fp16/amx_fp16), else refused.",
+        "CPU only where it computes them natively (avx512_bf16/amx_bf16, avx512_fp16/amx_fp16), else refused "
+        "(exit 2: emulated, it is slower than float32 as well as less exact). The dtype used is scoring.dtype "
+        "in metrics.json (docs/precision.md).",
         json_schema_extra=affects(PREDICTIONS),
     )
     precision_check_rows: int = Field(
@@ -152,7 +160,7 @@ class ScoreRequest(BaseModel):
     max_length: int | None = Field(
         None,
         ge=2,
-        description="Tokens per text (pair) before truncation; default: the model's maximum.",
+        description="Tokens per text (pair) before truncation; default: the model's maximum. Truncated rows are counted.",
         json_schema_extra=affects(PREDICTIONS),
     )
     rows_per_range: int = Field(
@@ -175,13 +183,14 @@ class ScoreRequest(BaseModel):
     )
     null_text: Literal["error", "empty"] = Field(
         "error",
-        description="Null text: 'error' refuses the input, 'empty' scores it as ''.",
+        description="Null text: 'error' refuses the input naming the rows, 'empty' scores it as '' (counted).",
         json_schema_extra=affects(PREDICTIONS, STAGING),
     )
     pipeline_stages: int | None = Field(
         None,
         ge=1,
-        description="Pipeline mode: stages per pipeline; default all processes (one pipeline).",
+        description="Pipeline mode: stages per pipeline; default all processes (one pipeline). num_processes / "
+        "pipeline_stages pipelines run side by side.",
         json_schema_extra=affects(PREDICTIONS),
     )
     microbatches: int = Field(
@@ -192,25 +201,31 @@ class ScoreRequest(BaseModel):
     )
     slice_columns: list[str] = Field(
         default_factory=list,
-        description="Input columns whose values the report breaks the metrics down by.",
+        description="Input columns whose values the report breaks the metrics down by (accuracy with Wilson intervals, "
+        "worst first; multi_label: micro-F1 and subset accuracy; regression: MAE). Values must be single values "
+        "(text, numbers, booleans, dates): struct, list and map columns are refused up front.",
         json_schema_extra=affects(STAGING, EVALUATION),  # staged as slice_0, slice_1, ...
     )
     compare_to: str | None = Field(
         None,
         description="A completed run to compare with: a run name under output_uri, or 'previous' (the latest "
-        "completed run under output_uri that read the same input). Adds the comparison to metrics.json.",
+        "completed run under output_uri that read the same input, this run excluded). Checked before anything is "
+        "scored: an unknown, unfinished or missing run, or this run itself, is refused (exit 2). Another kind of "
+        "head is refused too. Adds the comparison to metrics.json.",
         json_schema_extra=affects(EVALUATION),
     )
     gates: dict[str, str] = Field(
         default_factory=dict,
         description="Quality gates, checked once the report is published; a failed gate fails the run (CLI exit 4). "
-        "{metric: 'OP NUMBER'} with OP >=, >, <=, <, e.g. {'accuracy': '>=0.9', 'macro_f1_drop': '<=0.01 if significant'}",
+        "{metric: 'OP NUMBER'} with OP >=, >, <=, <, e.g. {'accuracy': '>=0.9', 'macro_f1_drop': '<=0.01 if significant'}. "
+        "The names a gate accepts: docs/metrics.md; how gates are judged: docs/gates.md.",
         json_schema_extra=affects(EVALUATION),
     )
     collective_timeout_s: float = Field(
         120.0,
         gt=0,
-        description="Seconds a scoring process waits on the others (a dead or stopped peer) before the job fails.",
+        description="Seconds a scoring process may be silent (no heartbeat) or wait on the others (a dead or stopped "
+        "peer) before the job fails.",
         json_schema_extra=affects(NOTHING),
     )
     trust_remote_code: bool = Field(
@@ -237,13 +252,15 @@ class ScoreRequest(BaseModel):
         "auto",
         description="What the model's outputs are: single_label (softmax, argmax), multi_label (a sigmoid per label, "
         "thresholded), regression (the raw values). auto follows the model's config.problem_type; a config without "
-        "it is single_label with two or more outputs and is refused with one.",
+        "it is single_label with two or more outputs and is refused with one (say regression or multi_label). The "
+        "kind used is recorded in request.json and metrics.json (head); docs/heads.md.",
         json_schema_extra=affects(PREDICTIONS, STAGING),  # and the form the ground truth is staged in
     )
     thresholds: float | dict[str, float] = Field(
         0.5,
         description="multi_label: a label is predicted when its probability is strictly greater than its threshold; "
-        "one number for every label, or {label: number} (labels not named keep 0.5). CLI: --thresholds 0.4 or JSON.",
+        "one number for every label, or {label: number} (labels not named keep 0.5). CLI: --thresholds 0.4 or JSON. "
+        "Checked up front: in [0, 1], only the model's labels, only for multi_label heads.",
         json_schema_extra=affects(PREDICTIONS),  # the predicted_labels column
     )
     label_delimiter: str = Field(
@@ -253,7 +270,8 @@ class ScoreRequest(BaseModel):
     )
     label_columns: list[str] = Field(
         default_factory=list,
-        description="multi_label: the ground truth as one 0/1 column per model label, each named like its label (instead of label_column).",
+        description="multi_label: the ground truth as one 0/1 column per model label, each named like its label "
+        "(every label needs one; instead of label_column).",
         json_schema_extra=affects(STAGING, EVALUATION),
     )
 
@@ -263,7 +281,7 @@ class ScoreRequest(BaseModel):
         ge=0,
         description="Score on several machines: split the uncommitted ranges into this many groups, each "
         "run as a flow run of the fan_out_deployment by whichever worker of its pool is free. 0 or 1: "
-        "score inside this flow run. Needs a Prefect server, the deployment and workers.",
+        "score inside this flow run. Needs a Prefect server, the deployment and workers (docs/fan-out.md).",
         json_schema_extra=affects(NOTHING),  # where the ranges are scored, never what
     )
     fan_out_deployment: str = Field(

@@ -210,27 +210,20 @@ def test_metric_names_and_directions_are_declared_once():
     assert not found, "metric names listed outside scorekeeper/metrics/registry.py:\n" + "\n".join(found)
 
 
-def _bullet(section: str, start: str) -> str:
-    """A markdown bullet of `section` with its continuation lines."""
-    lines = section.splitlines()
-    first = next(i for i, line in enumerate(lines) if line.startswith(start))
-    end = next((i for i in range(first + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
-    return " ".join(lines[first:end])
-
-
 def _backticked(text: str) -> list[str]:
     return re.findall(r"`([a-z0-9_]+)`", text)
 
 
-def test_readme_lists_the_gate_metrics_of_the_registry():
-    """README's Quality gates section names exactly the registry's metrics of a single-label run,
-    in its order: the run's own, the compared ones (`_drop`/`_delta`) and the comparison's statistics."""
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Quality gates", 1)[1].split("\n## ", 1)[0]
-    own = _bullet(section, "- the run's own metrics")
-    compared = _bullet(section, "- with `compare_to`")
-    single = HeadKind.SINGLE_LABEL
-    assert _backticked(own) == [m.name for m in run_metrics(single)]
-    assert _backticked(compared) == ["compare_to"] + [m.name for m in compared_metrics(single)] + [
-        m.name for m in metrics_of(single, Scope.COMPARISON)
+@pytest.mark.parametrize("head", list(HeadKind))
+def test_the_metrics_page_lists_the_gate_metrics_of_the_registry(head):
+    """docs/metrics.md names exactly the registry's gate names of each head kind, in its order: the
+    run's own, the compared ones (`_drop`, then `_delta`) and the comparison's statistics."""
+    page = (REPO / "docs" / "metrics.md").read_text()
+    section = page.split("## Names a quality gate accepts", 1)[1].split(f"\n### {head.value}\n", 1)[1].split("\n#", 1)[0]
+    own = next(line for line in section.splitlines() if line.startswith("- the run's own:"))
+    compared = next(line for line in section.splitlines() if line.startswith("- with `compare_to`:"))
+    assert _backticked(own) == [m.name for m in run_metrics(head)]
+    changes = [m.name for m in compared_metrics(head)]
+    assert _backticked(compared) == ["compare_to"] + [f"{n}_drop" for n in changes] + [f"{n}_delta" for n in changes] + [
+        m.name for m in metrics_of(head, Scope.COMPARISON)
     ]

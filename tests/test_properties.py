@@ -147,7 +147,7 @@ def truth_values(k: int, floats: bool = True):
 
 
 def reference_rule(kind: str, values: list, labels: list[str]) -> str | None:
-    """The documented rule (README, `truth_matching`), written out independently; None: refused."""
+    """The documented rule (docs/evaluation.md, `truth_matching`), written out independently; None: refused."""
     if kind == "integer":
         return "id"
     present = {v for v in values if v is not None}

@@ -112,6 +112,32 @@ def test_tokenizer_with_only_special_tokens_is_refused(tmp_path, models):
     load_tokenizer(models["llama"], trust_remote_code=False)
 
 
+def test_model_code_in_the_folder_is_not_run_without_trust_remote_code(tmp_path, models):
+    """A folder whose config names code of its own (`auto_map`) is loaded with transformers' own
+    classes: not one line of the folder's code runs unless trust_remote_code is set."""
+    import torch
+
+    from scorekeeper.worker.model import load_model
+
+    folder = _model_copy(models, tmp_path)
+    ran = tmp_path / "the folder's code ran"
+    (folder / "custom_model.py").write_text(
+        f"from pathlib import Path\nPath({str(ran)!r}).write_text('ran')\n"
+        "from transformers import BertConfig, BertForSequenceClassification\n"
+        "class CustomConfig(BertConfig):\n    pass\n"
+        "class CustomModel(BertForSequenceClassification):\n    config_class = CustomConfig\n"
+    )
+    _edit_config(
+        folder,
+        auto_map={"AutoConfig": "custom_model.CustomConfig", "AutoModelForSequenceClassification": "custom_model.CustomModel"},
+    )
+    loaded = load_model(
+        str(folder), None, merge_adapter=False, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=None
+    )
+    assert type(loaded.model).__name__ == "BertForSequenceClassification"
+    assert not ran.exists()
+
+
 # -- 2. ground truth changed in place ------------------------------------------------------------
 
 

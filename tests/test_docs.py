@@ -1,0 +1,201 @@
+"""The documentation held to the code: the generated pages, the failure-modes page's tests, every path
+the README and docs/ name, and the README's size. Fast: files and imports only, no servers."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from scorekeeper import docs
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = sorted((REPO / "docs").glob("*.md"))
+README = REPO / "README.md"
+
+# Paths docs/extending.md names as what issue 26 creates (scorekeeper/evaluation/, scorekeeper/report/).
+# Once they exist this set is not needed: delete each entry as the tree gains it.
+PLANNED = {
+    "scorekeeper/evaluation/",
+    "scorekeeper/evaluation/sql/",
+    "scorekeeper/evaluation/single_label.py",
+    "scorekeeper/evaluation/multi_label.py",
+    "scorekeeper/evaluation/regression.py",
+    "scorekeeper/evaluation/drift.py",
+    "scorekeeper/evaluation/sql/drift/",
+    "scorekeeper/report/",
+}
+
+
+@pytest.mark.parametrize("page", sorted(docs.PAGES))
+def test_a_generated_page_is_what_the_code_gives(page):
+    expected = docs.PAGES[page]()
+    committed = (REPO / page).read_text() if (REPO / page).is_file() else ""
+    assert committed == expected, f"{page} differs from the code: run `{docs.REGENERATE}` and commit the page"
+
+
+def test_the_check_command_names_a_stale_page(tmp_path):
+    for page, build in docs.PAGES.items():
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / page).write_text(build())
+    assert docs.stale_pages(tmp_path) == []
+    (tmp_path / "docs/parameters.md").write_text(docs.parameters_page().replace("`input_uri`", "`input_url`"))
+    assert docs.stale_pages(tmp_path) == ["docs/parameters.md"]
+
+
+def test_the_parameters_page_has_every_field_with_its_description_and_option():
+    from scorekeeper.params import ScoreRequest
+
+    page = docs.parameters_page()
+    for name, field in ScoreRequest.model_fields.items():
+        section = page.split(f"\n## `{name}`\n", 1)[1].split("\n## ", 1)[0]
+        assert f"`--{name.replace('_', '-')}" in section
+        assert " ".join((field.description or "").split()) in section
+
+
+def test_the_metrics_page_has_every_key_metric_and_gate_name():
+    from scorekeeper.gates import GATE_METRICS
+    from scorekeeper.metrics.document import MetricsDocument
+    from scorekeeper.metrics.registry import METRICS
+
+    page = docs.metrics_page()
+    keys = page.split("## Keys", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `([a-z_0-9]+)` \|", keys, re.M) == list(MetricsDocument.model_fields)
+    table = page.split("## Metrics", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `([a-z_0-9]+)` \|", table, re.M) == [m.name for m in METRICS]
+    gates = page.split("## Names a quality gate accepts", 1)[1].split("\n## ", 1)[0]
+    assert set(re.findall(r"`([a-z_0-9]+)`", gates)) >= set(GATE_METRICS)
+
+
+def test_the_layout_page_lists_every_module_and_sql_file_of_the_tree():
+    page = docs.layout_page()
+    for folder in docs.code_folders():
+        relative = folder.relative_to(REPO).as_posix() + "/"
+        section = page.split(f"\n## `{relative}`\n", 1)[1].split("\n## ", 1)[0]
+        listed = set(re.findall(r"^\| `([^`]+)` \|", section, re.M))
+        files = {p.name for p in folder.iterdir() if p.suffix in (".py", ".sql") and p.name != "__init__.py"}
+        assert files <= listed, f"{relative}: not on the page: {sorted(files - listed)}"
+
+
+def test_the_layout_page_describes_the_repositorys_top_level():
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    top = {name.split("/")[0] + ("/" if "/" in name else "") for name in tracked}
+    described = {path for path, _ in docs.TOP_LEVEL}
+    assert top <= described, f"top-level entries the layout page does not describe: {sorted(top - described)}"
+    assert described - top <= {"docs/README.md"}, f"described but not in the tree: {sorted(described - top)}"
+
+
+def test_a_module_without_a_docstring_is_refused_by_the_layout_page(tmp_path):
+    module = tmp_path / "bare.py"
+    module.write_text("X = 1\n")
+    with pytest.raises(ValueError, match="has no docstring"):
+        docs._module_summary(module)
+
+
+# -- the failure-modes page ---------------------------------------------------------------------------
+
+
+def _defined_tests(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _named_tests(cell: str) -> list[tuple[str, str | None]]:
+    """(file, test or None) for each `tests/x.py`, `tests/x.py::name` and `::name` (of the file before) in a cell."""
+    found: list[tuple[str, str | None]] = []
+    current = None
+    for file, name in re.findall(r"`(tests/[\w/]+\.py)?(?:::(\w+\*?))?`", cell):
+        if file:
+            current = file
+        if file or name:
+            assert current, f"`::{name}` names no file before it in: {cell}"
+            found.append((current, name or None))
+    return found
+
+
+def test_every_failure_mode_names_tests_that_exist():
+    page = (REPO / "docs" / "failure-modes.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| failure |")]
+    assert len(rows) > 100
+    missing = []
+    for row in rows:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert len(cells) == 3, f"a failure-modes row without three cells: {row[:120]}"
+        named = _named_tests(cells[2])
+        assert named, f"a failure mode without a test: {cells[0]}"
+        for file, name in named:
+            path = REPO / file
+            if not path.is_file():
+                missing.append(file)
+            elif name and not fnmatch.filter(_defined_tests(path), name):
+                missing.append(f"{file}::{name}")
+    assert not missing, "docs/failure-modes.md names tests that do not exist: " + ", ".join(missing)
+
+
+def test_a_failure_mode_naming_a_missing_test_is_found():
+    assert _named_tests("`tests/test_read.py::test_a`, `::test_b`; `tests/test_faults.py`") == [
+        ("tests/test_read.py", "test_a"),
+        ("tests/test_read.py", "test_b"),
+        ("tests/test_faults.py", None),
+    ]
+
+
+# -- paths, size, history --------------------------------------------------------------------------------
+
+_PATH = re.compile(r"(?<![\w./-])((?:scorekeeper|tasks|flows|tests|bench|scripts|infra|docs)/[\w./*-]*)")
+
+
+def _named_paths(text: str) -> set[str]:
+    paths = set()
+    for match in _PATH.findall(text):
+        path = match.rstrip(".,;:)")
+        if path.endswith("/") or "." in path.rsplit("/", 1)[-1]:
+            paths.add(path)
+    return paths
+
+
+def _exists(path: str) -> bool:
+    if "*" in path:
+        return any(REPO.glob(path))
+    return (REPO / path).exists()
+
+
+@pytest.mark.parametrize("page", [README, *PAGES, REPO / "tests" / "README.md"], ids=lambda p: p.name)
+def test_every_path_a_page_names_exists(page):
+    missing = sorted(p for p in _named_paths(page.read_text()) if not _exists(p) and p not in PLANNED)
+    assert not missing, f"{page.relative_to(REPO)} names paths that are not in the tree: {missing}"
+
+
+def test_the_readme_is_a_guide_of_at_most_350_lines():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 350, f"README.md has {len(lines)} lines: move reference material to docs/"
+    for section in ("## Quick start", "## Running it", "## Deployments (Prefect)", "## From one machine to many"):
+        assert section in lines
+
+
+def test_the_quick_start_is_two_commands():
+    quick = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = quick.split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [line.split("#")[0].strip() for line in block.splitlines()] == ["./setup.sh", "./test.sh"]
+
+
+# Phrases that tell history rather than what is.
+_HISTORY = re.compile(r"\b(it was a|used to be|so far|no longer|session \d|was fixed|we changed)\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("page", [README, *PAGES], ids=lambda p: p.name)
+def test_a_page_says_what_is_not_its_history(page):
+    found = [line.strip()[:120] for line in page.read_text().splitlines() if _HISTORY.search(line)]
+    assert not found, f"{page.relative_to(REPO)} tells history: {found}"
+
+
+def test_docs_readme_lists_every_page():
+    index = (REPO / "docs" / "README.md").read_text()
+    listed = set(re.findall(r"\]\(([\w.-]+\.md)\)", index))
+    assert {p.name for p in PAGES} - {"README.md"} <= listed
