@@ -1,5 +1,5 @@
 """Slices of multi-label and regression runs: per value of each slice column, its rows and the head's
-slice metrics with 95% intervals (metrics.json `slices`, as a single-label run's; README says the keys).
+slice metrics with 95% intervals (metrics.json `slices`, as a single-label run's; docs/evaluation.md says the keys).
 
 - multi_label: `micro_f1` with `micro_f1_ci`, `subset_accuracy` with `subset_accuracy_ci`;
 - regression: `mae` with `mae_ci` (several outputs: the mean of the outputs' MAE, the rule of the

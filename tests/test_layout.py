@@ -1,4 +1,4 @@
-"""The import rules of the layout (README, "Layout"), checked in fresh interpreters.
+"""The import rules of the layout (docs/layout.md), checked in fresh interpreters.
 
 * `scorekeeper.worker` (every module under it) is what `accelerate launch` runs: it imports
   neither Prefect nor DuckDB, so it runs anywhere torch runs.

@@ -1,7 +1,7 @@
 """report/metrics.json as a typed document: what the evaluation builds, the comparison, the history
 and the gates fill in, the report renders and one writer serialises.
 
-The shape is the contract of docs/contracts.md (sections 3 and 6) and the README's field tables;
+The shape is the contract of docs/contracts.md (sections 3 and 6) and docs/evaluation.md's field tables;
 every key keeps its name, type and place. Presence is part of it: a field is written when the step
 that owns it set it (null included: a scoring-only run has `"accuracy": null`), and absent when
 nothing set it (no `comparison` without compare_to, no `roc_auc` without evaluated rows, no

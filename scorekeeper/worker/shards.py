@@ -26,7 +26,7 @@ FAULT_AFTER_RANGES_ENV = "SCOREKEEPER_FAULT_AFTER_RANGES"
 """Debug option for failure testing: with N in this variable, each scoring process exits (code
 FAULT_EXIT_CODE) right after its N-th commit, before reporting it, as a machine that dies mid-job
 would. The flow fails; a rerun (or a Prefect retry) resumes from the committed ranges. The
-README's "Failure testing" section shows its use; tests/test_deployments.py relies on it."""
+docs/failure-modes.md, "Failure testing", shows its use; tests/test_deployments.py relies on it."""
 FAULT_EXIT_CODE = 17
 
 
