@@ -172,7 +172,7 @@ class ScoreRequest(BaseModel):
     tokens_per_batch: int | None = Field(
         None,
         ge=1,
-        description="Padded tokens per model batch; default 2048 on CPU, 131072 on a GPU.",
+        description="Padded tokens (rows x longest row) per model batch; default 2048 on CPU, 131072 on a GPU.",
         json_schema_extra=affects(PREDICTIONS),  # batch composition: float-level differences
     )
     max_batch_rows: int = Field(
@@ -299,7 +299,7 @@ class ScoreRequest(BaseModel):
         600.0,
         gt=0,
         description="With fan_out > 1: seconds a group's flow run may wait for a worker of its pool to start it; "
-        "past them the run fails, naming the pool and the command that starts a worker (warnings come before).",
+        "past them the run fails, naming the pool and the command that starts a worker (a warning at each quarter before).",
         json_schema_extra=affects(NOTHING),
     )
     group_stall_timeout_s: float = Field(
