@@ -10,6 +10,7 @@ scorekeeper/metrics/document.py or the registry in scorekeeper/metrics/registry.
 from __future__ import annotations
 
 import argparse
+import enum
 import re
 import sys
 import types
@@ -71,8 +72,8 @@ def type_name(annotation: Any, link: Callable[[type[BaseModel]], str] | None = N
         return f"{{{type_name(args[0], link)}: {type_name(args[1], link)}}}" if args else "object"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return link(annotation) if link else annotation.__name__
-    if isinstance(annotation, type) and issubclass(annotation, HeadKind):
-        return " \\| ".join(f'"{kind.value}"' for kind in HeadKind)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return " \\| ".join(f'"{member.value}"' if isinstance(member.value, str) else repr(member.value) for member in annotation)
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation)
@@ -367,10 +368,12 @@ def layout_page() -> str:
         "",
         "One import namespace, three folders: the library (`scorekeeper/`), the Prefect tasks (`tasks/`)",
         "and the Prefect flows (`flows/`) install as `scorekeeper`, `scorekeeper.tasks` and",
-        "`scorekeeper.flows`. The import rules (tests/test_layout.py, tests/test_imports.py): the scoring",
-        "worker imports neither Prefect nor DuckDB; the library imports no Prefect when imported; the flow",
-        "and its tasks import no torch; there is no import cycle; tasks/ and flows/ never import",
-        "`scorekeeper.worker` (they speak to it through `scorekeeper/boundary.py`).",
+        "`scorekeeper.flows`. The import rules: the scoring worker imports neither Prefect nor DuckDB, the",
+        "library imports no Prefect, and the flow and its tasks import no torch, each checked by importing",
+        "every module in a fresh interpreter (tests/test_layout.py); tests/test_imports.py reads every import",
+        "statement of the source (function-local ones included): no import cycle among the project's",
+        "modules, and tasks/ and flows/ never import `scorekeeper.worker` (they speak to it through",
+        "`scorekeeper/boundary.py`). Each folder's table below is its modules' docstrings, first paragraph.",
         "",
         "| path | what it holds |",
         "|---|---|",
