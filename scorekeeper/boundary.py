@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_serializer, field_validator
 
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import Dtype, Head, Mode, ScoreRequest, resolve_num_processes
 from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import IndexRange, RunFolder
@@ -56,7 +57,7 @@ class ScoringSettings(_Section):
     microbatches: int
     # the kind of head (scorekeeper.heads), resolved by the flow (an `auto` the worker resolves the
     # same way from the config); defaults: what job files written before them meant
-    head: Head = "single_label"
+    head: Head = Field(HeadKind.SINGLE_LABEL.value)
     thresholds: float | dict[str, float] = 0.5
 
 

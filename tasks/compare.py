@@ -17,6 +17,7 @@ from typing import Literal
 from prefect import task
 
 from scorekeeper.errors import InputError
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import (
     ClassDelta,
     Comparison,
@@ -207,7 +208,7 @@ def resolve_baseline_task(request: ScoreRequest, context) -> str | None:
     name = resolve_baseline(request, context.run_id)
     if name is not None:
         other = Location.from_uri(request.output_uri).child(name)
-        other_head = other.read_json(RunFolder.METRICS).get("head", "single_label")
+        other_head = other.read_json(RunFolder.METRICS).get("head", HeadKind.SINGLE_LABEL)
         if other_head != context.head:
             raise InputError(
                 f"compare_to: run {name!r} scored a {other_head} head and this run a {context.head} head; compare runs of one kind"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from prefect import task
 
 from scorekeeper.gates import evaluate_gates
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder, StagedManifest
@@ -27,13 +28,13 @@ def evaluate_run(
     manifest: StagedManifest,
     slice_columns: list[str],
     baseline: Location | None = None,
-    head: str = "single_label",
+    head: str = HeadKind.SINGLE_LABEL,
     thresholds: float | dict = 0.5,
     truth_column: str = "label",
 ) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head` (scorekeeper.heads); `truth_column`
     is the user's name of the ground-truth column (for messages)."""
-    if head == "single_label":
+    if head == HeadKind.SINGLE_LABEL:
         return evaluate(run, labels, manifest, slice_columns, baseline, truth_column=truth_column)
     return evaluate_head(run, labels, manifest, head, thresholds, slice_columns, baseline, truth_column=truth_column)
 

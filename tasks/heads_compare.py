@@ -39,6 +39,7 @@ import numpy as np
 
 from scorekeeper import paired_heads as ph
 from scorekeeper import paired_tests as pt
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import Pairing, compared_metrics, value_at
 from scorekeeper.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
@@ -117,7 +118,7 @@ def _multi_label(con, keys: tuple[str, str], positions: list[int] | None) -> dic
     ).fetchall():
         per_label[name] = {"right_to_wrong": int(b), "wrong_to_right": int(c), "mcnemar_p": mcnemar_exact(int(b), int(c))}
     con.execute(sql("paired_multilabel_rows.sql"), {"positions": positions or [], "eps": LOG_LOSS_EPS})
-    tests = row_mean_tests(con, "ml_paired_rows", "multi_label")
+    tests = row_mean_tests(con, "ml_paired_rows", HeadKind.MULTI_LABEL)
     tests["subset_accuracy"] = pt.accuracy_test(int(r2w), int(w2r), int(rows)) if rows else pt.untested(pt.MCNEMAR)
     if rows:
         tests |= multilabel_resampled_tests(con, int(rows), positions is not None)
@@ -260,7 +261,7 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
     positions = pt.subset_positions(rows, ph.RANK_ROWS).tolist()
     sample = _sample(con, "reg_paired_complete", "output_id", ("y", "after", "before"), positions)
     y, after, before = (np.array([r[i] for r in sample], dtype=np.float64) for i in range(3))
-    rank_deltas = {m.name: delta(m.name) for m in compared_metrics("regression") if m.compared is Pairing.SAMPLED}
+    rank_deltas = {m.name: delta(m.name) for m in compared_metrics(HeadKind.REGRESSION) if m.compared is Pairing.SAMPLED}
     return tests | ph.sample_bootstrap(
         rank_deltas, lambda w: ph.regression_rank_deltas(y, after, before, w), len(sample), int(rows), ph.RANK_RESAMPLES
     )
@@ -329,7 +330,7 @@ def _regression(con, keys: tuple[str, str], outputs: int, metrics: MetricsDocume
     for v in per_output.values():
         v.pop("rmse_test")
     con.execute(sql("paired_regression_rows.sql"), {"outputs": outputs})
-    tests = row_mean_tests(con, "reg_paired_rows", "regression")
+    tests = row_mean_tests(con, "reg_paired_rows", HeadKind.REGRESSION)
     con.execute(
         """
         CREATE TEMP TABLE reg_paired_complete AS
@@ -352,14 +353,14 @@ def _regression(con, keys: tuple[str, str], outputs: int, metrics: MetricsDocume
 def compare_head(con, run: Location, other: Location, metrics: MetricsDocument, head: str) -> Comparison:
     """metrics.json's `comparison` for a multi_label or regression run."""
     recorded = other.read_json(RunFolder.METRICS)
-    other_head = recorded.get("head", "single_label")
+    other_head = recorded.get("head", HeadKind.SINGLE_LABEL)
     if other_head != head:
         from scorekeeper.errors import InputError
 
         raise InputError(f"compare_to: run {posixpath.basename(other.path)!r} scored a {other_head} head, this run a {head} head")
     other_metrics = RecordedMetrics.parse(recorded) or RecordedMetrics()
     matched_on, keys = open_other(con, run, other)
-    if head == "multi_label":
+    if head == HeadKind.MULTI_LABEL:
         found = _multi_label(con, keys, label_positions(metrics.labels or [], value_at(other_metrics, ("labels",))))
     else:
         found = _regression(con, keys, len(metrics.labels or []), metrics)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.run_folder import RunFolder, StagedManifest
@@ -103,7 +104,7 @@ def _evaluate(
         "unmatched_predictions": int(unmatched),
         "null_text_rows": manifest.null_text_rows,
     }
-    if head == "multi_label":
+    if head == HeadKind.MULTI_LABEL:
         result |= _multi_label(con, labels, thresholds, kind, truth_column)  # each label's threshold is in per_label
     else:
         result |= _regression(con, labels, truth_column)

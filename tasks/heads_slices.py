@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.paired_tests import CHUNK, SEED
 from scorekeeper.tasks.duck import SLICE_GROUPS, null_group_key, sql
 
 SLICE_UNITS = 1_000  # resampling units of a slice: its rows up to this many, else this many blocks of rows
 SLICE_RESAMPLES = 2_000
 
-ROWS_QUERY = {"multi_label": "multilabel_slice_rows.sql", "regression": "regression_slice_rows.sql"}
+ROWS_QUERY = {HeadKind.MULTI_LABEL: "multilabel_slice_rows.sql", HeadKind.REGRESSION: "regression_slice_rows.sql"}
 
 
 def head_slices(con, head: str, slice_columns: list[str]) -> tuple[dict, dict]:
     """Per slice column: {value: group} and the group counts of columns with more groups than were
     kept, over the head's evaluated rows (ml_cells or reg_cells) and the `staged` slice columns."""
     con.execute(sql("wilson.sql"))
-    con.execute(sql(ROWS_QUERY[head]))
+    con.execute(sql(ROWS_QUERY[HeadKind(head)]))
     slices, truncated = {}, {}
     for i, column in enumerate(slice_columns):
         con.execute(sql("heads_slice_groups.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS})
@@ -66,7 +67,7 @@ def head_slices(con, head: str, slice_columns: list[str]) -> tuple[dict, dict]:
 
 def _group(head: str, rows: int, num: float, den: float, exact: int, wilson, units: tuple[list, list]) -> dict:
     ci = ratio_interval(np.array(units[0], dtype=np.float64), np.array(units[1], dtype=np.float64)) if rows > 1 else None
-    if head == "multi_label":
+    if head == HeadKind.MULTI_LABEL:
         return {
             "rows": rows,
             "micro_f1": num / den if den else 0.0,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from scorekeeper.escape import md_text
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, number_at, value_at
 from scorekeeper.tasks import plots
 
@@ -77,9 +78,9 @@ def cards(metrics: dict) -> list[dict]:
 # Per head, the slice tables' metrics as (key, its interval's key, how the interval is made); the
 # first orders the groups (worst first) and is drawn as the bar. MAE is the one lower-is-better.
 SLICE_METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "single_label": (("accuracy", "accuracy_ci", "Wilson"),),
-    "multi_label": (("micro_f1", "micro_f1_ci", "bootstrap"), ("subset_accuracy", "subset_accuracy_ci", "Wilson")),
-    "regression": (("mae", "mae_ci", "bootstrap"),),
+    HeadKind.SINGLE_LABEL: (("accuracy", "accuracy_ci", "Wilson"),),
+    HeadKind.MULTI_LABEL: (("micro_f1", "micro_f1_ci", "bootstrap"), ("subset_accuracy", "subset_accuracy_ci", "Wilson")),
+    HeadKind.REGRESSION: (("mae", "mae_ci", "bootstrap"),),
 }
 SLICE_LOWER_IS_BETTER = {"mae"}
 
@@ -104,7 +105,7 @@ def slice_note(metrics: dict, head: str, intervals: bool) -> str:
     key = shown[0][0]
     overall = metrics.get(key)
     line = f" The dashed line is the overall {key}" + (f" ({fmt(overall)})." if overall is not None else ".")
-    if head == "single_label":
+    if head == HeadKind.SINGLE_LABEL:
         return (
             "Accuracy by the values of each slice column, worst first" + (", with Wilson 95% intervals" if intervals else "") + "." + line
         )

@@ -146,7 +146,7 @@ def per_label_rows(metrics: dict) -> list[tuple[str, list[tuple[list, object, in
 
 
 def _markdown_multilabel(metrics: dict) -> list[str]:
-    if head_of(metrics) != "multi_label" or not metrics.get("per_label"):
+    if head_of(metrics) != HeadKind.MULTI_LABEL or not metrics.get("per_label"):
         return []
     lines = ["## Per label", ""]
     tuning = metrics.get("threshold_tuning") or {}
@@ -173,7 +173,7 @@ def _markdown_multilabel(metrics: dict) -> list[str]:
 
 
 def _markdown_regression(metrics: dict) -> list[str]:
-    if head_of(metrics) != "regression" or not metrics.get("per_output"):
+    if head_of(metrics) != HeadKind.REGRESSION or not metrics.get("per_output"):
         return []
     outputs = metrics["per_output"]
     lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]

@@ -7,6 +7,7 @@ decided over its list elements (`truth_elements`); a regression column holds num
 from __future__ import annotations
 
 from scorekeeper.errors import InputError
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import GroundTruthSource
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.staging.truth import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
@@ -58,10 +59,10 @@ def head_truth_table(con, run: RunFolder, manifest: StagedManifest, head: str) -
         con.execute(sql("heads_truth_from_input.sql"))
         view, source = "staged", "label_column"
     else:
-        value_type = "VARCHAR[]" if head == "multi_label" else "DOUBLE"
+        value_type = "VARCHAR[]" if head == HeadKind.MULTI_LABEL else "DOUBLE"
         con.execute(f"CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, value {value_type})")
         view, source = None, None
-    if head != "multi_label":
+    if head != HeadKind.MULTI_LABEL:
         return source, None
     con.execute(
         "CREATE TEMP TABLE truth_elements AS "
@@ -137,7 +138,7 @@ def check_regression_truth(con, outputs: list[str], column: str) -> None:
 
 
 def check_truth(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: str = "single_label"
+    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: str = HeadKind.SINGLE_LABEL
 ) -> TruthMatching | None:
     """Decide the ground truth's rule as soon as it is staged, before anything is scored: a column
     that would resolve differently by name and by id is refused up front, not after the scoring.
@@ -147,12 +148,12 @@ def check_truth(
     con = connect_run(run)
     try:
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
-        if head == "regression":
+        if head == HeadKind.REGRESSION:
             head_truth_table(con, run, manifest, head)
             check_regression_truth(con, labels, column)
             return None
         label_table(con, "labels", labels)
-        if head == "multi_label":
+        if head == HeadKind.MULTI_LABEL:
             _, kind = head_truth_table(con, run, manifest, head)
             return match_truth(con, kind, labels, column, quiet=True, truth="truth_elements") if kind else None
         _, kind = truth_table(con, run, manifest)
