@@ -160,11 +160,11 @@ SCORING = {
 
 def _evaluate(runs: Path, name: str, head: str, baseline: str | None, gates: dict[str, str], truth_from_files: bool):
     """What the evaluate step returns for this run (history and gates filled in)."""
+    from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.history import run_history
     from scorekeeper.gates import evaluate_gates
     from scorekeeper.run_folder import RunFolder
     from scorekeeper.storage import Location
-    from scorekeeper.tasks.evaluation import evaluate_run
-    from scorekeeper.tasks.history import run_history
 
     run = RunFolder.from_uri(str(runs / name))
     labels = json.loads((runs / name / "plan.json").read_text())["labels"]
@@ -183,7 +183,7 @@ def _evaluate(runs: Path, name: str, head: str, baseline: str | None, gates: dic
 
 def build(out: Path) -> None:
     """Write every run's published files to out/<run>/."""
-    from scorekeeper.tasks.report import publish_report
+    from scorekeeper.report.report import publish_report
 
     # One DuckDB thread: a parallel sum's last bit depends on how the rows were split between threads,
     # and report.html shows every number's repr (data-value).

@@ -22,9 +22,9 @@ from prefect.artifacts import (
 from scorekeeper.escape import md_code, md_text
 from scorekeeper.metrics.registry import compared_metrics, head_of, metric_value
 from scorekeeper.redact import redact_uri
-from scorekeeper.tasks import plots
-from scorekeeper.tasks.render import fmt, headline, plot_files, signed
-from scorekeeper.tasks.report_stats import tests_sentence
+from scorekeeper.report import plots
+from scorekeeper.report.render import fmt, headline, plot_files, signed
+from scorekeeper.report.report_stats import tests_sentence
 
 
 class ProgressTracker:

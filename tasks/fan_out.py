@@ -34,12 +34,12 @@ from scorekeeper.errors import InputError, ScoringFailed
 from scorekeeper.launch.clock import RunningClock
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
+from scorekeeper.report.render import spans
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.plan import committed_ranges
-from scorekeeper.tasks.render import spans
 
 POLL_S = 2.0
 STATUS_LOG_S = 15.0

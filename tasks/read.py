@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 def first_duplicate_ids(parquet_path: str, limit: int = SHOWN) -> list[tuple]:
     """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
     In the staged input a row's position in the file is its row_index."""
-    from scorekeeper.tasks import duck
+    from scorekeeper.evaluation import duck
 
     with duck.connect() as con:
         return con.execute(
@@ -113,7 +113,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
 def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth); decide how the
     ground truth is matched to the model's labels before anything is scored."""
-    from scorekeeper.tasks.truth import check_truth
+    from scorekeeper.evaluation.truth import check_truth
 
     manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
     check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, mean_absolute_error
 
+from scorekeeper.evaluation import slices as heads_slices
+from scorekeeper.evaluation.duck import NULL_GROUP
+from scorekeeper.evaluation.heads_metrics import multilabel_metrics, regression_metrics
+from scorekeeper.evaluation.paired_tests import CHUNK, SEED
+from scorekeeper.evaluation.slices import SLICE_RESAMPLES, head_slices
 from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.paired_tests import CHUNK, SEED
-from scorekeeper.tasks import heads_slices
-from scorekeeper.tasks.duck import NULL_GROUP
-from scorekeeper.tasks.heads_metrics import multilabel_metrics, regression_metrics
-from scorekeeper.tasks.heads_slices import SLICE_RESAMPLES, head_slices
 from tests import test_multilabel_metrics as ml
 from tests import test_regression_metrics as reg
 from tests.test_ranking_metrics import wilson

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
-from scorekeeper.staging.truth import TruthMatching
 
 Number = float | None
 GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from scorekeeper.evaluation.duck import sql
 from scorekeeper.metrics.document import AuditRow, LabelAudit
-from scorekeeper.tasks.duck import sql
 
 AUDIT_ROWS = 50  # suspected rows kept in metrics.json, largest margin first
 METHOD: Final = "confident_learning"

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from scorekeeper import paired_tests as pt
+from scorekeeper.evaluation import paired_tests as pt
+from scorekeeper.evaluation.duck import sql
 from scorekeeper.metrics.document import FamilyTest, PairedTest, TestsCounted
 from scorekeeper.metrics.registry import Metric, Pairing
-from scorekeeper.tasks.duck import sql
 
 PER_CLASS_METRICS = ("f1", "precision", "recall")  # each its own Holm family
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # probabilities clipped as the run's log loss clips them (scikit-learn's eps)

@@ -8,8 +8,8 @@ marked survives the correction for the number of deltas tested (paired_tests.sig
 
 from __future__ import annotations
 
-from scorekeeper.paired_tests import significant
-from scorekeeper.tasks.render import ci, fmt, md, signed
+from scorekeeper.evaluation.paired_tests import significant
+from scorekeeper.report.render import ci, fmt, md, signed
 
 SIGNIFICANT_MARK = "✱"
 

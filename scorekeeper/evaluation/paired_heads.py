@@ -41,7 +41,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from scorekeeper import paired_tests as pt
+from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.metrics.registry import HeadKind, Pairing, compared_metrics
 
 BOOTSTRAP_BLOCKS = 10_000  # blocks of a block bootstrap at most: one row each up to this many rows

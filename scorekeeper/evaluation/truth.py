@@ -6,20 +6,21 @@ decided over its list elements (`truth_elements`); a regression column holds num
 
 from __future__ import annotations
 
+import logging
+
 from scorekeeper.errors import InputError
+from scorekeeper.evaluation.duck import Fragment, connect_run, parquet_uri, sql, statement
+from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import GroundTruthSource
 from scorekeeper.run_folder import RunFolder, StagedManifest
-from scorekeeper.staging.truth import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
-from scorekeeper.tasks.duck import connect_run, parquet_uri, sql
-from scorekeeper.tasks.runlog import run_logger
 
 
 def label_table(con, name: str, labels: list[str]) -> None:
     """A temp table `name` (label_id, label_name) of a model's labels."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} (label_id BIGINT, label_name VARCHAR)")
+    con.execute(statement("CREATE OR REPLACE TEMP TABLE {name} (label_id BIGINT, label_name VARCHAR)", name=name))
     if labels:
-        con.executemany(f"INSERT INTO {name} VALUES (?, ?)", list(enumerate(labels)))
+        con.executemany(statement("INSERT INTO {name} VALUES (?, ?)", name=name), list(enumerate(labels)))
 
 
 def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[GroundTruthSource | None, ColumnKind | None]:
@@ -30,7 +31,7 @@ def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[GroundTr
     source: GroundTruthSource
     if ground_truth:
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
-        id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
+        id_cast = Fragment("" if ground_truth.id_type == manifest.id_type else "::VARCHAR")
         con.execute(sql("truth_from_files.sql", id_cast=id_cast))
         view, source = "ground_truth", "ground_truth_uri"
     elif manifest.has_label:
@@ -39,28 +40,38 @@ def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[GroundTr
     else:
         con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
         return None, None
-    column_type = con.execute(f"SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'").fetchall()[0][0]
-    return source, column_kind(column_type)
+    return source, label_kind(con, view)
 
 
-def head_truth_table(con, run: RunFolder, manifest: StagedManifest, head: str) -> tuple[str | None, ColumnKind | None]:
+def label_kind(con, view: str) -> ColumnKind:
+    """The kind of the `label` column of `view` (staged or ground_truth)."""
+    column_type = con.execute(statement("SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'", view=view)).fetchall()[0][
+        0
+    ]
+    return column_kind(column_type)
+
+
+def head_truth_table(
+    con, run: RunFolder, manifest: StagedManifest, head: HeadKind | str
+) -> tuple[GroundTruthSource | None, ColumnKind | None]:
     """A multi-label or regression run's temp table `truth` (row_index, id, value in its staged
     type: a list of label names or ids, or a number) and, for multi-label, `truth_elements`
     (row_index, id, raw_label as text: one row per list element), on which its rule is decided.
     Returns where the truth came from and, for multi-label, the kind of its elements. Expects the
     `staged` view."""
     ground_truth = manifest.ground_truth
+    source: GroundTruthSource | None
     if ground_truth:
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
-        id_cast = "" if ground_truth.id_type == manifest.id_type else "::VARCHAR"
+        id_cast = Fragment("" if ground_truth.id_type == manifest.id_type else "::VARCHAR")
         con.execute(sql("heads_truth_from_files.sql", id_cast=id_cast))
         view, source = "ground_truth", "ground_truth_uri"
     elif manifest.has_label:
         con.execute(sql("heads_truth_from_input.sql"))
         view, source = "staged", "label_column"
     else:
-        value_type = "VARCHAR[]" if head == HeadKind.MULTI_LABEL else "DOUBLE"
-        con.execute(f"CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, value {value_type})")
+        value_type = Fragment("VARCHAR[]" if head == HeadKind.MULTI_LABEL else "DOUBLE")
+        con.execute(statement("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, value {value_type})", value_type=value_type))
         view, source = None, None
     if head != HeadKind.MULTI_LABEL:
         return source, None
@@ -70,27 +81,33 @@ def head_truth_table(con, run: RunFolder, manifest: StagedManifest, head: str) -
     )
     if view is None:
         return None, None
-    column_type = con.execute(f"SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'").fetchall()[0][0]
-    return source, column_kind(column_type)
+    return source, label_kind(con, view)
 
 
 def truth_values(con, labels_table: str = "labels", truth: str = "truth") -> TruthValues:
     """The `truth` table's (or `truth_elements`') distinct values against a label table
-    (tasks/sql/truth_values.sql)."""
+    (sql/truth/truth_values.sql)."""
     distinct, names, ids, ids_not_names, conflicts = con.execute(sql("truth_values.sql", labels=labels_table, truth=truth)).fetchall()[0]
     return TruthValues(distinct=distinct, names=names, ids=ids, ids_not_names=ids_not_names, conflicts=list(conflicts))
 
 
 def match_truth(
-    con, kind: ColumnKind, labels: list[str], column: str, labels_table: str = "labels", quiet: bool = False, truth: str = "truth"
+    con,
+    kind: ColumnKind,
+    labels: list[str],
+    column: str,
+    labels_table: str = "labels",
+    quiet: bool = False,
+    truth: str = "truth",
+    log: logging.Logger | logging.LoggerAdapter | None = None,
 ) -> TruthMatching:
-    """The ground-truth column's one rule against these labels, said in the run's log (unless
+    """The ground-truth column's one rule against these labels, said in `log` (the run's; unless
     `quiet`); InputError for a column that would resolve differently by name and by id. `truth` is
     the table of its values: `truth`, or a multi-label column's `truth_elements`."""
     values = truth_values(con, labels_table, truth)
     matching = decide(kind, values, labels, column)
     if not quiet:
-        logger = run_logger(__name__)
+        logger = log or logging.getLogger(__name__)
         logger.info(
             "ground truth '%s' (%s) matched to the model's labels by %s: %d of its %d distinct values are labels",
             column,

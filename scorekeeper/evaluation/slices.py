@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from scorekeeper.evaluation.duck import SLICE_GROUPS, null_group_key, sql
+from scorekeeper.evaluation.paired_tests import CHUNK, SEED
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.paired_tests import CHUNK, SEED
-from scorekeeper.tasks.duck import SLICE_GROUPS, null_group_key, sql
 
 SLICE_UNITS = 1_000  # resampling units of a slice: its rows up to this many, else this many blocks of rows
 SLICE_RESAMPLES = 2_000

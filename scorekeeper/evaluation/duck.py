@@ -1,5 +1,12 @@
-"""DuckDB for the flow's steps: connections with bounded memory, the SQL files, and the helpers the
-evaluation and the comparison share (a run's files as DuckDB reads them, the slices' null group).
+"""DuckDB for the evaluation: connections with bounded memory, the SQL files, the one helper that
+puts a name into SQL, and what the evaluation and the comparison share (a run's files as DuckDB
+reads them, the slices' null group).
+
+SQL lives in files under sql/ (one folder per kind of head, and shared ones), loaded by name with
+`sql`. A name that must vary (a table, a staged column) reaches the SQL only through `statement`,
+which quotes it with `identifier` after checking it is a plain name; SQL text written in this package
+(another file, a constant expression) is passed as a `Fragment`. Nothing else is ever formatted
+into SQL: values travel as parameters.
 
 The flow process must stay small however many rows it evaluates: every connection gets a memory
 limit and a folder to spill to, so a large join or aggregate pages out instead of growing the
@@ -13,8 +20,12 @@ process (DuckDB's own default is 80% of the machine's memory). Both are settings
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from enum import StrEnum
+from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 from scorekeeper.storage import Location, is_local
 
@@ -64,15 +75,64 @@ def parquet_uri(run: Location, rel: str) -> str:
     return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
-def sql(name: str, **macros: str) -> str:
-    """tasks/sql/<name>, with `{macro}`s filled in (canonical column names only, never user text)."""
-    text = resources.files("scorekeeper.tasks").joinpath("sql", name).read_text()
-    return text.format(**macros) if macros else text
+class Fragment(str):
+    """SQL text written in this package (a file's, a constant expression), never a user's text."""
 
 
-def ovr_table(table: str, grouped: str) -> str:
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def identifier(name: str) -> Fragment:
+    """`name` quoted as a DuckDB identifier, once it is checked to be a plain name (letters, digits, _)."""
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ValueError(f"not a plain SQL name: {name!r}")
+    return Fragment('"' + name + '"')
+
+
+def literal(value: StrEnum) -> Fragment:
+    """An enum member's value as a SQL string literal (plain names only, as `identifier` checks)."""
+    identifier(value.value)
+    return Fragment("'" + value.value + "'")
+
+
+def number(value: int) -> Fragment:
+    """An integer as SQL text."""
+    return Fragment(str(int(value)))
+
+
+def statement(template: str, **macros: str) -> Fragment:
+    """`template` with its `{macro}`s filled in: a Fragment as it is, any other text as an identifier."""
+    if not macros:
+        return Fragment(template)
+    return Fragment(template.format(**{k: v if isinstance(v, Fragment) else identifier(v) for k, v in macros.items()}))
+
+
+@cache
+def sql_files() -> dict[str, Traversable]:
+    """Every SQL file under sql/ by its name (names are unique across the folders)."""
+    files: dict[str, Traversable] = {}
+    for folder in sorted(resources.files("scorekeeper.evaluation").joinpath("sql").iterdir(), key=lambda f: f.name):
+        if folder.is_dir():
+            for file in sorted(folder.iterdir(), key=lambda f: f.name):
+                if file.name.endswith(".sql"):
+                    if file.name in files:
+                        raise RuntimeError(f"two SQL files named {file.name}")
+                    files[file.name] = file
+    return files
+
+
+def sql(name: str, **macros: str) -> Fragment:
+    """The SQL file `name` (sql/<folder>/<name>), its `{macro}`s filled in by `statement`."""
+    return statement(sql_files()[name].read_text(), **macros)
+
+
+def ovr_table(table: str, grouped: Fragment) -> Fragment:
     """The statement that makes the one-vs-rest table `table` (ovr.sql's shape) of a grouping query."""
     return sql("ovr_running.sql", table=table, grouped=grouped)
+
+
+# ranking.sql's `labels` for the micro average: every label's cells as one label
+MICRO_LABEL = Fragment("(SELECT -1::BIGINT AS label_id, 'micro' AS label_name)")
 
 
 def null_group_key(values: set[str]) -> str:

@@ -37,19 +37,19 @@ import posixpath
 
 import numpy as np
 
-from scorekeeper import paired_heads as ph
-from scorekeeper import paired_tests as pt
+from scorekeeper.evaluation import paired_heads as ph
+from scorekeeper.evaluation import paired_tests as pt
+from scorekeeper.evaluation.compare import _delta, open_other
+from scorekeeper.evaluation.compare_tests import LOG_LOSS_EPS, METHODS, _counted, _paired, label_positions
+from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, number, ovr_table, sql, statement
+from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
+from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
+from scorekeeper.evaluation.paired_tests import mcnemar_exact
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import Pairing, compared_metrics, value_at
-from scorekeeper.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
-from scorekeeper.paired_tests import SEED as BOOTSTRAP_SEED
-from scorekeeper.paired_tests import mcnemar_exact
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from scorekeeper.tasks.compare import _delta, open_other
-from scorekeeper.tasks.compare_tests import LOG_LOSS_EPS, METHODS, _counted, _paired, label_positions
-from scorekeeper.tasks.duck import ovr_table, sql
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def row_mean_tests(con, table: str, head: str) -> dict[str, dict]:
     that is null in every row (a metric the other run's outputs cannot give) is untested."""
     tests = {}
     for name in (m.name for m in compared_metrics(head) if m.compared is Pairing.ROW_MEAN):
-        n, mean, variance = con.execute(f"SELECT count({name}), avg({name}), var_samp({name}) FROM {table}").fetchone()
+        n, mean, variance = con.execute(statement("SELECT count({c}), avg({c}), var_samp({c}) FROM {t}", c=name, t=table)).fetchone()
         tests[name] = pt.paired_normal(int(n), mean, variance)
     return tests
 
@@ -131,9 +131,9 @@ def _multi_label(con, keys: tuple[str, str], positions: list[int] | None) -> dic
     }
 
 
-def block_key(rows: int, blocks: int) -> str:
+def block_key(rows: int, blocks: int) -> Fragment:
     """The SQL of a row's block: the row itself while there are no more rows than blocks."""
-    return "row_index" if rows <= blocks else f"hash(row_index) % {blocks}"
+    return Fragment("row_index") if rows <= blocks else statement("hash(row_index) % {blocks}", blocks=number(blocks))
 
 
 def _dense(keys: np.ndarray, codes: dict, index: tuple[np.ndarray, ...], values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -143,11 +143,14 @@ def _dense(keys: np.ndarray, codes: dict, index: tuple[np.ndarray, ...], values:
     return out
 
 
-def _block_codes(con, table: str, key: str) -> dict:
-    return {k: i for i, (k,) in enumerate(con.execute(f"SELECT DISTINCT {key} FROM {table} ORDER BY 1").fetchall())}
+def _block_codes(con, table: str, key: Fragment) -> dict:
+    return {
+        k: i
+        for i, (k,) in enumerate(con.execute(statement("SELECT DISTINCT {key} FROM {table} ORDER BY 1", key=key, table=table)).fetchall())
+    }
 
 
-def _sample(con, table: str, key: str, columns: tuple[str, str, str], positions: list[int]) -> list[tuple]:
+def _sample(con, table: str, key: Fragment | str, columns: tuple[str, str, str], positions: list[int]) -> list[tuple]:
     first, second, third = columns
     query = sql("paired_sample.sql", table=table, key=key, first=first, second=second, third=third)
     return con.execute(query, {"positions": positions}).fetchall()
@@ -157,7 +160,7 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
     """The multi-label tests that are not per-row means, over ml_paired_cells: F1, precision and
     recall averages and (with both runs' probabilities) ECE by the block bootstrap, ROC-AUC by
     DeLong, average precision by the row-sample bootstrap (scorekeeper/paired_heads.py)."""
-    from scorekeeper.tasks.evaluate import ECE_BINS
+    from scorekeeper.evaluation.single_label import ECE_BINS
 
     labels = con.execute("SELECT count(*) FROM labels").fetchone()[0]
     width = labels * len(ph.COUNT_FIELDS)
@@ -177,18 +180,16 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
     codes = _block_codes(con, "ml_paired_cells", key)
     got = con.execute(sql("paired_multilabel_ece.sql", block=key), {"bins": ECE_BINS}).fetchnumpy()
     gaps = _dense(got["block"], codes, (got["side"], got["label_id"], got["bin"]), got["gap"], (2, labels, ECE_BINS))
-    block_rows = dict(con.execute(f"SELECT {key}, count(DISTINCT row_index) FROM ml_paired_cells GROUP BY 1").fetchall())
+    block_rows = dict(con.execute(statement("SELECT {key}, count(DISTINCT row_index) FROM ml_paired_cells GROUP BY 1", key=key)).fetchall())
     sums = np.column_stack([[block_rows[k] for k in codes], gaps.reshape(len(codes), -1)])
     tests |= ph.block_bootstrap(sums, np.zeros((len(codes), 0)), lambda t, h: ph.multilabel_ece_deltas(t, h, labels, ECE_BINS), resamples)
 
     ranking = {}
     for side in ("after", "before"):
-        cells = f"(SELECT label_id, prob_{side} AS score, truth FROM ml_paired_cells)"
+        cells = statement("(SELECT label_id, {prob} AS score, truth FROM ml_paired_cells)", prob=f"prob_{side}")
         con.execute(ovr_table(f"ml_paired_ovr_{side}", sql("multilabel_ovr.sql", cells=cells)))
         per_label = con.execute(sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels="ml_labels")).fetchall()
-        micro = con.execute(
-            sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels="(SELECT -1::BIGINT AS label_id, 'micro' AS label_name)")
-        ).fetchone()
+        micro = con.execute(sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels=MICRO_LABEL)).fetchone()
         ranking[side] = [(auc, ap) for _, auc, ap in [*per_label, micro]]
     macro_delta, macro_squares, micro_delta, micro_squares = con.execute(sql("paired_multilabel_delong.sql")).fetchone()
     tests["roc_auc_macro"] = ph.delong_influence(macro_delta, macro_squares)
@@ -217,7 +218,7 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
     the metric's own SQL (heads_metrics.regression_values) over the paired rows, this - other.
     `own`: this run's per-output values, given when the paired rows are every row it evaluated
     (then they are its values over the paired rows, and its Kendall SQL need not run again)."""
-    from scorekeeper.tasks.heads_metrics import regression_values
+    from scorekeeper.evaluation.heads_metrics import regression_values
 
     rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
     if not rows:

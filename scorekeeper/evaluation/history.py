@@ -1,6 +1,6 @@
 """The completed runs under output_uri: metrics.json's `history`, and the runs `compare_to` may name.
 
-A run is complete when, and only when, its completion record (complete.json, tasks/publish.py)
+A run is complete when, and only when, its completion record (complete.json, scorekeeper/report/publish.py)
 exists and vouches for its metrics.json (the sha256 it holds): a metrics.json that a failure while
 publishing left behind is not a completed run. The output folder is listed once and the runs'
 records, metrics.json and plan.json are fetched in one batch each (concurrently on object storage).

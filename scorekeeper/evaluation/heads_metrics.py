@@ -29,9 +29,9 @@ outputs each top-level metric is the mean of the per-output values (scikit-learn
 
 from __future__ import annotations
 
+from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, ovr_table, sql
+from scorekeeper.evaluation.single_label import CONFIDENT_ERRORS, ECE_BINS, EXCERPT_CHARS, LOG_LOSS_EPS, _mean, _number
 from scorekeeper.metrics.registry import HeadKind, scalar_metrics
-from scorekeeper.tasks.duck import ovr_table, sql
-from scorekeeper.tasks.evaluate import CONFIDENT_ERRORS, ECE_BINS, EXCERPT_CHARS, LOG_LOSS_EPS, _mean, _number
 
 TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8-f measures it"
 SCATTER_POINTS = 3000  # past this many rows the predicted-vs-true plot is a 2-D histogram
@@ -59,7 +59,7 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
         raise ValueError(f"ml_rows: rows {[r for (r,) in bad]} do not hold one probability and one truth per label ({len(labels)})")
     con.execute(sql("multilabel_cells.sql"))
     con.execute(sql("multilabel_label_counts.sql"))
-    con.execute(ovr_table("ml_ovr", sql("multilabel_ovr.sql", cells="(SELECT label_id, prob AS score, truth FROM ml_cells)")))
+    con.execute(ovr_table("ml_ovr", sql("multilabel_ovr.sql", cells=Fragment("(SELECT label_id, prob AS score, truth FROM ml_cells)"))))
     (row,) = records(con.execute(sql("multilabel_metrics.sql"), {"eps": LOG_LOSS_EPS}))
     evaluated = int(row["evaluated"])
     counts = con.execute(
@@ -70,7 +70,7 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
 
     defined = {name: 0 < support < cells for name, _, _, _, _, support, cells, *_ in counts}
     ranking = con.execute(sql("ranking.sql", ovr="ml_ovr", labels="ml_labels")).fetchall()
-    micro = con.execute(sql("ranking.sql", ovr="ml_ovr", labels="(SELECT -1::BIGINT AS label_id, 'micro' AS label_name)")).fetchone()
+    micro = con.execute(sql("ranking.sql", ovr="ml_ovr", labels=MICRO_LABEL)).fetchone()
     pooled_support, pooled_cells = sum(c[5] for c in counts), sum(c[6] for c in counts)
     micro_defined = 0 < pooled_support < pooled_cells
     roc = {name: _number(auc) if defined[name] else None for name, auc, _ in ranking}

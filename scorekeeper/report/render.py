@@ -14,7 +14,7 @@ import math
 from scorekeeper.escape import md_text
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, number_at, value_at
-from scorekeeper.tasks import plots
+from scorekeeper.report import plots
 
 
 def fmt(value, digits: int = 4) -> str:

@@ -1,22 +1,30 @@
-"""Evaluation in DuckDB: join predictions to the ground truth and compute the report's metrics.
+"""The evaluation of a single-label head: each row's truth resolved to a label by the column's one
+rule, then accuracy, F1, log loss, calibration, the ranking metrics, the label audit, the slices and
+the comparison with another run (compare.py).
 
-The SQL lives in tasks/sql/*.sql. DuckDB reads the run's files through the same fsspec filesystem
-the flow uses (register_filesystem), so object storage needs no httpfs extension. Only canonical
-column names (staged by the read step) ever appear in SQL; user-supplied names never do.
+The SQL lives in sql/single_label/ (and sql/shared/, sql/truth/). Only canonical column names
+(staged by the read step) ever appear in SQL; user-supplied names never do.
 """
 
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
+from scorekeeper.evaluation.compare import compare
+from scorekeeper.evaluation.duck import SLICE_GROUPS, literal, null_group_key, ovr_table, sql
+from scorekeeper.evaluation.label_audit import label_audit
+from scorekeeper.evaluation.matching import ColumnKind, TruthRule, why_nothing_evaluated
+from scorekeeper.evaluation.truth import match_truth, truth_table
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import (
     CalibrationBin,
     ClassAreas,
     ClassScores,
+    Comparison,
     ConfidentError,
     GroundTruthSource,
     MetricsDocument,
@@ -24,15 +32,9 @@ from scorekeeper.metrics.document import (
     SliceGroup,
     ThresholdRow,
 )
-from scorekeeper.metrics.registry import TOP_K_MAX, HeadKind
-from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
-from scorekeeper.staging.truth import TruthRule, why_nothing_evaluated
+from scorekeeper.metrics.registry import TOP_K_MAX
+from scorekeeper.run_folder import StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location
-from scorekeeper.tasks.compare import compare
-from scorekeeper.tasks.duck import SLICE_GROUPS, connect_run, null_group_key, ovr_table, parquet_uri, sql
-from scorekeeper.tasks.label_audit import label_audit
-from scorekeeper.tasks.runlog import run_logger
-from scorekeeper.tasks.truth import label_table, match_truth, truth_table
 
 ECE_BINS = 15
 LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
@@ -42,49 +44,28 @@ CONFIDENT_ERRORS = 20
 EXCERPT_CHARS = 200
 
 
-def open_evaluation(run: RunFolder, labels: list[str]):
-    """A connection holding the run's `predictions` and `staged` views and the `labels` table."""
-    con = connect_run(run)
-    try:
-        con.read_parquet(parquet_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
-        label_table(con, "labels", labels)
-    except BaseException:
-        con.close()
-        raise
-    return con
+class SingleLabel:
+    """A softmax head: one label per row (docs/contracts.md, sections 3, 6 and 8)."""
 
+    kind = HeadKind.SINGLE_LABEL
 
-def evaluate(
-    run: RunFolder,
-    labels: list[str],
-    manifest: StagedManifest,
-    slice_columns: list[str],
-    baseline: Location | None = None,
-    truth_column: str = "label",
-) -> MetricsDocument:
-    """metrics.json's content (docs/contracts.md, sections 3 and 6), the history and gates not yet
-    filled in; `baseline` is a completed run to compare with; `truth_column` is the user's name of
-    the ground-truth column (for messages)."""
-    con = open_evaluation(run, labels)
-    try:
+    def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
+        return truth_table(ev.con, ev.run, ev.manifest)
+
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+        con, labels, manifest = ev.con, ev.labels, ev.manifest
         con.execute(sql("wilson.sql"))
-        ground_truth = manifest.ground_truth
-        source: GroundTruthSource | None
-        source, kind = truth_table(con, run, manifest)
-        matching = match_truth(con, kind, labels, truth_column) if kind else None
-        con.execute(sql("evaluated.sql", rule=repr((matching.rule if matching else TruthRule.ID).value)))
+        matching = match_truth(con, coverage.column, labels, ev.truth_column, log=ev.log) if coverage.column else None
+        con.execute(sql("evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID)))
         con.execute(sql("class_counts.sql"))
-        missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
-        truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
-        if ground_truth:
-            _say_how_ids_matched(manifest, ground_truth, truth_rows, truth_rows - missing)
+        if manifest.ground_truth:
+            _say_how_ids_matched(ev.log, manifest, manifest.ground_truth, coverage.truth_rows, coverage.truth_rows - coverage.missing)
         evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
             sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
         ).fetchone()
-        why = why_nothing_evaluated(source, truth_rows, missing) if not evaluated else None
+        why = why_nothing_evaluated(coverage.source, coverage.truth_rows, coverage.missing) if not evaluated else None
         if why:
-            run_logger(__name__).warning("evaluated no row: %s", why)
+            ev.log.warning("evaluated no row: %s", why)
         per_class = {
             name: ClassScores(precision=p, recall=r, f1=f1, support=int(s))
             for name, p, r, f1, s in con.execute(sql("per_class.sql")).fetchall()
@@ -95,49 +76,38 @@ def evaluate(
         bins = con.execute(sql("calibration.sql"), {"bins": ECE_BINS}).fetchall()
         ece = sum(n * abs(acc - conf) for _, n, conf, acc in bins) / evaluated if evaluated else None
         unknown = {name: int(n) for name, n in con.execute(sql("unknown_labels.sql")).fetchall()}
-        slices, slices_truncated = _slices(con, slice_columns) if evaluated else ({}, {})
         ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
-        result = MetricsDocument(
-            rows=manifest.total_rows,
-            scored=int(scored),
-            evaluated=int(evaluated),
-            ground_truth_source=source,
-            truth_matching=matching,
-            scoring_only=source is None,
-            head=HeadKind.SINGLE_LABEL,
-            accuracy=_number(accuracy),
-            macro_f1=_number(macro_f1),
-            weighted_f1=_number(weighted_f1),
-            log_loss=_number(log_loss),
-            log_loss_rows=int(log_loss_rows),
-            ece=_number(ece),
-            ece_bins=ECE_BINS,
-            calibration=[
+        return {
+            "evaluated": int(evaluated),
+            "truth_matching": matching,
+            "accuracy": _number(accuracy),
+            "macro_f1": _number(macro_f1),
+            "weighted_f1": _number(weighted_f1),
+            "log_loss": _number(log_loss),
+            "log_loss_rows": int(log_loss_rows),
+            "ece": _number(ece),
+            "ece_bins": ECE_BINS,
+            "calibration": [
                 CalibrationBin(bin=int(b), lower=b / ECE_BINS, upper=(b + 1) / ECE_BINS, rows=int(n), confidence=conf, accuracy=acc)
                 for b, n, conf, acc in bins
             ],
-            per_class=per_class,
-            confusion=confusion,
-            labels=labels,
-            ground_truth_rows=int(truth_rows),
-            missing_predictions=int(missing),
-            unmatched_predictions=int(unmatched),
-            unknown_labels=unknown,
-            unknown_label_rows=sum(unknown.values()),
-            null_text_rows=manifest.null_text_rows,
-            slices=slices,
-            slices_truncated=slices_truncated,
-            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            "per_class": per_class,
+            "confusion": confusion,
+            "unknown_labels": unknown,
+            "unknown_label_rows": sum(unknown.values()),
             **ranking,
-        )
-        if evaluated:
-            result.label_audit = label_audit(con, labels, EXCERPT_CHARS)
-        if baseline is not None and evaluated:
-            assert matching is not None, "evaluated rows were matched to a truth"
-            result.comparison = compare(con, run, baseline, result, slice_columns, matching, truth_column)
-    finally:
-        con.close()
-    return result
+            **({"label_audit": label_audit(con, labels, EXCERPT_CHARS)} if evaluated else {}),
+        }
+
+    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
+        return _slices(ev.con, ev.slice_columns)
+
+    def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
+        assert document.truth_matching is not None, "evaluated rows were matched to a truth"
+        return compare(ev.con, ev.run, baseline, document, ev.slice_columns, document.truth_matching, ev.truth_column)
+
+
+EVALUATION = SingleLabel()
 
 
 def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
@@ -217,13 +187,12 @@ def _mean(values) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _say_how_ids_matched(manifest: StagedManifest, ground_truth: StagedGroundTruth, truth_rows: int, matched: int) -> None:
+def _say_how_ids_matched(logger: Logger, manifest: StagedManifest, ground_truth: StagedGroundTruth, truth_rows: int, matched: int) -> None:
     """A join on ids can silently match nothing (7 is not "007"): say how many matched, and how."""
     how = ""
     if ground_truth.id_type != manifest.id_type:
         how = f"the input's ids are {manifest.id_type} and the ground truth's {ground_truth.id_type}, compared as text; "
     message = f"ground truth: {how}{matched} of {truth_rows} ground-truth rows matched an input id"
-    logger = run_logger(__name__)
     (logger.warning if how or matched < truth_rows else logger.info)(message)
 
 
