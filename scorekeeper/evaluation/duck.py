@@ -121,9 +121,21 @@ def sql_files() -> dict[str, Traversable]:
     return files
 
 
-def sql(name: str, **macros: str) -> Fragment:
-    """The SQL file `name` (sql/<folder>/<name>), its `{macro}`s filled in by `statement`."""
-    return statement(sql_files()[name].read_text(), **macros)
+class SqlFile(Fragment):
+    """A SQL file's text as `sql` fills it in, with the file's name and the macros it was given."""
+
+    name: str
+    macros: dict[str, str]
+
+
+def sql(name: str, **macros: str) -> SqlFile:
+    """The SQL file `name` (sql/<folder>/<name>), its `{macro}`s filled in by `statement`. Every file
+    opens with `-- reads: ...` and `-- creates: ...`: the tables (views, macros) it expects and
+    those it makes, `<macro>` for one a macro names (tests/test_sql_files.py holds them to the SQL
+    and to the order the driver runs the files in)."""
+    text = SqlFile(statement(sql_files()[name].read_text(), **macros))
+    text.name, text.macros = name, macros
+    return text
 
 
 def ovr_table(table: str, grouped: Fragment) -> Fragment:

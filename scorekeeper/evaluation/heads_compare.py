@@ -67,18 +67,22 @@ def row_mean_tests(con, table: str, head: str) -> dict[str, dict]:
     return tests
 
 
-def _multi_label(con, keys: tuple[str, str], positions: list[int] | None) -> dict:
+def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | None) -> dict:
     con.execute(
-        f"""
+        statement(
+            """
         CREATE TEMP TABLE ml_paired AS
         SELECT r.row_index, r.truth, o.predicted_labels AS before, p.predicted_labels AS after,
                o.probabilities AS before_probabilities, r.probabilities AS after_probabilities
         FROM ml_rows AS r
         JOIN predictions AS p ON p.row_index = r.row_index
         JOIN staged AS s ON s.row_index = r.row_index
-        JOIN other AS o ON {keys[0]} = {keys[1]}
+        JOIN other AS o ON {other_key} = {this_key}
         WHERE r.truth IS NOT NULL
-        """
+        """,
+            other_key=keys[0],
+            this_key=keys[1],
+        )
     )
     # per (row, label): right before / after, against this run's truth
     con.execute(
@@ -229,8 +233,11 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
             values[side] = dict(enumerate(own))
             continue
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE reg_side_{side} AS "
-            f"SELECT row_index, output_id, y AS truth, {side} AS prediction FROM reg_paired_complete"
+            statement(
+                "CREATE OR REPLACE TEMP TABLE {table} AS SELECT row_index, output_id, y AS truth, {side} AS prediction FROM reg_paired_complete",
+                table=f"reg_side_{side}",
+                side=side,
+            )
         )
         values[side] = regression_values(con, f"reg_side_{side}", outputs)
 
@@ -299,32 +306,40 @@ def paired_error_changes(sums: np.ndarray) -> dict:
     }
 
 
-def _regression(con, keys: tuple[str, str], outputs: int, metrics: MetricsDocument) -> dict:
-    at = "[l.label_id + 1]" if outputs > 1 else ""
+def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
+    at = Fragment("[l.label_id + 1]" if outputs > 1 else "")
     con.execute(
-        f"""
+        statement(
+            """
         CREATE TEMP TABLE reg_paired AS
         SELECT * FROM (
             SELECT r.row_index, l.label_name AS output, r.truth{at} AS y, r.prediction{at} AS after, o.prediction{at} AS before
             FROM reg_rows AS r
             CROSS JOIN labels AS l
             JOIN staged AS s ON s.row_index = r.row_index
-            JOIN other AS o ON {keys[0]} = {keys[1]}
+            JOIN other AS o ON {other_key} = {this_key}
         ) WHERE isfinite(y)
-        """
+        """,
+            at=at,
+            other_key=keys[0],
+            this_key=keys[1],
+        )
     )
     rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired").fetchone()[0]
     result: dict = {"rows_compared": int(rows)}
     if not rows:
         return result
-    blocks = "row_index" if rows <= BOOTSTRAP_BLOCKS else f"hash(row_index) % {BOOTSTRAP_BLOCKS}"
+    blocks = block_key(rows, BOOTSTRAP_BLOCKS)
     per_output = {}
     for (output,) in con.execute("SELECT DISTINCT output FROM reg_paired ORDER BY output").fetchall():
         sums = con.execute(
-            f"""
+            statement(
+                """
             SELECT count(*), sum(abs(after - y)), sum(abs(before - y)), sum((after - y) ^ 2), sum((before - y) ^ 2)
             FROM reg_paired WHERE output = ? GROUP BY {blocks}
             """,
+                blocks=blocks,
+            ),
             [output],
         ).fetchnumpy()
         per_output[output] = paired_error_changes(np.column_stack([np.asarray(v, dtype=np.float64) for v in sums.values()]))

@@ -29,7 +29,7 @@ outputs each top-level metric is the mean of the per-output values (scikit-learn
 
 from __future__ import annotations
 
-from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, ovr_table, sql
+from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, identifier, ovr_table, sql, statement
 from scorekeeper.evaluation.single_label import CONFIDENT_ERRORS, ECE_BINS, EXCERPT_CHARS, LOG_LOSS_EPS, _mean, _number
 from scorekeeper.metrics.registry import HeadKind, scalar_metrics
 
@@ -206,15 +206,20 @@ def _regression_input(con, outputs: int) -> None:
     """The view reg_input: reg_rows with prediction and truth as lists (a scalar column wrapped) and a text column."""
     types = {name: kind for name, kind, *_ in con.execute("DESCRIBE reg_rows").fetchall()}
 
-    def as_list(column: str) -> str:
+    def as_list(column: str) -> Fragment:
         if types[column].endswith("[]"):
-            return f"{column}::DOUBLE[]"
-        return f"CASE WHEN {column} IS NULL THEN NULL ELSE [{column}::DOUBLE] END"
+            return statement("{c}::DOUBLE[]", c=column)
+        return statement("CASE WHEN {c} IS NULL THEN NULL ELSE [{c}::DOUBLE] END", c=column)
 
-    text = "text" if "text" in types else "NULL::VARCHAR"
+    text = identifier("text") if "text" in types else Fragment("NULL::VARCHAR")
     con.execute(
-        f"CREATE OR REPLACE TEMP VIEW reg_input AS SELECT row_index, id::VARCHAR AS id, {text} AS text, "
-        f"{as_list('prediction')} AS prediction, {as_list('truth')} AS truth FROM reg_rows"
+        statement(
+            "CREATE OR REPLACE TEMP VIEW reg_input AS SELECT row_index, id::VARCHAR AS id, {text} AS text, "
+            "{prediction} AS prediction, {truth} AS truth FROM reg_rows",
+            text=text,
+            prediction=as_list("prediction"),
+            truth=as_list("truth"),
+        )
     )
     bad = con.execute(
         "SELECT row_index FROM reg_input WHERE len(prediction) <> ? OR len(truth) <> ? ORDER BY row_index LIMIT 5", [outputs, outputs]

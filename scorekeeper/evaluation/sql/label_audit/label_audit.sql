@@ -1,3 +1,5 @@
+-- reads: evaluated, labels
+-- creates: audit_thresholds, audit_suspected
 -- Confident learning (Northcutt, Jiang & Chuang, JAIR 2021) over the evaluated rows whose label the
 -- model knows. The threshold of class k is the mean probability of k over the rows labelled k. A
 -- row is a suspected label error when at least one class reaches its threshold and the most

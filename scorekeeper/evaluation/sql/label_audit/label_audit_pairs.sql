@@ -1,3 +1,5 @@
+-- reads: audit_suspected, labels
+-- creates: nothing
 -- Suspected rows by (given label, suggested label).
 SELECT g.label_name, l.label_name, count(*) AS n
 FROM audit_suspected AS a

@@ -1,3 +1,5 @@
+-- reads: audit_suspected, staged, labels
+-- creates: nothing
 -- The suspected rows with the largest margin first (ties: row order), with the start of their text.
 -- The rows are chosen before the texts are joined: only $limit texts are read.
 WITH top AS (

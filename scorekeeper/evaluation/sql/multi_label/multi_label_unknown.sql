@@ -1,3 +1,5 @@
+-- reads: ml_truth_names, predictions
+-- creates: nothing
 -- Ground-truth label names (or ids) of evaluated rows that the model does not have, with how many
 -- times each occurs.
 SELECT n.raw, count(*) AS n

@@ -1,3 +1,5 @@
+-- reads: ml_cells
+-- creates: nothing
 -- Reliability of each label's probability over $bins equal-width bins (bin b holds probabilities in
 -- (b/$bins, (b+1)/$bins], as calibration.sql bins single-label confidences), and of every cell
 -- pooled under label_id -1: rows, mean probability and the fraction of those cells that are true.

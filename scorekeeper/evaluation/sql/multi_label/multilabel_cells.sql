@@ -1,3 +1,5 @@
+-- reads: ml_rows, ml_labels
+-- creates: ml_cells
 -- One row per (evaluated row, model label) of a multi-label run, from `ml_rows` and `ml_labels`
 -- (tasks/heads_metrics.py documents both). Rows whose truth is null have no ground truth and are
 -- not evaluated; an empty truth (every element false) is a row with no label. A label is predicted

@@ -1,3 +1,5 @@
+-- reads: ml_cells, ml_labels
+-- creates: nothing
 -- The most confident wrong labels: cells whose prediction disagrees with the truth, farthest from
 -- the truth first (a false positive by its probability, a false negative by 1 - probability).
 SELECT c.row_index, c.id, l.label_name, c.truth, c.prob

@@ -1,3 +1,5 @@
+-- reads: ml_labels, ml_cells
+-- creates: ml_label_counts
 -- Confusion counts per model label over `ml_cells`, with precision, recall and F1 as scikit-learn
 -- defines them on a label indicator matrix (0/0 counts as 0, its zero_division default).
 CREATE OR REPLACE TEMP TABLE ml_label_counts AS

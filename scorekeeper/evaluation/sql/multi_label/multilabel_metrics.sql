@@ -1,3 +1,5 @@
+-- reads: ml_cells, ml_label_counts
+-- creates: nothing
 -- The multi-label headline metrics over `ml_cells` and `ml_label_counts`, one row. Definitions
 -- are scikit-learn's (0/0 counts as 0 in precision, recall and F1). Per row: rank_ge is how many
 -- of the row's labels score at least as high as this one, true_ge how many of those are true;

@@ -1,3 +1,5 @@
+-- reads: <cells>
+-- creates: nothing
 -- The one-vs-rest grouping of a multi-label run's cells {cells} (label_id, score, truth; ovr_running.sql
 -- makes the ranking table of it): per model label and distinct score the true (pos) and false (neg)
 -- cells, and once more with every cell pooled under label_id -1 (the micro average, as

@@ -1,3 +1,5 @@
+-- reads: ml_cells
+-- creates: head_slice_rows
 -- A multi-label run's evaluated rows as the slice breakdown reads them (heads_slice_groups.sql):
 -- num = 2 TP and den = 2 TP + FP + FN of the row's labels, so a slice's micro-F1 is
 -- sum(num) / sum(den) (0 when that is 0/0: scikit-learn's zero_division, as multilabel_metrics.sql),

@@ -1,3 +1,5 @@
+-- reads: ml_cells, ml_labels
+-- creates: nothing
 -- The F1-optimal threshold per label, chosen on the tuning half of `ml_cells` and measured on the
 -- held-out half. Candidates: for each distinct probability s on the tuning half (highest first),
 -- predicting the cells at or above s; its threshold is the midpoint between s and the next lower

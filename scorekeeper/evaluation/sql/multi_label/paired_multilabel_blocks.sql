@@ -1,3 +1,5 @@
+-- reads: ml_paired_cells
+-- creates: nothing
 -- A multi-label comparison's per-block, per-label confusion counts of both runs over ml_paired_cells
 -- (this run 'after', the other 'before', both against this run's truth): tp and fp of each run and
 -- the label's support (fn = support - tp). Every F1, precision and recall average of either run is a

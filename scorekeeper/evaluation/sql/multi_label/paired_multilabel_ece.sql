@@ -1,3 +1,5 @@
+-- reads: ml_paired_cells
+-- creates: nothing
 -- A multi-label comparison's per-block calibration gaps over ml_paired_cells: per block, side (0:
 -- this run, 1: the other, its probabilities in this run's label order), label and bin (as
 -- multilabel_calibration.sql bins: (b/$bins, (b+1)/$bins]) the sum of truth - probability. A label's

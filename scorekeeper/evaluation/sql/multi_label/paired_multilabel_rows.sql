@@ -1,3 +1,5 @@
+-- reads: ml_cells, ml_paired, labels
+-- creates: ml_paired_rows
 -- A multi-label comparison's per-row differences (this run - the other run) of the metrics that are
 -- means over rows, both sides judged against this run's truth with the formulas of
 -- multilabel_metrics.sql: samples_f1, hamming_loss (a row's wrong cells over its labels: every row

@@ -1,3 +1,5 @@
+-- reads: reg_paired_complete
+-- creates: nothing
 -- A regression comparison's per-block, per-output sums and extremes over reg_paired_complete (this
 -- run 'after', the other 'before'), laid out as scorekeeper/paired_heads.py's SUM_FIELDS and
 -- HIGH_FIELDS: y centred on its mean, each run's error e = prediction - y (squared, absolute, and

@@ -1,3 +1,5 @@
+-- reads: reg_paired
+-- creates: reg_paired_rows
 -- A regression comparison's per-row differences (this run - the other run) of the metrics that are
 -- means over rows: absolute error (mae), squared error (mse), each averaged over the row's outputs,
 -- and the absolute percentage error where the truth is not 0 (mape): with one output the row's own

@@ -1,3 +1,5 @@
+-- reads: reg_input
+-- creates: reg_status, reg_cells
 -- One row per (evaluated row, output) of a regression run, from the view `reg_input` (row_index,
 -- id, text, prediction DOUBLE[], truth DOUBLE[]; tasks/heads_metrics.py makes it from `reg_rows`).
 -- A row is evaluated when every output has a truth and both truth and prediction are finite.

@@ -1,3 +1,5 @@
+-- reads: <source>
+-- creates: nothing
 -- Pearson's r of {x} and {y} per output over {source}, as scipy.stats.pearsonr computes it (means
 -- first, clipped to [-1, 1]); null when either side is constant or there are fewer than 2 rows.
 -- Over the average ranks of both sides it is scipy's Spearman rho (ties share their mean rank).

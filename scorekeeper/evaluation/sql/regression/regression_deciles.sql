@@ -1,3 +1,5 @@
+-- reads: reg_cells
+-- creates: nothing
 -- Calibration by decile per output of `reg_cells`: the rows cut into 10 groups of (nearly) equal
 -- size by prediction (ties broken by row_index, so the cut is reproducible), with the mean
 -- prediction and the mean truth of each; a calibrated model has them equal.

@@ -1,3 +1,5 @@
+-- reads: reg_cells
+-- creates: nothing
 -- Predicted against true per output of `reg_cells` as a $bins x $bins 2-D histogram over one range
 -- for both axes (the smallest to the largest of truth and prediction, the last bin closed), for
 -- plots of more rows than points can show. Only the cells that hold rows are returned.

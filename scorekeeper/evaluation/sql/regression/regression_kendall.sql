@@ -1,3 +1,5 @@
+-- reads: <cells>
+-- creates: nothing
 -- Kendall's tau-b per output of {cells} (reg_cells' shape), as scipy.stats.kendalltau computes it (variant "b"):
 -- (C - D) / sqrt(n0 - n1) / sqrt(n0 - n2), with n0 = n(n-1)/2 pairs, n1 and n2 the pairs tied in
 -- truth and in prediction, n3 those tied in both. Pairs untied in truth split into concordant C,

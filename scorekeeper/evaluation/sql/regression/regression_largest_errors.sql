@@ -1,3 +1,5 @@
+-- reads: reg_cells
+-- creates: nothing
 -- The rows with the largest absolute errors per output of `reg_cells` (ties by row_index), with an
 -- excerpt of the row's text where the input has one.
 SELECT output_id, row_index, id, left(text, $chars) AS text, truth, prediction

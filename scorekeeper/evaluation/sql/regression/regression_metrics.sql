@@ -1,3 +1,5 @@
+-- reads: <cells>
+-- creates: nothing
 -- Per output of {cells} (reg_cells' shape): scikit-learn's regression metrics, by their formulas (two passes: the
 -- means first). r2 = 1 - SS_res / SS_tot and explained_variance = 1 - var(truth - prediction) /
 -- var(truth) are null when the truth is constant (min = max; one row included), where scikit-learn

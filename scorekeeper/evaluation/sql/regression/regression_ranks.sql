@@ -1,3 +1,5 @@
+-- reads: <cells>
+-- creates: <ranks>
 -- Average ranks (1-based, ties sharing the mean of their ranks, scipy.stats.rankdata's "average")
 -- of the truth and of the prediction per output of {cells} (reg_cells' shape), for Spearman's rho: table {ranks}.
 CREATE OR REPLACE TEMP TABLE {ranks} AS

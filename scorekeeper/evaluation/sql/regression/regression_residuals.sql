@@ -1,3 +1,5 @@
+-- reads: reg_cells
+-- creates: nothing
 -- Histogram of the residuals (prediction - truth) per output of `reg_cells`: $bins equal-width bins
 -- from the smallest to the largest residual, the last bin closed; one bin when they are all equal.
 WITH residuals AS (

@@ -1,3 +1,5 @@
+-- reads: reg_cells
+-- creates: head_slice_rows
 -- A regression run's evaluated rows as the slice breakdown reads them (heads_slice_groups.sql):
 -- num = the row's absolute error averaged over its outputs, den = 1. Every evaluated row has every
 -- output, so a slice's sum(num) / sum(den) is the mean of its outputs' MAE: the rule of the

@@ -1,3 +1,5 @@
+-- reads: <ovr>, <labels>
+-- creates: nothing
 -- ROC and precision-recall curves per model label, thinned for plotting (reads the table {ovr}, in ovr.sql's shape, and the label names {labels}).
 -- Points run from the highest threshold to the lowest. Each curve keeps, per bucket, the point at
 -- the lowest threshold in it: ROC buckets cut the path length fpr + tpr (0..2) into 100 parts, PR

@@ -1,3 +1,5 @@
+-- reads: head_slice_rows, staged
+-- creates: head_slice_groups
 -- One slice column's groups for a multi-label or regression run ({column}: a staged, canonical
 -- slice column; staged slice columns are text): rows, sum(num), sum(den) and exact rows of
 -- head_slice_rows (multilabel_slice_rows.sql, regression_slice_rows.sql) per value. Null is its own group, never merged with a

@@ -1,3 +1,5 @@
+-- reads: head_slice_rows, staged, head_slice_groups
+-- creates: head_slice_units
 -- The resampling units of each kept group, in a fixed order: its rows while it has at most $units,
 -- else $units blocks of its rows (by a hash of row_index), each with the sums of its rows.
 CREATE OR REPLACE TEMP TABLE head_slice_units AS

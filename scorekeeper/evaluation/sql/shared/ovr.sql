@@ -1,3 +1,5 @@
+-- reads: evaluated
+-- creates: nothing
 -- The one-vs-rest grouping of the scores (ovr_running.sql makes the table `ovr` of it), over
 -- evaluated rows whose truth the model knows: for each model label and each distinct score of that
 -- label, how many rows are (pos) and are not (neg) of that class.

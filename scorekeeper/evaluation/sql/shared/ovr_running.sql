@@ -1,3 +1,5 @@
+-- reads: <grouped>
+-- creates: <table>
 -- The one-vs-rest table named by the `table` macro (ovr.sql's shape) from the `grouped` macro, a
 -- query giving (label_id, score, pos, neg) once per label and distinct score: adds the counts at or above each score (tp, fp) and
 -- the label's totals (positives, negatives). ROC-AUC, average precision, the curves and DeLong's

@@ -1,3 +1,5 @@
+-- reads: <table>
+-- creates: nothing
 -- The rows of a comparison's paired table {table} at the given 0-based positions in row order
 -- ($positions), one row each with its {first}, {second} and {third} as lists in {key} order: the
 -- fixed-seed sample the row-sample bootstrap resamples (scorekeeper/paired_heads.py).

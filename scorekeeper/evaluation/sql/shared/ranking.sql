@@ -1,3 +1,5 @@
+-- reads: <labels>, <ovr>
+-- creates: nothing
 -- One-vs-rest ROC-AUC and average precision per model label (reads the table {ovr}, in ovr.sql's shape, and the label names {labels}).
 -- ROC-AUC is the Mann-Whitney statistic: the chance that a positive outscores a negative, ties
 -- counting one half; this equals the area under scikit-learn's trapezoid ROC curve. Null when the

@@ -1,3 +1,5 @@
+-- reads: nothing
+-- creates: wilson
 -- wilson(successes, trials): the Wilson score 95% interval [low, high] of a proportion
 -- (z = 1.959963984540054, the 97.5% normal quantile); null when there are no trials.
 CREATE OR REPLACE TEMP MACRO wilson(x, n) AS

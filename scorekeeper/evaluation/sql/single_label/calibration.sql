@@ -1,3 +1,5 @@
+-- reads: evaluated
+-- creates: nothing
 -- Reliability over $bins equal-width confidence bins: bin b holds scores in (b/$bins, (b+1)/$bins].
 -- ECE is the support-weighted mean of |accuracy - confidence| over the bins.
 SELECT bin,

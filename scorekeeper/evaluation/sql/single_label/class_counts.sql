@@ -1,3 +1,5 @@
+-- reads: evaluated
+-- creates: class_counts
 -- For each label that occurs as truth or prediction: true positives, false positives, false
 -- negatives, support and F1 over `evaluated` (0/0 counts as 0, as in scikit-learn). Both the
 -- headline metrics and the per-class table read it.

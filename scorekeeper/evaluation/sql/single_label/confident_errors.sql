@@ -1,3 +1,5 @@
+-- reads: evaluated, staged
+-- creates: nothing
 -- The wrong rows the model was surest of, highest score first, with the start of their text.
 -- The rows are chosen before the texts are joined: only $limit texts are read, not every row's.
 WITH worst AS (

@@ -1,3 +1,5 @@
+-- reads: evaluated
+-- creates: nothing
 -- Counts of (true label, predicted label) pairs.
 SELECT true_name, pred_name, count(*) AS n
 FROM evaluated

@@ -1,3 +1,5 @@
+-- reads: truth, labels, predictions
+-- creates: resolved_labels, evaluated
 -- One row per row with both a prediction and a ground-truth label, its label resolved by the one
 -- rule of the column ({rule}: 'id', 'name' or 'name_or_id', a literal decided once from the
 -- column's type and values by scorekeeper/staging/truth.py; never chosen row by row).

@@ -1,3 +1,5 @@
+-- reads: paired
+-- creates: nothing
 -- Rows the two runs got differently: right -> wrong, wrong -> right, and both wrong but with
 -- different predictions (other; a prediction of the same label id spelled differently is the same).
 SELECT count(*) AS rows_compared,

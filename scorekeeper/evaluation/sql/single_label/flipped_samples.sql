@@ -1,3 +1,5 @@
+-- reads: paired
+-- creates: nothing
 -- Up to $limit rows of one flip direction, the new prediction's most confident first.
 SELECT row_index, id, true_name, before, after, score_before, score_after
 FROM paired

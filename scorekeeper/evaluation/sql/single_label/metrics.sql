@@ -1,3 +1,5 @@
+-- reads: evaluated, class_counts
+-- creates: nothing
 -- Headline metrics over `evaluated`. F1 and its averages follow scikit-learn: the classes are the
 -- labels that occur as truth or prediction (class_counts), and 0/0 counts as 0.
 SELECT (SELECT count(*) FROM evaluated) AS evaluated,

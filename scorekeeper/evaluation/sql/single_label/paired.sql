@@ -1,3 +1,5 @@
+-- reads: other_labels, evaluated, staged, other, labels
+-- creates: paired
 -- This run's evaluated rows beside the other run's prediction for the same row, both judged
 -- against this run's ground truth. Each run's prediction is judged by the rule the ground-truth
 -- column has against that run's labels ($other_rule for the other run, other_labels its labels: the rule

@@ -1,3 +1,5 @@
+-- reads: paired
+-- creates: nothing
 -- The paired rows by ECE bin (as calibration.sql: bin b holds scores in (b/$bins, (b+1)/$bins]) and
 -- correctness of each run, with the count and the mean, population variance and covariance of the
 -- two runs' scores in each cell: what the ECE delta's bootstrap draws from.

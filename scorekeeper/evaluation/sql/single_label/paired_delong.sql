@@ -1,3 +1,5 @@
+-- reads: paired_scores, paired_ranks
+-- creates: nothing
 -- DeLong's structural components of the macro ROC-AUC change, per row: for each label with both
 -- positives and negatives, a positive row's placement value is the negatives it outscores (ties one
 -- half), a negative row's the positives that outscore it; the row adds (placement this run -

@@ -1,3 +1,5 @@
+-- reads: paired_scores
+-- creates: nothing
 -- Per-row change of the log loss (this - other; probabilities clipped to [$eps, 1 - $eps] as in
 -- metrics.sql) over paired_scores: count, mean and sample variance, for the paired normal test.
 WITH d AS (

@@ -1,3 +1,5 @@
+-- reads: paired
+-- creates: nothing
 -- Precision, recall and F1 per label for each run over the paired rows (scikit-learn's semantics,
 -- 0/0 counts as 0); a label one run never meets gets zeros on that side. A row is right or wrong
 -- as `paired` judged it (each run by its own rule for the ground-truth column).

@@ -1,3 +1,5 @@
+-- reads: paired_ranks
+-- creates: nothing
 -- Per side and label over paired_ranks: positives, negatives, ROC-AUC (the Mann-Whitney statistic,
 -- ties one half, as ranking.sql; null unless both groups are present) and average precision.
 SELECT side, label_id, max(positives) AS positives, max(negatives) AS negatives,

@@ -1,3 +1,5 @@
+-- reads: paired_scores
+-- creates: paired_ranks
 -- The one-vs-rest view (as ovr.sql) of both runs' scores over paired_scores, one side at a time
 -- ('before' = the other run, 'after' = this run): per label and distinct score, the rows of (pos)
 -- and not of (neg) that class, the counts at or above that score (tp, fp) and the class totals.

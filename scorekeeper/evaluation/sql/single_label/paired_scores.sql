@@ -1,3 +1,5 @@
+-- reads: paired, evaluated, predictions, other
+-- creates: paired_scores
 -- Both runs' probabilities for each paired row whose truth this model knows, the other run's put in
 -- this run's label order ($positions: for each of this run's labels, its 1-based position in the
 -- other run's labels). Expects: paired (with other_row_index), predictions, other.

@@ -1,3 +1,5 @@
+-- reads: paired, staged
+-- creates: nothing
 -- Accuracy change (this - other) over the paired rows by the values of one slice column ({column}
 -- is a staged, canonical name), with the discordant rows McNemar's test reads; null is its own
 -- group. The $limit largest groups, worst change first.

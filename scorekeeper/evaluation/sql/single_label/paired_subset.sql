@@ -1,3 +1,5 @@
+-- reads: paired_scores
+-- creates: nothing
 -- The rows of paired_scores at the given 0-based positions in row order ($positions), for the
 -- resampling of average precision.
 WITH numbered AS (

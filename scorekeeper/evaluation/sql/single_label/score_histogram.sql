@@ -1,3 +1,5 @@
+-- reads: evaluated
+-- creates: nothing
 -- Scores (probability of the predicted label) of correct and wrong rows in 20 equal-width bins:
 -- bin b holds scores in [b/20, (b+1)/20), the last bin also 1.0 (numpy.histogram's convention).
 -- floor(score * 20) can land one bin off at an edge, so it is checked against the edges themselves.

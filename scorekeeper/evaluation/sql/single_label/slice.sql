@@ -1,3 +1,5 @@
+-- reads: evaluated, staged
+-- creates: nothing
 -- Accuracy, counts and Wilson intervals by the values of one slice column ({column} is a staged,
 -- canonical name; staged slice columns are text). Null is its own group, never merged with a text
 -- such as 'None' or 'null'. The $limit largest groups are kept (the total count comes along), then

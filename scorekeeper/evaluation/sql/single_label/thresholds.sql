@@ -1,3 +1,5 @@
+-- reads: cuts, evaluated
+-- creates: nothing
 -- Coverage against quality at confidence thresholds (expects a `cuts (threshold DOUBLE)` table):
 -- the rows kept (score >= threshold), their accuracy and their macro precision, recall and F1 with
 -- scikit-learn's semantics (classes = labels occurring as truth or prediction among the kept rows,

@@ -1,3 +1,5 @@
+-- reads: evaluated
+-- creates: nothing
 -- Top-k accuracy for k = 2..$kmax: the share of evaluated rows whose true label is among the k
 -- highest probabilities. Ties are ordered as scikit-learn's top_k_accuracy_score orders them (a
 -- stable ascending sort, reversed: of equal probabilities, the higher label id ranks first). Rows

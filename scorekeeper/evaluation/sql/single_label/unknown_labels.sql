@@ -1,3 +1,5 @@
+-- reads: evaluated
+-- creates: nothing
 -- Ground-truth values the model cannot predict (under the column's rule), with their counts, as written.
 SELECT raw_label, count(*) AS n
 FROM evaluated

@@ -1,3 +1,5 @@
+-- reads: ground_truth, staged
+-- creates: truth
 -- Ground truth of a multi-label or regression head in separate files, joined on the id (as
 -- truth_from_files.sql joins a single-label one). Expects views: staged (row_index, id),
 -- ground_truth (id, label). Macro: {id_cast} is '' or '::VARCHAR'.

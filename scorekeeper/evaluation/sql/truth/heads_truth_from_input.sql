@@ -1,3 +1,5 @@
+-- reads: staged
+-- creates: truth
 -- Ground truth of a multi-label or regression head carried in the input rows, in its staged type
 -- (a list of label names, or a number): one row per input row that has ground truth.
 -- Expects views: staged (row_index, id, label, ...).

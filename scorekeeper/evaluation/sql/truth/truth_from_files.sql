@@ -1,3 +1,5 @@
+-- reads: ground_truth, staged
+-- creates: truth
 -- Ground truth in separate files, joined to the input rows on the id. When the two sides' id types
 -- differ (integer vs text) both are compared as text: 7 matches '7', not '007'.
 -- Expects views: staged (row_index, id), ground_truth (id, label). Macro: {id_cast} is '' or '::VARCHAR'.

@@ -1,3 +1,5 @@
+-- reads: staged
+-- creates: truth
 -- Ground truth carried in the input rows: one row per input row that has a label.
 -- Expects views: staged (row_index, id, label, ...), labels (label_id, label_name).
 CREATE TEMP TABLE truth AS

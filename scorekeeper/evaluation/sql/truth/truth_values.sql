@@ -1,3 +1,5 @@
+-- reads: <truth>, <labels>
+-- creates: nothing
 -- What the ground-truth column's distinct values are against one label list ({labels}: a table of
 -- label_id, label_name): how many are label names, how many the integer literal of an id in range,
 -- how many are such ids but no label name, and the first values that would mean different labels
