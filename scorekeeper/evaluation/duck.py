@@ -65,6 +65,13 @@ def connect(fs=None):
     return con
 
 
+def transient_errors() -> tuple[type[BaseException], ...]:
+    """DuckDB's errors of reading a file that a retry may cure (tasks/retries.py)."""
+    import duckdb
+
+    return (duckdb.IOException, duckdb.HTTPException)
+
+
 def connect_run(run: Location):
     """A connection that reads `run`'s files: through its filesystem on object storage, directly on disk."""
     return connect(None if is_local(run.fs) else run.fs)
