@@ -25,6 +25,7 @@ from scorekeeper.redact import redact_uri
 from scorekeeper.report import plots
 from scorekeeper.report.render import fmt, headline, plot_files, signed
 from scorekeeper.report.report_stats import tests_sentence
+from scorekeeper.tasks.open_run import RunContext
 
 
 class ProgressTracker:
@@ -129,7 +130,7 @@ def per_class_rows(metrics: dict) -> list[dict]:
     return [{"label": md_text(name), **values} for name, values in metrics["per_class"].items()]
 
 
-def publish_report_artifacts(context, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
+def publish_report_artifacts(context: RunContext, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
     svgs = plot_files(metrics)
     create_markdown_artifact(
         summary_markdown(metrics, context.run_id, redact_uri(context.run_uri), throughput, svgs),

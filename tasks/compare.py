@@ -14,6 +14,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
+from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
 
 @task(name="check compare_to", **IO_RETRIES)
 @raises_redacted
-def resolve_baseline_task(request: ScoreRequest, context) -> str | None:
+def resolve_baseline_task(request: ScoreRequest, context: RunContext) -> str | None:
     """Find the run to compare with (compare_to) before anything is scored."""
     name = resolve_baseline(request, context.run_id)
     if name is not None:

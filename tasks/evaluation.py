@@ -9,17 +9,19 @@ from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.history import run_history
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 from scorekeeper.tasks.memory import release_memory
+from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
 
 @task(name="evaluate", **IO_RETRIES)
 @raises_redacted
-def evaluate_task(request, context, manifest: StagedManifest, baseline: str | None = None) -> MetricsDocument:
+def evaluate_task(request: ScoreRequest, context: RunContext, manifest: StagedManifest, baseline: str | None = None) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
     output = Location.from_uri(request.output_uri)

@@ -6,16 +6,18 @@ from __future__ import annotations
 from prefect import task
 
 from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.report.report import publish_report
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks import artifacts
+from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
 
 
 @task(name="publish report", **IO_RETRIES)
 @raises_redacted
-def report_task(request, context, metrics: MetricsDocument, throughput: dict) -> dict:
+def report_task(request: ScoreRequest, context: RunContext, metrics: MetricsDocument, throughput: dict) -> dict:
     """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
     plan = context.run.read_plan() if context.run.exists(RunFolder.PLAN) else None
     run_info = request.public_dict() | {

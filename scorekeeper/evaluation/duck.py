@@ -38,9 +38,9 @@ SLICE_GROUPS = 50  # the largest groups of a slice column kept in metrics.json
 NULL_GROUP = "∅ (null)"  # the key of a slice's null group (suffixed if a real value is spelled so)
 
 
-def settings() -> dict[str, str | int]:
+def settings() -> dict[str, str | bool | int | float | list[str]]:
     """The connection settings the environment asks for, defaults filled in."""
-    config: dict[str, str | int] = {
+    config: dict[str, str | bool | int | float | list[str]] = {
         "memory_limit": os.environ.get("SCOREKEEPER_DUCKDB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT,
         "temp_directory": os.environ.get("SCOREKEEPER_DUCKDB_TEMP_DIR") or os.path.join(tempfile.gettempdir(), "scorekeeper-duckdb"),
     }
