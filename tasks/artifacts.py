@@ -1,7 +1,7 @@
 """Prefect artifacts: a progress bar while scoring, then a summary, a per-class table, the plots
 and a link to the report. Only called from inside a flow run.
 
-Its text comes from tasks/render.py, as the report's does; it imports none of the flow's steps, so
+Its text comes from scorekeeper/report/render.py, as the report's does; it imports none of the flow's steps, so
 the scoring steps (score, fan_out) import it without pulling in the report."""
 
 from __future__ import annotations

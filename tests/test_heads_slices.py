@@ -1,4 +1,4 @@
-"""Slices of multi-label and regression runs (tasks/heads_slices.py) against scikit-learn and numpy on
+"""Slices of multi-label and regression runs (scorekeeper/evaluation/slices.py) against scikit-learn and numpy on
 seeded random data with three slice columns: null slice values (their own group, apart from the
 text 'None'), a value whose rows have no ground truth (no group), a slice of one row (no bootstrap
 interval), and a slice past SLICE_UNITS rows (resampled in blocks, its interval as wide as the

@@ -79,7 +79,7 @@ def heads(tmp_path_factory):
 
 
 def _staged_labels(tmp_path, model, data, **params):
-    """The read step: staging, then its check of the staged truth (tasks/truth.check_truth); the
+    """The read step: staging, then its check of the staged truth (scorekeeper/evaluation/truth.check_truth); the
     context and the staged label column."""
     from scorekeeper.evaluation.truth import check_truth
 
@@ -123,7 +123,7 @@ def test_a_regression_truth_with_text_is_refused_naming_the_rows(tmp_path, heads
 
 def test_a_regression_truth_of_the_wrong_shape_is_refused_before_scoring(tmp_path, heads):
     """One number per row for one output, a list of one number per output for several: checked in
-    the read step (tasks/truth.check_regression_truth). A scalar column for a head of two outputs
+    the read step (scorekeeper/evaluation/truth.check_regression_truth). A scalar column for a head of two outputs
     was a DuckDB binder error with a traceback, after every row had been scored."""
     from tests.models import build_regression_model
 
@@ -157,7 +157,7 @@ def test_a_regression_truth_of_the_wrong_shape_is_refused_before_scoring(tmp_pat
 )
 def test_multi_label_elements_are_matched_by_the_columns_one_rule(elements, rule, kind, matched):
     """A multi-label column's elements follow the single-label rule: its element type and values
-    decide one rule for the whole column (staging/truth.py's decide), recorded as truth_matching."""
+    decide one rule for the whole column (evaluation/matching.py's decide), recorded as truth_matching."""
     from scorekeeper.evaluation.duck import connect, literal, sql
     from scorekeeper.evaluation.matching import column_kind
     from scorekeeper.evaluation.truth import label_table, match_truth

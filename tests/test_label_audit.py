@@ -1,4 +1,4 @@
-"""The label audit (tasks/label_audit.py, confident learning in DuckDB) against a NumPy reference
+"""The label audit (scorekeeper/evaluation/label_audit.py, confident learning in DuckDB) against a NumPy reference
 written from the paper's definition (Northcutt, Jiang & Chuang, JAIR 2021, section 3.1), and on
 data with injected label errors: most injected errors are found, few clean rows are flagged."""
 

@@ -1,4 +1,4 @@
-"""The multi-label metrics of docs/contracts.md section 9 (tasks/heads_metrics.py), computed in DuckDB,
+"""The multi-label metrics of docs/contracts.md section 9 (scorekeeper/evaluation/heads_metrics.py), computed in DuckDB,
 against scikit-learn and references written here (binary ECE, the threshold search by brute force),
 on seeded random data with ties (rounded probabilities, exact 0 and 1 among them), a label never
 true, a label always true, rows with no label, rows without ground truth, and one row."""

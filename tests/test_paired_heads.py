@@ -1,5 +1,5 @@
-"""The paired tests of the multi-label and regression comparisons (scorekeeper/paired_heads.py and
-the SQL of tasks/heads_compare.py) against independent references: each statistic on one resample
+"""The paired tests of the multi-label and regression comparisons (scorekeeper/evaluation/paired_heads.py and
+the SQL of scorekeeper/evaluation/heads_compare.py) against independent references: each statistic on one resample
 equals scikit-learn / scipy on the rows that resample holds; the bootstraps agree with a brute-force
 row-by-row paired bootstrap within Monte Carlo error; DeLong by row influence equals DeLong's
 pairwise formula for one label and a row bootstrap's spread for several; a null difference gives

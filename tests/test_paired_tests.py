@@ -1,4 +1,4 @@
-"""The paired tests of a comparison (scorekeeper/paired_tests.py, tasks/compare_tests.py) against
+"""The paired tests of a comparison (scorekeeper/evaluation/paired_tests.py, scorekeeper/evaluation/compare_tests.py) against
 independent references: a brute-force bootstrap that resamples rows one by one (agreement within
 Monte Carlo error), McNemar's exact binomial form, DeLong's variance computed pair by pair, Holm on
 a hand example; then through evaluate(): every delta carries its test, Holm keeps null slices from

@@ -307,7 +307,7 @@ def regression_columns(draw):
 @given(column=regression_columns(), outputs=st.integers(1, 3))
 @settings(max_examples=examples(60))
 def test_a_regression_truth_is_refused_exactly_when_its_shape_is_not_the_heads(column, outputs):
-    """Staging and the one shape check (tasks/truth.check_regression_truth) against a rule written
+    """Staging and the one shape check (scorekeeper/evaluation/truth.check_regression_truth) against a rule written
     out here: one number per row for one output, a list of as many numbers as outputs for several;
     rows without truth (null, or NaN for a number) never count against the shape; the refusal names
     the first rows that break it, in row order."""

@@ -1,4 +1,4 @@
-"""The regression metrics of docs/contracts.md section 9 (tasks/heads_metrics.py), computed in DuckDB,
+"""The regression metrics of docs/contracts.md section 9 (scorekeeper/evaluation/heads_metrics.py), computed in DuckDB,
 against scikit-learn and scipy on seeded random data: ties on both sides (rounded values), targets
 equal to 0, constant targets and predictions, one row, rows without truth (null and NaN), values
 that are not finite, and several outputs."""

@@ -40,7 +40,7 @@ SAMPLES = 20  # flipped rows shown per direction
 
 def paired_bootstrap_ci(right_to_wrong: int, wrong_to_right: int, rows: int) -> list[float] | None:
     """95% percentile interval of the accuracy delta (this - other) under a paired bootstrap of rows
-    (scorekeeper/paired_tests.py: a multinomial of the three per-row outcomes, fixed seed)."""
+    (scorekeeper/evaluation/paired_tests.py: a multinomial of the three per-row outcomes, fixed seed)."""
     return accuracy_test(right_to_wrong, wrong_to_right, rows)["ci"]
 
 

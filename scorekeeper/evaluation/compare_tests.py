@@ -2,10 +2,10 @@
 (metrics.json `comparison.metric_tests`, `per_class_tests`, `slice_tests`), Holm-adjusted within
 the per-class and the per-slice families.
 
-The per-row work is SQL over the comparison's `paired` table (tasks/sql/paired_*.sql); what comes
+The per-row work is SQL over the comparison's `paired` table (scorekeeper/evaluation/sql/*/paired_*.sql); what comes
 back is a joint table, calibration cells, per-class strata and (for average precision) a few
 thousand rows at most, so the cost stays bounded at millions of rows. The statistics are
-scorekeeper/paired_tests.py's pure functions.
+scorekeeper/evaluation/paired_tests.py's pure functions.
 """
 
 from __future__ import annotations

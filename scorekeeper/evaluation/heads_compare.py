@@ -16,11 +16,11 @@ paired rows (both runs judged against this run's truth):
 
 * means over rows (the registry's Pairing.ROW_MEAN: samples_f1, hamming_loss, lrap,
   coverage_error, ranking_loss, log_loss; mae, mse, mape) by the paired normal test of their
-  per-row differences (tasks/sql/paired_*_rows.sql);
+  per-row differences (scorekeeper/evaluation/sql/paired_*_rows.sql);
 * subset_accuracy by McNemar's exact test with the paired bootstrap interval (as accuracy);
 * micro/macro/weighted F1, micro precision and recall, ECE macro and micro; rmse, r2,
   explained_variance, pearson, wmape, max_error by the block bootstrap of per-block sums
-  (scorekeeper/paired_heads.py: per-label TP/FP/FN counts, per-bin calibration gaps, sums of y, e,
+  (scorekeeper/evaluation/paired_heads.py: per-label TP/FP/FN counts, per-bin calibration gaps, sums of y, e,
   p and their squares and products, and maxima), at a cost bounded by paired_heads.WORK;
 * ROC-AUC macro and micro by DeLong's test with rows as the independent units (row influences);
 * average precision macro and micro, spearman, kendall_tau_b, median_absolute_error by the
@@ -163,7 +163,7 @@ def _sample(con, table: str, key: Fragment | str, columns: tuple[str, str, str],
 def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, dict]:
     """The multi-label tests that are not per-row means, over ml_paired_cells: F1, precision and
     recall averages and (with both runs' probabilities) ECE by the block bootstrap, ROC-AUC by
-    DeLong, average precision by the row-sample bootstrap (scorekeeper/paired_heads.py)."""
+    DeLong, average precision by the row-sample bootstrap (scorekeeper/evaluation/paired_heads.py)."""
     from scorekeeper.evaluation.single_label import ECE_BINS
 
     labels = con.execute("SELECT count(*) FROM labels").fetchone()[0]

@@ -1,7 +1,7 @@
 """The metrics of the multi-label and regression heads (docs/contracts.md section 9), in DuckDB SQL.
 
 Pure functions over a DuckDB connection: the caller stages its rows in one temp table (or view),
-these functions compute every contract key of the head (SQL in tasks/sql/multilabel_*.sql and
+these functions compute every contract key of the head (SQL in scorekeeper/evaluation/sql/multilabel_*.sql and
 regression_*.sql) plus the data of the report's plots, and return metrics.json's fields. The
 tables they make are named ml_* and reg_*; they read:
 

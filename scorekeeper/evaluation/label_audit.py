@@ -1,6 +1,6 @@
 """metrics.json's `label_audit`: the rows whose given label the model's probabilities contradict
 with confidence, by confident learning (Northcutt, Jiang & Chuang, "Confident Learning: Estimating
-Uncertainty in Dataset Labels", JAIR 2021), computed in DuckDB (tasks/sql/label_audit*.sql).
+Uncertainty in Dataset Labels", JAIR 2021), computed in DuckDB (sql/label_audit/*.sql).
 
 Per class k the threshold t_k is the mean probability of k over the rows labelled k (the model's
 self-confidence on that class). A row is counted in the confident joint under the most probable

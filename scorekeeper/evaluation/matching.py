@@ -60,7 +60,7 @@ def column_kind(arrow_type: str) -> ColumnKind:
 
 @dataclass(frozen=True)
 class TruthValues:
-    """What a column's distinct values are against one label list (SQL: tasks/sql/truth_values.sql)."""
+    """What a column's distinct values are against one label list (SQL: scorekeeper/evaluation/sql/truth_values.sql)."""
 
     distinct: int  # distinct non-null values
     names: int  # values equal to a label name

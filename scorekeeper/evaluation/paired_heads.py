@@ -1,12 +1,12 @@
 """Paired tests of the multi-label and regression metrics that are not means over rows: the
-statistics tasks/heads_compare.py reads from SQL's per-block sums and a bounded row sample.
+statistics scorekeeper/evaluation/heads_compare.py reads from SQL's per-block sums and a bounded row sample.
 
-Pure functions (numpy only, no DuckDB); results in scorekeeper/paired_tests.py's shape
+Pure functions (numpy only, no DuckDB); results in scorekeeper/evaluation/paired_tests.py's shape
 `{"delta", "ci", "p", "method", "se"}`. Three methods, each at a cost bounded whatever the row count:
 
 - **Block bootstrap** (`paired_bootstrap`; multi-label micro/macro/weighted F1, micro precision
   and recall, ECE macro and micro; regression r2, explained_variance, pearson, wmape, max_error,
-  and rmse; MAE is a mean over rows, tested by tasks/heads_compare). Each metric is a function of sums over rows (per-label TP/FP/FN
+  and rmse; MAE is a mean over rows, tested by scorekeeper/evaluation/heads_compare.py). Each metric is a function of sums over rows (per-label TP/FP/FN
   counts of both runs; per-label, per-bin sums of truth - probability; sums of y, y^2, |y|, e,
   e^2, |e|, p, p^2, y p) or of maxima over rows (max |error|, the truth's and predictions' range,
   which decide whether r2 or a correlation is defined). SQL adds those up per block: one row per
@@ -181,7 +181,7 @@ def sample_bootstrap(
 
 
 # -- regression ------------------------------------------------------------------------------------------
-# Per output and block (tasks/sql/paired_regression_blocks.sql): y centred on its mean (yc); per
+# Per output and block (scorekeeper/evaluation/sql/paired_regression_blocks.sql): y centred on its mean (yc); per
 # side the error e = prediction - y (also centred on its mean: ec) and the prediction centred on
 # its mean (pc).
 SUM_FIELDS = ("n", "yc", "yc2", "abs_y") + tuple(

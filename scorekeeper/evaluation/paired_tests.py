@@ -3,7 +3,7 @@
 families of tests, and the change a comparison can detect.
 
 Pure functions over aggregates (numpy and math only, no Prefect, no DuckDB): the per-row work
-(joint tables, per-row differences, placement values) is done in SQL (tasks/sql/paired_*.sql), so
+(joint tables, per-row differences, placement values) is done in SQL (scorekeeper/evaluation/sql/*/paired_*.sql), so
 nothing here grows with the row count except where a bound is stated (average precision).
 
 Every result is `{"delta", "ci", "p", "method", "se"}`: `delta` is this run - the other run,

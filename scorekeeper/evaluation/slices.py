@@ -6,12 +6,12 @@ slice metrics with 95% intervals (metrics.json `slices`, as a single-label run's
   top-level `mae`; every evaluated row has every output, so it is the mean over the slice's rows of
   each row's mean absolute error).
 
-Groups are the slice column's values over the evaluated rows, exactly as tasks/evaluate.py's
+Groups are the slice column's values over the evaluated rows, exactly as scorekeeper/evaluation/single_label.py's
 single-label slices: null is its own group (keyed `∅ (null)`), a value whose rows have no ground
 truth has no group, the SLICE_GROUPS largest groups are kept and `slices_truncated` counts the rest.
 
 Intervals:
-- subset accuracy is a proportion of rows: Wilson's 95% interval (tasks/sql/wilson.sql), as
+- subset accuracy is a proportion of rows: Wilson's 95% interval (scorekeeper/evaluation/sql/wilson.sql), as
   single-label accuracy's;
 - micro-F1 and MAE are ratios of sums over rows (sum 2TP / sum (2TP + FP + FN); sum |e| / rows):
   a percentile bootstrap (SLICE_RESAMPLES resamples, fixed seed) that resamples the slice's rows

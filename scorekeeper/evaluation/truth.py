@@ -1,5 +1,5 @@
 """The ground truth in DuckDB: the `truth` table, its values against a label list, and the one rule
-it is matched by (decided in scorekeeper/staging/truth.py). Evaluation, the comparison with another
+it is matched by (decided in scorekeeper/evaluation/matching.py). Evaluation, the comparison with another
 run and the read step's early check use it, for every kind of head: a multi-label column's rule is
 decided over its list elements (`truth_elements`); a regression column holds numbers and has none.
 """

@@ -1,7 +1,7 @@
 """The human report: report.md, report.html (one self-contained file, inline SVG) and metrics.json.
 
 Rendering is pure: metrics (the document as metrics.json holds it) and run facts in, text out; the
-text helpers are tasks/render.py's. metrics.json itself is the typed document's own writer's
+text helpers are scorekeeper/report/render.py's. metrics.json itself is the typed document's own writer's
 (scorekeeper/metrics/document.py), so every file shows the same numbers. report.html is a Jinja template
 (templates/report.html.j2) with autoescaping on, so every text from the data (labels, ids, row
 texts) is escaped; plots come from plots.py. Every section is shown only when its field is in the

@@ -2,7 +2,7 @@
 
 * multi_label -> `label` as a list: list<int64> when the elements are integers (ids), list<string>
   when they are text (names, or ids written as text). The element type decides how the elements
-  are matched to the model's labels, by the one rule per column of scorekeeper/staging/truth.py
+  are matched to the model's labels, by the one rule per column of scorekeeper/evaluation/matching.py
   (integer elements by id, text elements by name, ...), exactly as a single-label column's type
   does. Accepted: a list column of names or integer ids (an empty list is a row with no label,
   null a row without ground truth); a text column of names joined by `label_delimiter`

@@ -2,7 +2,7 @@
 -- creates: resolved_labels, evaluated
 -- One row per row with both a prediction and a ground-truth label, its label resolved by the one
 -- rule of the column ({rule}: 'id', 'name' or 'name_or_id', a literal decided once from the
--- column's type and values by scorekeeper/staging/truth.py; never chosen row by row).
+-- column's type and values by scorekeeper/evaluation/matching.py; never chosen row by row).
 -- `truth_id` is the value read as a label id (for pairing with another run). An unknown value
 -- spelled like a label name (integer truth 3 against a label named "3") gets a name of its own,
 -- so that it never counts as that label in the per-class metrics. The row's probabilities are

@@ -3,7 +3,7 @@
 -- What the ground-truth column's distinct values are against one label list ({labels}: a table of
 -- label_id, label_name): how many are label names, how many the integer literal of an id in range,
 -- how many are such ids but no label name, and the first values that would mean different labels
--- by name and by id. The column's one rule is decided from this (scorekeeper/staging/truth.py).
+-- by name and by id. The column's one rule is decided from this (scorekeeper/evaluation/matching.py).
 -- Expects: {truth} (row_index, id, raw_label): `truth`, or a multi-label column's `truth_elements`.
 WITH v AS (
     SELECT raw_label, count(*) AS n FROM {truth} GROUP BY raw_label
