@@ -13,7 +13,7 @@ import math
 
 from scorekeeper.escape import md_text
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, number_at, value_at
+from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, lower_is_better, number_at, value_at
 from scorekeeper.report import plots
 
 
@@ -82,18 +82,17 @@ SLICE_METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
     HeadKind.MULTI_LABEL: (("micro_f1", "micro_f1_ci", "bootstrap"), ("subset_accuracy", "subset_accuracy_ci", "Wilson")),
     HeadKind.REGRESSION: (("mae", "mae_ci", "bootstrap"),),
 }
-SLICE_LOWER_IS_BETTER = {"mae"}
 
 
 def sorted_slices(values: dict, key: str = "accuracy") -> list[tuple[str, dict]]:
     """A slice column's groups, worst `key` first (then most rows); groups without it last."""
-    sign = -1.0 if key in SLICE_LOWER_IS_BETTER else 1.0
+    sign = -1.0 if key in lower_is_better() else 1.0
     return sorted(values.items(), key=lambda kv: (kv[1].get(key) is None, sign * (kv[1].get(key) or 0.0), -kv[1].get("rows", 0)))
 
 
 def slice_scale(key: str, groups: list[tuple[str, dict]], reference: float | None) -> float:
     """The upper end of a slice bar's scale: 1 for a share, else the largest value or interval end shown."""
-    if key not in SLICE_LOWER_IS_BETTER:
+    if key not in lower_is_better():
         return 1.0
     ends = [reference or 0.0] + [max(s.get(key) or 0.0, *(s.get(f"{key}_ci") or [])) for _, s in groups]
     return max(ends) or 1.0
@@ -109,7 +108,7 @@ def slice_note(metrics: dict, head: str, intervals: bool) -> str:
         return (
             "Accuracy by the values of each slice column, worst first" + (", with Wilson 95% intervals" if intervals else "") + "." + line
         )
-    order = f"largest {key} first" if key in SLICE_LOWER_IS_BETTER else f"worst {key} first"
+    order = f"largest {key} first" if key in lower_is_better() else f"worst {key} first"
     names = " and ".join(f"{k} ({how} 95% interval)" for k, _, how in shown)
     several = " (the mean of the outputs')" if len(metrics.get("outputs") or []) > 1 else ""
     return f"{names}{several} by the values of each slice column, {order}." + line

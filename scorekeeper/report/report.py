@@ -20,7 +20,6 @@ from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, low
 from scorekeeper.report import plots
 from scorekeeper.report.render import (
     GROUP_HEADER,
-    SLICE_LOWER_IS_BETTER,
     SLICE_METRICS,
     cards,
     ci,
@@ -112,7 +111,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
         lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
     shown = SLICE_METRICS[head_of(metrics)]
     for column, values in (metrics.get("slices") or {}).items():
-        order = f"largest {shown[0][0]} first" if shown[0][0] in SLICE_LOWER_IS_BETTER else "worst first"
+        order = f"largest {shown[0][0]} first" if shown[0][0] in lower_is_better() else "worst first"
         header = "| value | rows | " + " | ".join(f"{key} | 95% CI" for key, _, _ in shown) + " |"
         lines += [f"## By {md(column)} ({order})", "", header, "|---|---" + "|---|---" * len(shown) + "|"]
         lines += [
