@@ -223,6 +223,48 @@ class PrecisionCheck(BaseModel):
         return cls(**figures)
 
 
+class ScoringSummary(BaseModel):
+    """The scoring step's numbers (metrics.json `scoring`, the report's run facts): what this
+    attempt scored and how fast, from the worker's events (launch/progress.py) or, for a fanned-out
+    run, from the groups' commit records (tasks/fan_out.py). Built by `measured`, the one place the
+    rates are computed; the steps hand on `as_dict()`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows_scored: int
+    tokens: int
+    padded_tokens: int
+    truncated: int
+    seconds: float
+    rows_per_s: float
+    tokens_per_s: float
+    pipeline: list[dict] | None = None  # one per pipeline of a pipeline-mode run
+    engine: dict | None = None  # rank 0's EngineFacts
+    dtype: str | None = None  # the compute dtype rank 0 loaded the model in
+    precision_check: dict | None = None  # PrecisionCheck.merged of a reduced-dtype run
+    processes: int | None = None
+    fan_out: int | None = None
+    groups: list[dict] | None = None  # one per fan-out group
+
+    @classmethod
+    def measured(cls, rows: int, tokens: int, padded_tokens: int, truncated: int, seconds: float, **more: Any) -> Self:
+        """The summary of `rows` rows (`tokens` tokens) scored in `seconds`, its rates rounded."""
+        return cls(
+            rows_scored=rows,
+            tokens=tokens,
+            padded_tokens=padded_tokens,
+            truncated=truncated,
+            seconds=round(seconds, 3),
+            rows_per_s=round(rows / max(seconds, 1e-9), 2),
+            tokens_per_s=round(tokens / max(seconds, 1e-9), 1),
+            **more,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """metrics.json's `scoring`: the fields that are set."""
+        return self.model_dump(exclude_none=True)
+
+
 class PrecisionChecked(RankEvent):
     """This process's precision check, sent once its ranges are scored (reduced dtypes only)."""
 
