@@ -13,8 +13,9 @@ from sklearn.metrics import accuracy_score, f1_score, mean_absolute_error
 
 from scorekeeper.evaluation import slices as heads_slices
 from scorekeeper.evaluation.duck import NULL_GROUP
-from scorekeeper.evaluation.heads_metrics import multilabel_metrics, regression_metrics
+from scorekeeper.evaluation.multi_label import multilabel_metrics
 from scorekeeper.evaluation.paired_tests import CHUNK, SEED
+from scorekeeper.evaluation.regression import regression_metrics
 from scorekeeper.evaluation.slices import SLICE_RESAMPLES, head_slices
 from scorekeeper.metrics.document import MetricsDocument
 from tests import test_multilabel_metrics as ml

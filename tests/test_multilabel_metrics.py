@@ -1,4 +1,4 @@
-"""The multi-label metrics of docs/contracts.md section 9 (scorekeeper/evaluation/heads_metrics.py), computed in DuckDB,
+"""The multi-label metrics of docs/contracts.md section 9 (scorekeeper/evaluation/multi_label.py), computed in DuckDB,
 against scikit-learn and references written here (binary ECE, the threshold search by brute force),
 on seeded random data with ties (rounded probabilities, exact 0 and 1 among them), a label never
 true, a label always true, rows with no label, rows without ground truth, and one row."""
@@ -27,7 +27,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from scorekeeper.evaluation.heads_metrics import multilabel_metrics
+from scorekeeper.evaluation.multi_label import multilabel_metrics
 
 LABELS = ["bug", "feature", "docs", "question", "security"]
 TOL = 1e-9

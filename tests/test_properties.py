@@ -350,7 +350,7 @@ def test_every_regression_row_is_evaluated_or_counted_apart(data, outputs):
     the four counts add up to the rows, and the metrics are scikit-learn's over the evaluated rows."""
     from sklearn.metrics import mean_absolute_error, mean_squared_error
 
-    from scorekeeper.evaluation.heads_metrics import regression_metrics
+    from scorekeeper.evaluation.regression import regression_metrics
     from tests.test_regression_metrics import make_con
 
     n = data.draw(st.integers(1, 15))

@@ -1,4 +1,4 @@
-"""The regression metrics of docs/contracts.md section 9 (scorekeeper/evaluation/heads_metrics.py), computed in DuckDB,
+"""The regression metrics of docs/contracts.md section 9 (scorekeeper/evaluation/regression.py), computed in DuckDB,
 against scikit-learn and scipy on seeded random data: ties on both sides (rounded values), targets
 equal to 0, constant targets and predictions, one row, rows without truth (null and NaN), values
 that are not finite, and several outputs."""
@@ -24,7 +24,7 @@ from sklearn.metrics import (
     root_mean_squared_error,
 )
 
-from scorekeeper.evaluation.heads_metrics import regression_metrics
+from scorekeeper.evaluation.regression import regression_metrics
 
 TOL = 1e-9
 

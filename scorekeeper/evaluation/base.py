@@ -10,8 +10,11 @@ one order for every kind.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import numpy as np
 
 from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.head_kind import HeadKind
@@ -20,6 +23,12 @@ from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 
 Logger = logging.Logger | logging.LoggerAdapter
+
+# Shared by the kinds: the calibration bins, the log loss's clipping, the rows and text shown.
+ECE_BINS = 15
+LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
+CONFIDENT_ERRORS = 20
+EXCERPT_CHARS = 200
 
 
 @dataclass
@@ -69,3 +78,16 @@ class HeadEvaluation(Protocol):
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
         """The comparison with the completed run `baseline` on the rows both scored."""
         ...
+
+
+def _mean(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _number(value) -> float | None:
+    """A SQL result as a metric: None for NULL and NaN."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value

@@ -154,6 +154,12 @@ def ovr_table(table: str, grouped: Fragment) -> Fragment:
 MICRO_LABEL = Fragment("(SELECT -1::BIGINT AS label_id, 'micro' AS label_name)")
 
 
+def records(cursor) -> list[dict]:
+    """A query's rows as dicts keyed by the SQL's column names."""
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
 def null_group_key(values: set[str]) -> str:
     """The key of a slice column's null group: NULL_GROUP, made distinct from every real value."""
     key = NULL_GROUP

@@ -8,12 +8,19 @@ The SQL lives in sql/single_label/ (and sql/shared/, sql/truth/). Only canonical
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
-
-from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
+from scorekeeper.evaluation.base import (
+    CONFIDENT_ERRORS,
+    ECE_BINS,
+    EXCERPT_CHARS,
+    LOG_LOSS_EPS,
+    Coverage,
+    Evaluation,
+    Logger,
+    _mean,
+    _number,
+)
 from scorekeeper.evaluation.compare import compare
 from scorekeeper.evaluation.duck import SLICE_GROUPS, literal, null_group_key, ovr_table, sql
 from scorekeeper.evaluation.label_audit import label_audit
@@ -36,12 +43,8 @@ from scorekeeper.metrics.registry import TOP_K_MAX
 from scorekeeper.run_folder import StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location
 
-ECE_BINS = 15
-LOG_LOSS_EPS = float(np.finfo(np.float64).eps)  # scikit-learn clips probabilities by the dtype's eps
 THRESHOLDS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 HISTOGRAM_BINS = 20
-CONFIDENT_ERRORS = 20
-EXCERPT_CHARS = 200
 
 
 class SingleLabel:
@@ -182,11 +185,6 @@ def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
     return slices, truncated
 
 
-def _mean(values) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
 def _say_how_ids_matched(logger: Logger, manifest: StagedManifest, ground_truth: StagedGroundTruth, truth_rows: int, matched: int) -> None:
     """A join on ids can silently match nothing (7 is not "007"): say how many matched, and how."""
     how = ""
@@ -194,10 +192,3 @@ def _say_how_ids_matched(logger: Logger, manifest: StagedManifest, ground_truth:
         how = f"the input's ids are {manifest.id_type} and the ground truth's {ground_truth.id_type}, compared as text; "
     message = f"ground truth: {how}{matched} of {truth_rows} ground-truth rows matched an input id"
     (logger.warning if how or matched < truth_rows else logger.info)(message)
-
-
-def _number(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value

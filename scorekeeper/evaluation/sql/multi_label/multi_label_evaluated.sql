@@ -1,6 +1,6 @@
 -- reads: truth_elements, labels, truth, predictions, staged
 -- creates: ml_truth_names, ml_truth_vectors, ml_rows
--- A multi-label run's rows for scorekeeper/evaluation/heads_metrics.py: `ml_rows` (row_index, id as text,
+-- A multi-label run's rows for scorekeeper/evaluation/multi_label.py: `ml_rows` (row_index, id as text,
 -- probabilities, truth BOOLEAN[] in model label order or NULL without ground truth, text), one
 -- row per scored row. Each list element is resolved by the one rule of the column ({rule}: 'id',
 -- 'name' or 'name_or_id', a literal decided once from the elements' type and values by

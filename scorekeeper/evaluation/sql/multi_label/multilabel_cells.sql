@@ -1,7 +1,7 @@
 -- reads: ml_rows, ml_labels
 -- creates: ml_cells
 -- One row per (evaluated row, model label) of a multi-label run, from `ml_rows` and `ml_labels`
--- (scorekeeper/evaluation/heads_metrics.py documents both). Rows whose truth is null have no ground truth and are
+-- (scorekeeper/evaluation/multi_label.py documents both). Rows whose truth is null have no ground truth and are
 -- not evaluated; an empty truth (every element false) is a row with no label. A label is predicted
 -- when its probability is strictly above its threshold. `tuning` splits the rows into two halves
 -- for threshold tuning: the first hex digit of md5 of the id's text is 0-7 (tuning) or 8-f

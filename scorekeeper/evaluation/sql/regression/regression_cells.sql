@@ -1,7 +1,7 @@
 -- reads: reg_input
 -- creates: reg_status, reg_cells
 -- One row per (evaluated row, output) of a regression run, from the view `reg_input` (row_index,
--- id, text, prediction DOUBLE[], truth DOUBLE[]; scorekeeper/evaluation/heads_metrics.py makes it from `reg_rows`).
+-- id, text, prediction DOUBLE[], truth DOUBLE[]; scorekeeper/evaluation/regression.py makes it from `reg_rows`).
 -- A row is evaluated when every output has a truth and both truth and prediction are finite.
 -- Null or NaN is a missing truth: a row missing all of them has no ground truth, a row missing
 -- some of them is counted apart (partial_truth), and so is a row with an infinite truth or a

@@ -1,6 +1,6 @@
 -- reads: predictions, truth, staged
 -- creates: reg_rows
--- A regression run's rows for scorekeeper/evaluation/heads_metrics.py: `reg_rows` (row_index, id as text,
+-- A regression run's rows for scorekeeper/evaluation/regression.py: `reg_rows` (row_index, id as text,
 -- prediction, truth (NULL without ground truth), text), one row per scored row; a number each, or
 -- lists in output order when the head has several outputs.
 -- Expects: truth (row_index, id, value), predictions, staged.
