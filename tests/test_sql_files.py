@@ -135,9 +135,8 @@ def test_every_file_reads_only_what_the_driver_made_before_it(tmp_path, monkeypa
     connect = duck.connect
     monkeypatch.setattr(duck, "connect", lambda fs=None: Checked(connect(fs), ran))
     build(tmp_path / "golden")
-    # the golden evaluations run every file but the ground truth in files of multi-label and regression
-    # heads and the predicted-vs-true density (past SCATTER_POINTS rows)
-    assert set(duck.sql_files()) - set(ran) == {"heads_truth_from_files.sql", "regression_density.sql"}
+    # the golden evaluations run every file but the predicted-vs-true density (past SCATTER_POINTS rows)
+    assert set(duck.sql_files()) - set(ran) == {"regression_density.sql"}
 
 
 def test_no_sql_is_built_with_an_f_string():

@@ -32,7 +32,7 @@ from scorekeeper.evaluation.heads_compare import _block_codes, _dense, _sample, 
 from scorekeeper.evaluation.matching import ColumnKind, TruthRule
 from scorekeeper.evaluation.paired_tests import mcnemar_exact
 from scorekeeper.evaluation.slices import head_slices
-from scorekeeper.evaluation.truth import head_truth_table, match_truth
+from scorekeeper.evaluation.truth import match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
 from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument, RecordedMetrics
@@ -281,7 +281,7 @@ class MultiLabel:
     kind = HeadKind.MULTI_LABEL
 
     def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-        return head_truth_table(ev.con, ev.run, ev.manifest, self.kind)
+        return truth_table(ev.con, ev.run, ev.manifest, self.kind)
 
     def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
         """The multi-label metrics; the list elements are matched to the labels by the column's one

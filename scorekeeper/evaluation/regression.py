@@ -32,7 +32,7 @@ from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
 from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
 from scorekeeper.evaluation.slices import head_slices
-from scorekeeper.evaluation.truth import check_regression_truth, head_truth_table
+from scorekeeper.evaluation.truth import check_regression_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import Pairing, compared_metrics, scalar_metrics
@@ -321,7 +321,7 @@ class Regression:
     kind = HeadKind.REGRESSION
 
     def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-        return head_truth_table(ev.con, ev.run, ev.manifest, self.kind)
+        return truth_table(ev.con, ev.run, ev.manifest, self.kind)
 
     def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
         check_regression_truth(ev.con, ev.labels, ev.truth_column)  # checked before scoring too; a resumed run's truth again

@@ -23,65 +23,61 @@ def label_table(con, name: str, labels: list[str]) -> None:
         con.executemany(statement("INSERT INTO {name} VALUES (?, ?)", name=name), list(enumerate(labels)))
 
 
-def truth_table(con, run: RunFolder, manifest: StagedManifest) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-    """The temp table `truth` (row_index, id, raw_label as text) from the staged label column or the
-    staged ground-truth files; returns where the truth came from and the column's kind (None, None
-    for a scoring-only run). Expects the `staged` view."""
+# The truth's column as each kind reads it: a single-label head's text (`raw_label`), matched to the
+# labels by the column's one rule; the others' value in its staged type (a list of label names or
+# ids, or a number); and the column of a run without ground truth.
+RAW_LABEL = Fragment("CAST(src.label AS VARCHAR) AS raw_label")
+STAGED_VALUE = Fragment("src.label AS value")
+NO_TRUTH = {
+    HeadKind.SINGLE_LABEL: Fragment("raw_label VARCHAR"),
+    HeadKind.MULTI_LABEL: Fragment("value VARCHAR[]"),
+    HeadKind.REGRESSION: Fragment("value DOUBLE"),
+}
+
+
+def truth_table(
+    con, run: RunFolder, manifest: StagedManifest, head: HeadKind | str = HeadKind.SINGLE_LABEL
+) -> tuple[GroundTruthSource | None, ColumnKind | None]:
+    """The temp table `truth` of every kind of head, from the staged label column or the staged
+    ground-truth files: (row_index, id, raw_label as text) for a single-label head, (row_index, id,
+    value in its staged type) for the others, and for multi-label also `truth_elements` (row_index,
+    id, raw_label as text: one row per list element), on which its rule is decided. Returns where
+    the truth came from and the kind of the values its rule is decided on (None for a regression
+    head, whose truth holds numbers, and for a run without ground truth). Expects the `staged` view."""
+    head = HeadKind(head)
+    value = RAW_LABEL if head == HeadKind.SINGLE_LABEL else STAGED_VALUE
     ground_truth = manifest.ground_truth
-    source: GroundTruthSource
+    source: GroundTruthSource | None
+    view: str | None
     if ground_truth:
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
         id_cast = Fragment("" if ground_truth.id_type == manifest.id_type else "::VARCHAR")
-        con.execute(sql("truth_from_files.sql", id_cast=id_cast))
+        con.execute(sql("truth_from_files.sql", id_cast=id_cast, value=value))
         view, source = "ground_truth", "ground_truth_uri"
     elif manifest.has_label:
-        con.execute(sql("truth_from_input.sql"))
+        con.execute(sql("truth_from_input.sql", value=value))
         view, source = "staged", "label_column"
     else:
-        con.execute("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, raw_label VARCHAR)")
-        return None, None
+        con.execute(statement("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, {column})", column=NO_TRUTH[head]))
+        view, source = None, None
+    if head == HeadKind.MULTI_LABEL:
+        con.execute(
+            "CREATE TEMP TABLE truth_elements AS "
+            "SELECT row_index, id, CAST(unnest(value) AS VARCHAR) AS raw_label FROM truth WHERE row_index IS NOT NULL"
+        )
+    if view is None or head == HeadKind.REGRESSION:
+        return source, None
     return source, label_kind(con, view)
+
+
+# The name the multi-label and regression evaluations called it by.
+head_truth_table = truth_table
 
 
 def label_kind(con, view: str) -> ColumnKind:
     """The kind of the `label` column of `view` (staged or ground_truth)."""
-    column_type = con.execute(statement("SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'", view=view)).fetchall()[0][
-        0
-    ]
-    return column_kind(column_type)
-
-
-def head_truth_table(
-    con, run: RunFolder, manifest: StagedManifest, head: HeadKind | str
-) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-    """A multi-label or regression run's temp table `truth` (row_index, id, value in its staged
-    type: a list of label names or ids, or a number) and, for multi-label, `truth_elements`
-    (row_index, id, raw_label as text: one row per list element), on which its rule is decided.
-    Returns where the truth came from and, for multi-label, the kind of its elements. Expects the
-    `staged` view."""
-    ground_truth = manifest.ground_truth
-    source: GroundTruthSource | None
-    if ground_truth:
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
-        id_cast = Fragment("" if ground_truth.id_type == manifest.id_type else "::VARCHAR")
-        con.execute(sql("heads_truth_from_files.sql", id_cast=id_cast))
-        view, source = "ground_truth", "ground_truth_uri"
-    elif manifest.has_label:
-        con.execute(sql("heads_truth_from_input.sql"))
-        view, source = "staged", "label_column"
-    else:
-        value_type = Fragment("VARCHAR[]" if head == HeadKind.MULTI_LABEL else "DOUBLE")
-        con.execute(statement("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, value {value_type})", value_type=value_type))
-        view, source = None, None
-    if head != HeadKind.MULTI_LABEL:
-        return source, None
-    con.execute(
-        "CREATE TEMP TABLE truth_elements AS "
-        "SELECT row_index, id, CAST(unnest(value) AS VARCHAR) AS raw_label FROM truth WHERE row_index IS NOT NULL"
-    )
-    if view is None:
-        return None, None
-    return source, label_kind(con, view)
+    query = statement("SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'", view=view)
+    return column_kind(con.execute(query).fetchall()[0][0])
 
 
 def truth_values(con, labels_table: str = "labels", truth: str = "truth") -> TruthValues:
@@ -125,7 +121,7 @@ def match_truth(
 def check_regression_truth(con, outputs: list[str], column: str) -> None:
     """A regression truth's shape against the head's outputs, the one place it is checked: one
     number per row for one output, a list of as many numbers as there are outputs for several.
-    Expects the `truth` table of head_truth_table. A scalar column for a head of several outputs
+    Expects the `truth` table of truth_table. A scalar column for a head of several outputs
     (or lists for one) was a DuckDB binder error with a traceback, after every row was scored."""
     value_type = con.execute("SELECT column_type FROM (DESCRIBE truth) WHERE column_name = 'value'").fetchall()[0][0]
     if not con.execute("SELECT count(*) FROM truth WHERE row_index IS NOT NULL").fetchall()[0][0]:
@@ -155,7 +151,7 @@ def check_regression_truth(con, outputs: list[str], column: str) -> None:
 
 
 def check_truth(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: str = HeadKind.SINGLE_LABEL
+    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: HeadKind | str = HeadKind.SINGLE_LABEL
 ) -> TruthMatching | None:
     """Decide the ground truth's rule as soon as it is staged, before anything is scored: a column
     that would resolve differently by name and by id is refused up front, not after the scoring.
@@ -165,15 +161,12 @@ def check_truth(
     con = connect_run(run)
     try:
         con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        label_table(con, "labels", labels)
+        _, kind = truth_table(con, run, manifest, head)
         if head == HeadKind.REGRESSION:
-            head_truth_table(con, run, manifest, head)
             check_regression_truth(con, labels, column)
             return None
-        label_table(con, "labels", labels)
-        if head == HeadKind.MULTI_LABEL:
-            _, kind = head_truth_table(con, run, manifest, head)
-            return match_truth(con, kind, labels, column, quiet=True, truth="truth_elements") if kind else None
-        _, kind = truth_table(con, run, manifest)
-        return match_truth(con, kind, labels, column, quiet=True) if kind else None
+        elements = "truth_elements" if head == HeadKind.MULTI_LABEL else "truth"
+        return match_truth(con, kind, labels, column, quiet=True, truth=elements) if kind else None
     finally:
         con.close()
