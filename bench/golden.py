@@ -186,8 +186,19 @@ def build(out: Path) -> None:
     from scorekeeper.report.report import publish_report
 
     # One DuckDB thread: a parallel sum's last bit depends on how the rows were split between threads,
-    # and report.html shows every number's repr (data-value).
+    # and report.html shows every number's repr (data-value). The setting is restored afterwards.
+    threads = os.environ.get("SCOREKEEPER_DUCKDB_THREADS")
     os.environ["SCOREKEEPER_DUCKDB_THREADS"] = "1"
+    try:
+        _build(out, publish_report)
+    finally:
+        if threads is None:
+            os.environ.pop("SCOREKEEPER_DUCKDB_THREADS", None)
+        else:
+            os.environ["SCOREKEEPER_DUCKDB_THREADS"] = threads
+
+
+def _build(out: Path, publish_report) -> None:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)

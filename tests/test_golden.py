@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.golden import build, compare_snapshot
+from bench.golden import compare_snapshot
 
 SNAPSHOT = Path(__file__).with_name("golden") / "snapshot.json"
 
 
-def test_the_golden_evaluations_publish_what_the_snapshot_holds(tmp_path, monkeypatch):
-    monkeypatch.setenv("SCOREKEEPER_DUCKDB_THREADS", "1")
-    build(tmp_path / "golden")
-    problems = compare_snapshot(tmp_path / "golden", json.loads(SNAPSHOT.read_text()))
+def test_the_golden_evaluations_publish_what_the_snapshot_holds(golden_build):
+    out, _ = golden_build  # tests/conftest.py: bench/golden.py's build, once per session
+    problems = compare_snapshot(out, json.loads(SNAPSHOT.read_text()))
     assert not problems, "\n".join(problems[:40])

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from scorekeeper.evaluation import duck
+from tests.sql_check import header
 
 ROOT = Path(__file__).resolve().parents[1]
 SQL = ROOT / "scorekeeper" / "evaluation" / "sql"
@@ -23,14 +24,6 @@ CREATE = re.compile(
 READ = re.compile(r"\b(?:FROM|JOIN)\s+(\{?[A-Za-z_][A-Za-z0-9_]*\}?)", re.IGNORECASE)
 CTE = re.compile(r"(?:\bWITH\s+(?:RECURSIVE\s+)?|,\s*)([A-Za-z_][A-Za-z0-9_]*)\s+AS\s*(?:NOT\s+)?(?:MATERIALIZED\s+)?\(", re.IGNORECASE)
 NOT_TABLES = {"select", "unnest", "range", "generate_series", "lateral"}
-
-
-def header(path: Path) -> tuple[list[str], list[str]]:
-    first, second = path.read_text().splitlines()[:2]
-    assert first.startswith("-- reads: ") and second.startswith("-- creates: "), path
-    names = [[n.strip() for n in line.split(": ", 1)[1].split(",")] for line in (first, second)]
-    reads, creates = ([] if n == ["nothing"] else n for n in names)
-    return reads, creates
 
 
 def parsed(path: Path) -> tuple[set[str], set[str]]:
@@ -71,76 +64,10 @@ def test_the_header_check_sees_a_table_the_header_leaves_out(tmp_path):
     assert parsed(wrong) == ({"truth", "labels"}, {"x"}) != tuple(set(n) for n in header(wrong))
 
 
-class Checked:
-    """A DuckDB connection that checks each SQL file's header when the file runs."""
-
-    def __init__(self, con, ran: list[str]):
-        self._con, self._ran = con, ran
-        self._made: duck.SqlFile | None = None  # checked at the next statement, once its result is read
-
-    def _names(self) -> set[str]:
-        rows = self._con.execute(
-            "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() "
-            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE function_type = 'macro'"
-        ).fetchall()
-        return {name for (name,) in rows}
-
-    def _resolve(self, names: list[str], text: duck.SqlFile) -> set[str]:
-        out = set()
-        for name in names:
-            if name.startswith("<"):
-                value = text.macros[name.strip("<>")]
-                if isinstance(value, duck.Fragment):  # SQL text, not a name: a file of its own is checked when it runs
-                    continue
-                name = value
-            out.add(name)
-        return out
-
-    def _check(self, text) -> None:
-        if isinstance(text, duck.SqlFile):
-            for value in text.macros.values():
-                if isinstance(value, duck.SqlFile):  # a file run inside another (ovr_running.sql's query)
-                    self._check(value)
-                    self._ran.append(value.name)
-            reads, _ = header(duck.sql_files()[text.name])
-            missing = self._resolve(reads, text) - self._names()
-            assert not missing, f"{text.name} reads {sorted(missing)} before anything created it"
-
-    def _check_made(self) -> None:
-        if self._made is not None:
-            _, creates = header(duck.sql_files()[self._made.name])
-            missing = self._resolve(creates, self._made) - self._names()
-            assert not missing, f"{self._made.name} did not create {sorted(missing)}"
-            self._made = None
-
-    def execute(self, query, *args):
-        self._check_made()
-        self._check(query)
-        result = self._con.execute(query, *args)
-        if isinstance(query, duck.SqlFile):
-            self._ran.append(query.name)
-            self._made = query
-        return result
-
-    def executemany(self, query, *args):
-        self._check_made()
-        return self._con.executemany(query, *args)
-
-    def close(self) -> None:
-        self._check_made()
-        self._con.close()
-
-    def __getattr__(self, name):
-        return getattr(self._con, name)
-
-
-def test_every_file_reads_only_what_the_driver_made_before_it(tmp_path, monkeypatch):
-    from bench.golden import build
-
-    ran: list[str] = []
-    connect = duck.connect
-    monkeypatch.setattr(duck, "connect", lambda fs=None: Checked(connect(fs), ran))
-    build(tmp_path / "golden")
+def test_every_file_reads_only_what_the_driver_made_before_it(golden_build):
+    """golden_build (tests/conftest.py) runs the golden evaluations through a connection that checks
+    each file's header when the file runs (tests/sql_check.py)."""
+    _, ran = golden_build
     # the golden evaluations run every file of the driver's folders but the predicted-vs-true density
     # (past SCATTER_POINTS rows)
     driver_files = {p.name for p in FILES if p.parent.name in DRIVER_FOLDERS}
