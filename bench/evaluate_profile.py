@@ -3,7 +3,7 @@ over a completed run folder (bench/scale.py leaves them in <work>/scale-runs/).
 
     python bench/evaluate_profile.py build/scale/scale-runs/scale-3000000 [--slice-columns category] [--top 25]
 
-The evaluation runs as the flow runs it (tasks/evaluate.py, the connection's settings from the
+The evaluation runs as the flow runs it (scorekeeper/evaluation/driver.py, the connection's settings from the
 environment: SCOREKEEPER_DUCKDB_MEMORY_LIMIT=4GB shows what spilling costs), with each statement
 timed through the connection. The recomputed metrics are checked against the run's metrics.json:
 equal but for the last digits of float sums, which vary with DuckDB's threads.
@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from scorekeeper.evaluation import driver as evaluation  # noqa: E402
+from scorekeeper.evaluation import duck  # noqa: E402
 from scorekeeper.run_folder import RunFolder  # noqa: E402
-from scorekeeper.tasks import duck  # noqa: E402
-from scorekeeper.tasks import evaluate as evaluation  # noqa: E402
 
 # what the flow adds after the evaluation (tasks/evaluation.py, flows/score.py), and its clock
 NOT_EVALUATED = {"finished_at", "history", "gates", "scoring", "precision"}

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_serializer, field_validator
 
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import Dtype, Head, Mode, ScoreRequest, resolve_num_processes
 from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import IndexRange, RunFolder
@@ -56,7 +57,7 @@ class ScoringSettings(_Section):
     microbatches: int
     # the kind of head (scorekeeper.heads), resolved by the flow (an `auto` the worker resolves the
     # same way from the config); defaults: what job files written before them meant
-    head: Head = "single_label"
+    head: Head = Field(HeadKind.SINGLE_LABEL.value)
     thresholds: float | dict[str, float] = 0.5
 
 
@@ -220,6 +221,48 @@ class PrecisionCheck(BaseModel):
             if values:
                 figures[name] = combine(values)
         return cls(**figures)
+
+
+class ScoringSummary(BaseModel):
+    """The scoring step's numbers (metrics.json `scoring`, the report's run facts): what this
+    attempt scored and how fast, from the worker's events (launch/progress.py) or, for a fanned-out
+    run, from the groups' commit records (tasks/fan_out.py). Built by `measured`, the one place the
+    rates are computed; the steps hand on `as_dict()`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows_scored: int
+    tokens: int
+    padded_tokens: int
+    truncated: int
+    seconds: float
+    rows_per_s: float
+    tokens_per_s: float
+    pipeline: list[dict] | None = None  # one per pipeline of a pipeline-mode run
+    engine: dict | None = None  # rank 0's EngineFacts
+    dtype: str | None = None  # the compute dtype rank 0 loaded the model in
+    precision_check: dict | None = None  # PrecisionCheck.merged of a reduced-dtype run
+    processes: int | None = None
+    fan_out: int | None = None
+    groups: list[dict] | None = None  # one per fan-out group
+
+    @classmethod
+    def measured(cls, rows: int, tokens: int, padded_tokens: int, truncated: int, seconds: float, **more: Any) -> Self:
+        """The summary of `rows` rows (`tokens` tokens) scored in `seconds`, its rates rounded."""
+        return cls(
+            rows_scored=rows,
+            tokens=tokens,
+            padded_tokens=padded_tokens,
+            truncated=truncated,
+            seconds=round(seconds, 3),
+            rows_per_s=round(rows / max(seconds, 1e-9), 2),
+            tokens_per_s=round(tokens / max(seconds, 1e-9), 1),
+            **more,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """metrics.json's `scoring`: the fields that are set."""
+        return self.model_dump(exclude_none=True)
 
 
 class PrecisionChecked(RankEvent):

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scorekeeper.evaluation.matching import why_nothing_evaluated
 from scorekeeper.params import ScoreRequest
-from scorekeeper.staging.truth import why_nothing_evaluated
 
 NONE_WORDS = {"none", "null"}
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scorekeeper.evaluation.paired_tests import ALPHA, detectable_change
 from scorekeeper.metrics.document import GateResult
 from scorekeeper.metrics.registry import (
     HeadKind,
@@ -40,7 +41,6 @@ from scorekeeper.metrics.registry import (
     run_metrics,
     value_at,
 )
-from scorekeeper.paired_tests import ALPHA, detectable_change
 
 SIGNIFICANCE = ALPHA
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from scorekeeper.errors import InputError, ModelError
+from scorekeeper.head_kind import AUTO, HEAD_CHOICES, HeadKind
 
-HEAD_CHOICES = ("auto", "single_label", "multi_label", "regression")
-HEAD_KINDS = HEAD_CHOICES[1:]
 # config.problem_type -> the kind it names (transformers' own three values)
 PROBLEM_TYPES = {
-    "single_label_classification": "single_label",
-    "multi_label_classification": "multi_label",
-    "regression": "regression",
+    "single_label_classification": HeadKind.SINGLE_LABEL,
+    "multi_label_classification": HeadKind.MULTI_LABEL,
+    "regression": HeadKind.REGRESSION,
 }
 DEFAULT_THRESHOLD = 0.5
 
@@ -49,21 +48,21 @@ def resolve_head(requested: str, config: Mapping, folder: str) -> str:
     if requested not in HEAD_CHOICES:
         raise InputError(f"head {requested!r} is not one of {', '.join(HEAD_CHOICES)}")
     head = requested
-    if requested == "auto":
+    if requested == AUTO:
         problem = config.get("problem_type")
         if problem is None:
             if outputs < 2:
                 raise ModelError(one_logit_message(folder, "and its config names no problem_type"))
-            return "single_label"
+            return HeadKind.SINGLE_LABEL
         if problem not in PROBLEM_TYPES:
             raise ModelError(
                 f"model in {folder}: config problem_type {problem!r} is not one of {', '.join(PROBLEM_TYPES)}; set head explicitly"
             )
         head = PROBLEM_TYPES[problem]
-    if head == "single_label" and outputs < 2:
+    if head == HeadKind.SINGLE_LABEL and outputs < 2:
         why = (
             "and a softmax over one output is always 1.0"
-            if requested == "single_label"
+            if requested == HeadKind.SINGLE_LABEL
             else "but its config says single_label_classification"
         )
         raise ModelError(one_logit_message(folder, why))
@@ -78,7 +77,7 @@ def check_head_options(head: str, labels: Sequence[str], thresholds, label_colum
     from scorekeeper.gates import head_gates
 
     head_gates(gates, head)  # the head is known now: its own metrics only
-    if head != "multi_label":
+    if head != HeadKind.MULTI_LABEL:
         if isinstance(thresholds, Mapping) or thresholds != DEFAULT_THRESHOLD:
             raise InputError(f"thresholds apply to multi_label heads; this model's head is {head}")
         if label_columns:

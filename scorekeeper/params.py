@@ -17,11 +17,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from scorekeeper.head_kind import AUTO, HeadChoice
 from scorekeeper.redact import redact_uri
 
 Mode = Literal["replica", "pipeline"]
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
-Head = Literal["auto", "single_label", "multi_label", "regression"]  # scorekeeper.heads
+Head = HeadChoice  # scorekeeper/head_kind.py
 
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -445,7 +446,7 @@ class ScoreRequest(BaseModel):
             needing = [name for name in self.gates if name in COMPARISON_METRICS]
             if needing:
                 raise ValueError(f"gates {', '.join(needing)} compare with another run: set compare_to too")
-        if self.head != "auto":
+        if self.head != AUTO:
             from scorekeeper.gates import parse_gates
 
             parse_gates(self.gates, head=self.head)  # a head given as a parameter: gates on its own metrics only

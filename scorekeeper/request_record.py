@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from scorekeeper.errors import RunConflict
+from scorekeeper.head_kind import AUTO, HeadKind
 from scorekeeper.params import SCORING_PARAMETERS, URI_FIELDS, ScoreRequest
 from scorekeeper.redact import normalise_uri
 from scorekeeper.run_folder import RunFolder
@@ -82,7 +83,7 @@ def check_resumable(earlier: RequestRecord, now: RequestRecord) -> None:
 
 
 # Parameters that change predictions, added after runs existed, with the value every earlier run had.
-LATER_PARAMETERS = {"head": "single_label", "thresholds": 0.5}
+LATER_PARAMETERS = {"head": HeadKind.SINGLE_LABEL, "thresholds": 0.5}
 _NEVER = object()
 
 
@@ -90,6 +91,6 @@ def _comparable(name: str, value):
     # ./data, its absolute path, file:// and a trailing / are one place
     if name in URI_FIELDS:
         return normalise_uri(value)
-    if name == "head" and value == "auto":  # a request.json written before heads were resolved: single-label
-        return "single_label"
+    if name == "head" and value == AUTO:  # a request.json written before heads were resolved: single-label
+        return HeadKind.SINGLE_LABEL
     return value

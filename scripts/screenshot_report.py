@@ -34,7 +34,7 @@ def main() -> int:
         if args.run:
             page = Path(args.run).resolve() / "report" / "report.html"
         else:
-            from scorekeeper.tasks.report import render_html
+            from scorekeeper.report.report import render_html
             from tests.report_fixture import full_metrics
 
             page = Path(tmp) / "report.html"

@@ -1,7 +1,7 @@
 """Prefect artifacts: a progress bar while scoring, then a summary, a per-class table, the plots
 and a link to the report. Only called from inside a flow run.
 
-Its text comes from tasks/render.py, as the report's does; it imports none of the flow's steps, so
+Its text comes from scorekeeper/report/render.py, as the report's does; it imports none of the flow's steps, so
 the scoring steps (score, fan_out) import it without pulling in the report."""
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from prefect.artifacts import (
 from scorekeeper.escape import md_code, md_text
 from scorekeeper.metrics.registry import compared_metrics, head_of, metric_value
 from scorekeeper.redact import redact_uri
-from scorekeeper.tasks import plots
-from scorekeeper.tasks.render import fmt, headline, plot_files, signed
-from scorekeeper.tasks.report_stats import tests_sentence
+from scorekeeper.report import plots
+from scorekeeper.report.render import fmt, headline, plot_files, signed
+from scorekeeper.report.report_stats import tests_sentence
+from scorekeeper.tasks.open_run import RunContext
 
 
 class ProgressTracker:
@@ -129,7 +130,7 @@ def per_class_rows(metrics: dict) -> list[dict]:
     return [{"label": md_text(name), **values} for name, values in metrics["per_class"].items()]
 
 
-def publish_report_artifacts(context, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
+def publish_report_artifacts(context: RunContext, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
     svgs = plot_files(metrics)
     create_markdown_artifact(
         summary_markdown(metrics, context.run_id, redact_uri(context.run_uri), throughput, svgs),

@@ -29,17 +29,17 @@ from uuid import UUID
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.boundary import Job
+from scorekeeper.boundary import Job, ScoringSummary
 from scorekeeper.errors import InputError, ScoringFailed
 from scorekeeper.launch.clock import RunningClock
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
+from scorekeeper.report.render import spans
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.plan import committed_ranges
-from scorekeeper.tasks.render import spans
 
 POLL_S = 2.0
 STATUS_LOG_S = 15.0
@@ -334,18 +334,16 @@ class FanOut:
         rows = sum(c.rows for c in mine)
         tokens = sum(c.tokens for c in mine)
         last_scoring = [(g.latest.record or {}).get("scoring") or {} for g in self.groups]
-        return {
-            "rows_scored": rows,
-            "tokens": tokens,
-            "padded_tokens": sum(s.get("padded_tokens", 0) for s in last_scoring),
-            "truncated": sum(c.truncated for c in mine),
-            "seconds": round(seconds, 3),
-            "rows_per_s": round(rows / max(seconds, 1e-9), 2),
-            "tokens_per_s": round(tokens / max(seconds, 1e-9), 1),
-            "processes": sum(s.get("processes", 0) for s in last_scoring),
-            "fan_out": self.request.fan_out,
-            "groups": groups,
-        }
+        return ScoringSummary.measured(
+            rows,
+            tokens,
+            sum(s.get("padded_tokens", 0) for s in last_scoring),
+            sum(c.truncated for c in mine),
+            seconds,
+            processes=sum(s.get("processes", 0) for s in last_scoring),
+            fan_out=self.request.fan_out,
+            groups=groups,
+        ).as_dict()
 
     def failure(self) -> ScoringFailed | None:
         failed = [g for g in self.groups if g.status == "failed"]
@@ -410,8 +408,7 @@ def score_groups(request: ScoreRequest, context: RunContext, job: Job) -> dict:
     logger = get_run_logger()
     if not job.ranges:
         logger.info("every range is committed already; nothing to score")
-        return {"rows_scored": 0, "tokens": 0, "padded_tokens": 0, "truncated": 0, "seconds": 0.0, "rows_per_s": 0.0,
-                "tokens_per_s": 0.0, "processes": 0, "fan_out": request.fan_out, "groups": []}  # fmt: skip
+        return ScoringSummary.measured(0, 0, 0, 0, 0.0, processes=0, fan_out=request.fan_out, groups=[]).as_dict()
     started = time.time()
     with get_client(sync_client=True) as client:
         fan_out = FanOut(request, context, job, client)

@@ -14,6 +14,7 @@ from scorekeeper.errors import GateFailed
 from scorekeeper.gates import failure_message
 from scorekeeper.metrics.document import GateResult, MetricsDocument
 from scorekeeper.redact import raises_redacted
+from scorekeeper.tasks.open_run import RunContext
 
 
 def enforce_gates(gates: list[GateResult] | None, run_uri: str) -> None:
@@ -25,7 +26,7 @@ def enforce_gates(gates: list[GateResult] | None, run_uri: str) -> None:
 
 @task(name="check quality gates", cache_policy=NO_CACHE)
 @raises_redacted
-def check_gates_task(context, metrics: MetricsDocument) -> None:
+def check_gates_task(context: RunContext, metrics: MetricsDocument) -> None:
     """Fail the run when a quality gate failed (the report is already published)."""
     gates = metrics.gates
     for gate in gates or []:

@@ -19,6 +19,7 @@ from scorekeeper.errors import GatherError
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
 from scorekeeper.tasks.memory import release_memory
+from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.plan import committed_ranges
 from scorekeeper.tasks.retries import IO_RETRIES
 
@@ -100,7 +101,7 @@ def _read_verified_shard(run: RunFolder, record: CommitRecord):
 
 @task(name="gather predictions", **IO_RETRIES)
 @raises_redacted
-def gather_task(context, job) -> dict:
+def gather_task(context: RunContext, job) -> dict:
     """Prove the committed ranges tile the rows exactly once, then write predictions.parquet."""
     gathered = gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
     release_memory(job.total_rows)  # the shards' pages, before the evaluation's DuckDB connection takes its limit

@@ -15,6 +15,7 @@ from scorekeeper.boundary import PrecisionCheck
 from scorekeeper.errors import GateFailed
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
+from scorekeeper.tasks.open_run import RunContext
 
 
 def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str]:
@@ -34,7 +35,7 @@ def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str
 
 @task(name="check precision bounds", cache_policy=NO_CACHE)
 @raises_redacted
-def check_precision_task(request: ScoreRequest, context, throughput: dict) -> None:
+def check_precision_task(request: ScoreRequest, context: RunContext, throughput: dict) -> None:
     """Fail the run when the precision check exceeds a bound (the report is already published)."""
     figures = throughput.get("precision_check")
     if figures is None:

@@ -20,6 +20,7 @@ from scorekeeper.run_folder import RunFolder, SkippedFiles, StagedGroundTruth, S
 from scorekeeper.staging.listing import SHOWN, list_input, list_input_files
 from scorekeeper.staging.stage import changed_files, new_workdir, stage_ground_truth, stage_input, staging_key
 from scorekeeper.tasks.memory import release_memory
+from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 def first_duplicate_ids(parquet_path: str, limit: int = SHOWN) -> list[tuple]:
     """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
     In the staged input a row's position in the file is its row_index."""
-    from scorekeeper.tasks import duck
+    from scorekeeper.evaluation import duck
 
     with duck.connect() as con:
         return con.execute(
@@ -110,10 +111,10 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
 
 @task(name="read inputs", **IO_RETRIES)
 @raises_redacted
-def read_inputs_task(request: ScoreRequest, context) -> StagedManifest:
+def read_inputs_task(request: ScoreRequest, context: RunContext) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth); decide how the
     ground truth is matched to the model's labels before anything is scored."""
-    from scorekeeper.tasks.truth import check_truth
+    from scorekeeper.evaluation.truth import check_truth
 
     manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
     check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)

@@ -25,9 +25,10 @@ def transient_io_errors() -> tuple[type[BaseException], ...]:
     """
     import aiohttp
     import botocore.exceptions
-    import duckdb
     import httpx
     from s3fs.core import S3_RETRYABLE_ERRORS
+
+    from scorekeeper.evaluation.duck import transient_errors
 
     return (
         OSError,
@@ -36,8 +37,7 @@ def transient_io_errors() -> tuple[type[BaseException], ...]:
         botocore.exceptions.HTTPClientError,
         aiohttp.ClientConnectionError,
         httpx.TransportError,
-        duckdb.IOException,
-        duckdb.HTTPException,
+        *transient_errors(),
     )
 
 

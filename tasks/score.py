@@ -41,7 +41,7 @@ def score_job(job: Job, job_uri: str, what: str, processes: ScoringProcesses | N
     progress = Progress(total_rows=sum(r.rows for r in job.ranges))
     if not job.ranges:
         logger.info("every range is committed already; nothing to score")
-        return progress.summary() | {"processes": 0}
+        return progress.summary(processes=0)
     logger.info(
         "scoring %d rows in %d ranges with %d process(es), %s mode",
         progress.total_rows,
@@ -61,7 +61,7 @@ def score_job(job: Job, job_uri: str, what: str, processes: ScoringProcesses | N
 
     processes.hand_over(job_uri)  # started ahead: their imports are done (else launched with the job now)
     processes.follow(progress, on_progress)
-    return progress.summary() | {"processes": processes.num_processes}
+    return progress.summary(processes=processes.num_processes)
 
 
 @contextmanager

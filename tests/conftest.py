@@ -82,3 +82,23 @@ def pytest_unconfigure(config):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_SESSION["exitstatus"])
+
+
+@pytest.fixture(scope="session")
+def golden_build(tmp_path_factory):
+    """bench/golden.py's evaluations built once, through connections that check each SQL file's
+    header as it runs (tests/sql_check.py): (the folder of published files, the SQL files run in order).
+    tests/test_golden.py compares the files with the snapshot, tests/test_sql_files.py the order."""
+    from bench.golden import build
+    from scorekeeper.evaluation import duck
+    from tests.sql_check import Checked
+
+    ran: list[str] = []
+    connect = duck.connect
+    duck.connect = lambda fs=None: Checked(connect(fs), ran)
+    try:
+        out = tmp_path_factory.mktemp("golden") / "build"
+        build(out)
+    finally:
+        duck.connect = connect
+    return out, ran

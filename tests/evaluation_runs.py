@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from scorekeeper.evaluation.driver import evaluate
 from scorekeeper.run_folder import RunFolder, StagedManifest
-from scorekeeper.tasks.evaluate import evaluate
 from tests.helpers import write_predictions
 
 

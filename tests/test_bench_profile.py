@@ -32,7 +32,7 @@ def test_the_profile_recomputes_the_runs_metrics_and_says_when_they_differ(tmp_p
     assert main([str(tmp_path / "run")]) == 1
     assert ".accuracy:" in capsys.readouterr().out
     # the evaluation's own connection is back for whatever runs next in this process
-    from scorekeeper.tasks import evaluate
-    from scorekeeper.tasks.duck import connect_run
+    from scorekeeper.evaluation import driver as evaluate
+    from scorekeeper.evaluation.duck import connect_run
 
     assert evaluate.connect_run is connect_run

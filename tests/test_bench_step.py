@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from bench.step import main, read_ranges
 from tests.helpers import make_rows, reference_probabilities
@@ -25,6 +26,7 @@ def test_ranges_are_consecutive_and_exact_across_row_groups(tmp_path):
         assert rows.column("row_index").to_pylist() == list(range(r.start, r.end))
 
 
+@pytest.mark.slow  # scores in a fresh interpreter that imports torch
 def test_step_matches_the_single_row_reference_and_imports_no_flow(tmp_path, models):
     rows = make_rows(30, max_words=60)
     path = tmp_path / "in.parquet"

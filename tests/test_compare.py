@@ -15,15 +15,16 @@ import pytest
 from sklearn.metrics import precision_recall_fscore_support
 
 from scorekeeper.errors import InputError
+from scorekeeper.evaluation.compare import mcnemar_exact, paired_bootstrap_ci
+from scorekeeper.evaluation.driver import evaluate
+from scorekeeper.evaluation.duck import NULL_GROUP
+from scorekeeper.evaluation.history import completed_runs, run_history
 from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.params import ScoreRequest
+from scorekeeper.report.publish import publish_complete
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
-from scorekeeper.tasks.compare import mcnemar_exact, paired_bootstrap_ci, resolve_baseline
-from scorekeeper.tasks.duck import NULL_GROUP
-from scorekeeper.tasks.evaluate import evaluate
-from scorekeeper.tasks.history import completed_runs, run_history
-from scorekeeper.tasks.publish import publish_complete
+from scorekeeper.tasks.compare import resolve_baseline
 from scorekeeper.tasks.read import list_input_files
 from tests.helpers import staged_manifest, write_predictions
 from tests.s3server import moto  # noqa: F401  (a fixture)

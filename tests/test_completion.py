@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from scorekeeper.errors import InputError, OutputError
+from scorekeeper.evaluation.history import completed_runs
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
+from scorekeeper.report.publish import publish_complete
+from scorekeeper.report.report import publish_report
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from scorekeeper.tasks.compare import resolve_baseline
-from scorekeeper.tasks.history import completed_runs
-from scorekeeper.tasks.publish import publish_complete
-from scorekeeper.tasks.report import publish_report
 from tests import prefect_session
 from tests.helpers import make_rows, write_rows
 from tests.report_fixture import full_metrics

@@ -21,14 +21,8 @@ README = REPO / "README.md"
 # Paths docs/extending.md names as what issue 26 creates (scorekeeper/evaluation/, scorekeeper/report/).
 # Once they exist this set is not needed: delete each entry as the tree gains it.
 PLANNED = {
-    "scorekeeper/evaluation/",
-    "scorekeeper/evaluation/sql/",
-    "scorekeeper/evaluation/single_label.py",
-    "scorekeeper/evaluation/multi_label.py",
-    "scorekeeper/evaluation/regression.py",
     "scorekeeper/evaluation/drift.py",
     "scorekeeper/evaluation/sql/drift/",
-    "scorekeeper/report/",
 }
 
 

@@ -6,11 +6,11 @@ import json
 import subprocess
 import sys
 
-from scorekeeper.tasks import duck
+from scorekeeper.evaluation import duck
 
 _AGGREGATE = """
 import json, os, re
-from scorekeeper.tasks import duck
+from scorekeeper.evaluation import duck
 con = duck.connect()
 groups = con.execute("SELECT count(*) FROM (SELECT i % 6000000 AS g, count(*) FROM range(12000000) t(i) GROUP BY g)").fetchone()[0]
 limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]

@@ -83,8 +83,8 @@ def _hostile_report():
 
 
 def test_report_md_and_every_artifact_render_no_markup_from_the_data():
+    from scorekeeper.report.report import plot_files, render_html, render_markdown
     from scorekeeper.tasks.artifacts import comparison_rows, per_class_rows, summary_markdown
-    from scorekeeper.tasks.report import plot_files, render_html, render_markdown
 
     metrics, run_info = _hostile_report()
     page = _render(render_markdown(metrics, run_info))

@@ -28,9 +28,9 @@ import yaml
 from scorekeeper.cli import main
 from scorekeeper.errors import ScoringFailed
 from scorekeeper.params import ScoreRequest
+from scorekeeper.report.report import groups_markdown, render_html
 from scorekeeper.run_folder import cut_ranges
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
-from scorekeeper.tasks.report import groups_markdown, render_html
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
 from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, stop_process_group
 from tests.s3server import MotoServer

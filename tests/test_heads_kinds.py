@@ -170,7 +170,7 @@ def test_compare_to_a_run_of_another_kind_of_head_is_refused_before_scoring(tmp_
 
 
 def test_paired_error_changes_from_block_sums():
-    from scorekeeper.tasks.heads_compare import paired_error_changes
+    from scorekeeper.evaluation.regression import paired_error_changes
 
     rng = np.random.default_rng(3)
     y = rng.normal(size=200)

@@ -1,4 +1,4 @@
-"""Slices of multi-label and regression runs (tasks/heads_slices.py) against scikit-learn and numpy on
+"""Slices of multi-label and regression runs (scorekeeper/evaluation/slices.py) against scikit-learn and numpy on
 seeded random data with three slice columns: null slice values (their own group, apart from the
 text 'None'), a value whose rows have no ground truth (no group), a slice of one row (no bootstrap
 interval), and a slice past SLICE_UNITS rows (resampled in blocks, its interval as wide as the
@@ -11,12 +11,13 @@ import pyarrow as pa
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, mean_absolute_error
 
+from scorekeeper.evaluation import slices as heads_slices
+from scorekeeper.evaluation.duck import NULL_GROUP
+from scorekeeper.evaluation.multi_label import multilabel_metrics
+from scorekeeper.evaluation.paired_tests import CHUNK, SEED
+from scorekeeper.evaluation.regression import regression_metrics
+from scorekeeper.evaluation.slices import SLICE_RESAMPLES, head_slices
 from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.paired_tests import CHUNK, SEED
-from scorekeeper.tasks import heads_slices
-from scorekeeper.tasks.duck import NULL_GROUP
-from scorekeeper.tasks.heads_metrics import multilabel_metrics, regression_metrics
-from scorekeeper.tasks.heads_slices import SLICE_RESAMPLES, head_slices
 from tests import test_multilabel_metrics as ml
 from tests import test_regression_metrics as reg
 from tests.test_ranking_metrics import wilson

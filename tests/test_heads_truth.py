@@ -79,9 +79,9 @@ def heads(tmp_path_factory):
 
 
 def _staged_labels(tmp_path, model, data, **params):
-    """The read step: staging, then its check of the staged truth (tasks/truth.check_truth); the
+    """The read step: staging, then its check of the staged truth (scorekeeper/evaluation/truth.check_truth); the
     context and the staged label column."""
-    from scorekeeper.tasks.truth import check_truth
+    from scorekeeper.evaluation.truth import check_truth
 
     request, context, manifest, job = open_run_and_plan(
         input_uri=str(data), model_uri=model, output_uri=str(tmp_path / "out"), run_name="r", **params
@@ -123,7 +123,7 @@ def test_a_regression_truth_with_text_is_refused_naming_the_rows(tmp_path, heads
 
 def test_a_regression_truth_of_the_wrong_shape_is_refused_before_scoring(tmp_path, heads):
     """One number per row for one output, a list of one number per output for several: checked in
-    the read step (tasks/truth.check_regression_truth). A scalar column for a head of two outputs
+    the read step (scorekeeper/evaluation/truth.check_regression_truth). A scalar column for a head of two outputs
     was a DuckDB binder error with a traceback, after every row had been scored."""
     from tests.models import build_regression_model
 
@@ -157,10 +157,10 @@ def test_a_regression_truth_of_the_wrong_shape_is_refused_before_scoring(tmp_pat
 )
 def test_multi_label_elements_are_matched_by_the_columns_one_rule(elements, rule, kind, matched):
     """A multi-label column's elements follow the single-label rule: its element type and values
-    decide one rule for the whole column (staging/truth.py's decide), recorded as truth_matching."""
-    from scorekeeper.staging.truth import column_kind
-    from scorekeeper.tasks.duck import connect, sql
-    from scorekeeper.tasks.truth import label_table, match_truth
+    decide one rule for the whole column (evaluation/matching.py's decide), recorded as truth_matching."""
+    from scorekeeper.evaluation.duck import connect, literal, sql
+    from scorekeeper.evaluation.matching import column_kind
+    from scorekeeper.evaluation.truth import label_table, match_truth
 
     labels = ["1", "2", "3"]  # digits other than their ids
     con = connect()
@@ -173,14 +173,14 @@ def test_multi_label_elements_are_matched_by_the_columns_one_rule(elements, rule
     con.register("staged", pa.table({"row_index": [0, 1, 2], "text": ["a", "b", "c"]}))
     matching = match_truth(con, column_kind(str(elements.type)), labels, "labels", truth="truth_elements")
     assert (matching.rule.value, matching.column_type.value) == (rule, kind)
-    con.execute(sql("multi_label_evaluated.sql", rule=repr(matching.rule.value)))
+    con.execute(sql("multi_label_evaluated.sql", rule=literal(matching.rule)))
     assert [t for (t,) in con.execute("SELECT truth FROM ml_rows ORDER BY row_index").fetchall()] == matched
 
 
 def test_a_multi_label_text_column_whose_elements_mean_different_labels_is_refused():
-    from scorekeeper.staging.truth import ColumnKind
-    from scorekeeper.tasks.duck import connect
-    from scorekeeper.tasks.truth import label_table, match_truth
+    from scorekeeper.evaluation.duck import connect
+    from scorekeeper.evaluation.matching import ColumnKind
+    from scorekeeper.evaluation.truth import label_table, match_truth
 
     con = connect()
     con.execute("CREATE TEMP TABLE truth_elements AS SELECT * FROM (VALUES (0, '0', '0'), (1, '1', '1')) AS t(row_index, id, raw_label)")

@@ -127,15 +127,75 @@ def test_no_import_cycle_among_the_projects_modules():
     )
 
 
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module importing `start` may import, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+# The model families' registry: torch-free data the flow checks a model folder's config with
+# (scorekeeper/model_folder.py); it lives beside the worker that uses the families' torch side.
+FAMILY_REGISTRY = {
+    "scorekeeper.worker",
+    "scorekeeper.worker.families",
+    "scorekeeper.worker.families.base",
+    "scorekeeper.worker.families.encoders",
+    "scorekeeper.worker.families.decoders",
+}
+
+
 def test_the_prefect_layer_never_imports_the_worker():
     """tasks/ and flows/ speak to the scoring processes through the boundary records
-    (scorekeeper/boundary.py, scorekeeper/run_folder.py) only; the worker package is torch's side."""
+    (scorekeeper/boundary.py, scorekeeper/run_folder.py) only; the worker package is torch's side.
+    Not directly, and not through any module they import, but for the families' registry."""
     known = KNOWN_WORKER_IMPORTS | {(name, a) for name, target in KNOWN_WORKER_IMPORTS for a in _ancestors(target)}
-    offending = sorted(
-        (name, target)
-        for name, targets in import_graph().items()
-        if name.startswith(("scorekeeper.tasks", "scorekeeper.flows"))
-        for target in targets
-        if (target == "scorekeeper.worker" or target.startswith("scorekeeper.worker.")) and (name, target) not in known
+    graph = import_graph()
+    worker = ("scorekeeper.worker", "scorekeeper.worker.")
+    layer = [name for name in graph if name.startswith(("scorekeeper.tasks", "scorekeeper.flows"))]
+    direct = sorted((n, t) for n in layer for t in graph[n] if t == worker[0] or t.startswith(worker[1]))
+    through = sorted(
+        (n, t) for n in layer for t in reachable(graph, n) if (t == worker[0] or t.startswith(worker[1])) and t not in FAMILY_REGISTRY
     )
-    assert offending == []
+    assert [d for d in direct if d not in known] == [] and through == []
+
+
+def test_reachable_follows_imports_of_imports():
+    assert reachable({"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": set()}, "p.a") == {"p.b", "p.c"}
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """The top-level names of every module `path` imports, function-local ones included."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_duckdb_is_imported_only_by_the_evaluation_package():
+    """The evaluation package (scorekeeper/evaluation/) owns DuckDB: the connection and its settings
+    are duck.py's; the read step's duplicate-id check and the retries reach it through duck.py."""
+    users = sorted(name for name, path in project_modules().items() if "duckdb" in third_party_imports(path))
+    assert users and all(name.startswith("scorekeeper.evaluation.") for name in users), users
+
+
+def test_the_evaluation_and_the_report_import_no_prefect_no_torch_and_no_task():
+    graph = import_graph()
+    for name, path in project_modules().items():
+        if name.startswith(("scorekeeper.evaluation", "scorekeeper.report")):
+            assert not third_party_imports(path) & {"prefect", "torch", "transformers"}, name
+            assert not {t for t in graph[name] if t.startswith(("scorekeeper.tasks", "scorekeeper.flows", "scorekeeper.worker"))}, name
+
+
+def test_at_most_four_modules_of_tasks_never_import_prefect():
+    """tasks/ is the Prefect layer: its @task wrappers and the few I/O helpers they share."""
+    plain = sorted(p.name for p in FOLDERS["scorekeeper.tasks"].glob("*.py") if "prefect" not in third_party_imports(p))
+    assert len(plain) <= 4, plain

@@ -21,12 +21,12 @@ import pytest
 
 from scorekeeper.cli import summary_line
 from scorekeeper.errors import InputError
+from scorekeeper.evaluation.driver import evaluate
+from scorekeeper.evaluation.truth import check_truth
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.staging.listing import list_input
-from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.read import read_inputs
-from scorekeeper.tasks.truth import check_truth
 from tests import prefect_session
 from tests.evaluation_runs import one_hot, write_run
 from tests.helpers import basic_auth_server, make_rows, open_run_and_plan, write_rows

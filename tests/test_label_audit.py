@@ -1,4 +1,4 @@
-"""The label audit (tasks/label_audit.py, confident learning in DuckDB) against a NumPy reference
+"""The label audit (scorekeeper/evaluation/label_audit.py, confident learning in DuckDB) against a NumPy reference
 written from the paper's definition (Northcutt, Jiang & Chuang, JAIR 2021, section 3.1), and on
 data with injected label errors: most injected errors are found, few clean rows are flagged."""
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorekeeper.tasks.evaluate import evaluate
+from scorekeeper.evaluation.driver import evaluate
 from tests.test_compare import LABELS, write_run
 from tests.test_properties import examples
 
@@ -129,7 +129,7 @@ def test_the_suspected_rows_are_the_reference_on_generated_scores(k, rows, decim
     with them, so no threshold."""
     import duckdb
 
-    from scorekeeper.tasks.duck import sql
+    from scorekeeper.evaluation.duck import sql
 
     rng = np.random.default_rng(seed)
     given_ = rng.integers(0, max(1, k - missing), size=rows)

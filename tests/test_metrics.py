@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, log_loss, precision_recall_fscore_support
 
+from scorekeeper.evaluation.driver import evaluate
 from scorekeeper.run_folder import RunFolder
-from scorekeeper.tasks.evaluate import evaluate
 from tests.helpers import staged_manifest, write_predictions
 
 LABELS = ["cat", "dog", "bird", "fish"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from scorekeeper.evaluation.history import completed_runs
 from scorekeeper.gates import gate_metrics, parse_gate
 from scorekeeper.metrics.document import HistoryEntry, MetricsDocument, RecordedMetrics, history_entry
 from scorekeeper.metrics.registry import (
@@ -32,10 +33,9 @@ from scorekeeper.metrics.registry import (
     metrics_of,
     run_metrics,
 )
+from scorekeeper.report.publish import publish_complete
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from scorekeeper.tasks.history import completed_runs
-from scorekeeper.tasks.publish import publish_complete
 from tests.report_fixture import full_metrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -180,7 +180,7 @@ def test_other_runs_are_read_tolerantly(tmp_path, caplog):
     assert RecordedMetrics.parse([1, 2]) is None and RecordedMetrics.parse({"rows": "many"}) is None
 
     for name, data in (("early", legacy), ("odd", {"rows": "many"}), ("list", [1, 2])):
-        # published with its completion record, as every completed run is (tasks/publish.py)
+        # published with its completion record, as every completed run is (scorekeeper/report/publish.py)
         publish_complete(RunFolder.from_uri(str(tmp_path / name)), {"metrics.json": json.dumps(data).encode()}, "2026-01-01")
     with caplog.at_level("WARNING"):
         runs = completed_runs(Location.from_uri(str(tmp_path)))
@@ -202,7 +202,7 @@ def test_metric_names_and_directions_are_declared_once():
                     listed = sorted({e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in names})
                     if len(listed) >= 2:
                         found.append(f"{path.relative_to(REPO)}:{node.lineno}: {listed}")
-    template = (REPO / "tasks" / "templates" / "report.html.j2").read_text()
+    template = (REPO / "scorekeeper" / "report" / "templates" / "report.html.j2").read_text()
     for literal in re.findall(r"\(([^()]*)\)", template):
         listed = sorted({n for n in re.findall(r"[\"']([a-z0-9_]+)[\"']", literal) if n in names})
         if len(listed) >= 2:

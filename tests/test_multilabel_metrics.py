@@ -1,4 +1,4 @@
-"""The multi-label metrics of docs/contracts.md section 9 (tasks/heads_metrics.py), computed in DuckDB,
+"""The multi-label metrics of docs/contracts.md section 9 (scorekeeper/evaluation/multi_label.py), computed in DuckDB,
 against scikit-learn and references written here (binary ECE, the threshold search by brute force),
 on seeded random data with ties (rounded probabilities, exact 0 and 1 among them), a label never
 true, a label always true, rows with no label, rows without ground truth, and one row."""
@@ -27,7 +27,7 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from scorekeeper.tasks.heads_metrics import multilabel_metrics
+from scorekeeper.evaluation.multi_label import multilabel_metrics
 
 LABELS = ["bug", "feature", "docs", "question", "security"]
 TOL = 1e-9
@@ -261,7 +261,7 @@ def report_metrics(labels, truth, probs, slices: dict[str, list] | None = None) 
 
 def slice_metrics(con, head: str, slices: dict[str, list]) -> dict:
     """`slices` and `slices_truncated` of a connection holding the head's evaluated rows, a slice column per key."""
-    from scorekeeper.tasks.heads_slices import head_slices
+    from scorekeeper.evaluation.slices import head_slices
 
     n = len(next(iter(slices.values())))
     columns = {"row_index": pa.array(range(n), pa.int64())} | {
@@ -273,7 +273,7 @@ def slice_metrics(con, head: str, slices: dict[str, list]) -> dict:
 
 
 def test_report_shows_the_multilabel_sections_with_every_value_escaped():
-    from scorekeeper.tasks.report import plot_files, render_html, render_markdown
+    from scorekeeper.report.report import plot_files, render_html, render_markdown
     from tests.report_fixture import check_marked_numbers
 
     evil = '<img src=x onerror="alert(1)">|pipe'

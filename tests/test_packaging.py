@@ -37,8 +37,8 @@ def test_the_wheel_installs_one_namespace_with_its_data(wheel):
     assert {n.split("/")[0] for n in names} == {"scorekeeper", wheel.name.split("-py3")[0] + ".dist-info"}
     for expected in ("scorekeeper/flows/score.py", "scorekeeper/tasks/read.py", "scorekeeper/worker/__main__.py", "scorekeeper/cli.py"):
         assert expected in names
-    assert any(n.startswith("scorekeeper/tasks/sql/") and n.endswith(".sql") for n in names)
-    assert any(n.startswith("scorekeeper/tasks/templates/") for n in names)
+    assert any(n.startswith("scorekeeper/evaluation/sql/") and n.endswith(".sql") for n in names)
+    assert any(n.startswith("scorekeeper/report/templates/") for n in names)
 
 
 def test_scorekeeper_run_works_from_the_wheel_outside_the_checkout(wheel, tmp_path, models):

@@ -1,5 +1,5 @@
-"""The paired tests of the multi-label and regression comparisons (scorekeeper/paired_heads.py and
-the SQL of tasks/heads_compare.py) against independent references: each statistic on one resample
+"""The paired tests of the multi-label and regression comparisons (scorekeeper/evaluation/paired_heads.py and
+the SQL of scorekeeper/evaluation/heads_compare.py) against independent references: each statistic on one resample
 equals scikit-learn / scipy on the rows that resample holds; the bootstraps agree with a brute-force
 row-by-row paired bootstrap within Monte Carlo error; DeLong by row influence equals DeLong's
 pairwise formula for one label and a row bootstrap's spread for several; a null difference gives
@@ -23,9 +23,9 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from scorekeeper import paired_heads as ph
-from scorekeeper import paired_tests as pt
-from scorekeeper.tasks.duck import ovr_table, sql
+from scorekeeper.evaluation import paired_heads as ph
+from scorekeeper.evaluation import paired_tests as pt
+from scorekeeper.evaluation.duck import ovr_table, sql, statement
 from tests.test_paired_tests import agree, resampled
 
 BINS = 15
@@ -280,7 +280,7 @@ def delong_sql(truth, after, before):
     con.register("cells", cells)
     con.execute("CREATE TABLE ml_paired_cells AS SELECT * FROM cells")
     for side in ("after", "before"):
-        cells = f"(SELECT label_id, prob_{side} AS score, truth FROM ml_paired_cells)"
+        cells = statement("(SELECT label_id, {prob} AS score, truth FROM ml_paired_cells)", prob=f"prob_{side}")
         con.execute(ovr_table(f"ml_paired_ovr_{side}", sql("multilabel_ovr.sql", cells=cells)))
     macro_delta, macro_sq, micro_delta, micro_sq = con.execute(sql("paired_multilabel_delong.sql")).fetchone()
     return ph.delong_influence(macro_delta, macro_sq), ph.delong_influence(micro_delta, micro_sq)

@@ -1,4 +1,4 @@
-"""The paired tests of a comparison (scorekeeper/paired_tests.py, tasks/compare_tests.py) against
+"""The paired tests of a comparison (scorekeeper/evaluation/paired_tests.py, scorekeeper/evaluation/compare_tests.py) against
 independent references: a brute-force bootstrap that resamples rows one by one (agreement within
 Monte Carlo error), McNemar's exact binomial form, DeLong's variance computed pair by pair, Holm on
 a hand example; then through evaluate(): every delta carries its test, Holm keeps null slices from
@@ -15,11 +15,12 @@ import pytest
 from scipy.stats import rankdata
 from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
-from scorekeeper import paired_tests as pt
+from scorekeeper.evaluation import paired_tests as pt
+from scorekeeper.evaluation import single_label as evaluation
+from scorekeeper.evaluation.compare_tests import LOG_LOSS_EPS, score_tests
+from scorekeeper.evaluation.driver import evaluate
+from scorekeeper.evaluation.single_label import ECE_BINS
 from scorekeeper.gates import evaluate_gates
-from scorekeeper.tasks import evaluate as evaluation
-from scorekeeper.tasks.compare_tests import LOG_LOSS_EPS, score_tests
-from scorekeeper.tasks.evaluate import ECE_BINS, evaluate
 from tests.test_compare import LABELS, write_run
 
 NAIVE = 3000  # row-by-row resamples of the brute-force references
@@ -152,7 +153,7 @@ def paired_connection(truth, before, after):
 
 
 def test_ece_matches_a_row_by_row_bootstrap():
-    from scorekeeper.tasks.evaluate import sql
+    from scorekeeper.evaluation.duck import sql
 
     truth, before, after = two_models(300, 3, seed=3, shift=0.8)
     con = paired_connection(truth, before, after)

@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
 
 from scorekeeper.errors import InputError
+from scorekeeper.evaluation.driver import evaluate
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
-from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.read import read_inputs
 from tests.evaluation_runs import write_run
 from tests.helpers import write_predictions
@@ -307,14 +307,14 @@ def regression_columns(draw):
 @given(column=regression_columns(), outputs=st.integers(1, 3))
 @settings(max_examples=examples(60))
 def test_a_regression_truth_is_refused_exactly_when_its_shape_is_not_the_heads(column, outputs):
-    """Staging and the one shape check (tasks/truth.check_regression_truth) against a rule written
+    """Staging and the one shape check (scorekeeper/evaluation/truth.check_regression_truth) against a rule written
     out here: one number per row for one output, a list of as many numbers as outputs for several;
     rows without truth (null, or NaN for a number) never count against the shape; the refusal names
     the first rows that break it, in row order."""
     import duckdb
 
+    from scorekeeper.evaluation.truth import check_regression_truth
     from scorekeeper.staging.truth_kinds import regression_truth
-    from scorekeeper.tasks.truth import check_regression_truth
 
     form, rows, array = column
     names = [f"out{k}" for k in range(outputs)]
@@ -350,7 +350,7 @@ def test_every_regression_row_is_evaluated_or_counted_apart(data, outputs):
     the four counts add up to the rows, and the metrics are scikit-learn's over the evaluated rows."""
     from sklearn.metrics import mean_absolute_error, mean_squared_error
 
-    from scorekeeper.tasks.heads_metrics import regression_metrics
+    from scorekeeper.evaluation.regression import regression_metrics
     from tests.test_regression_metrics import make_con
 
     n = data.draw(st.integers(1, 15))

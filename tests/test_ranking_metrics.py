@@ -18,9 +18,10 @@ from sklearn.metrics import (
     top_k_accuracy_score,
 )
 
+from scorekeeper.evaluation.driver import evaluate
+from scorekeeper.evaluation.duck import NULL_GROUP
+from scorekeeper.evaluation.single_label import THRESHOLDS
 from scorekeeper.run_folder import RunFolder
-from scorekeeper.tasks.duck import NULL_GROUP
-from scorekeeper.tasks.evaluate import THRESHOLDS, evaluate
 from tests.helpers import staged_manifest
 
 LABELS = ["cat", "dog", "bird", "fish", "cow", "eel"]

@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from scorekeeper.errors import InputError, ModelError, RunConflict
+from scorekeeper.evaluation.driver import evaluate
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
-from scorekeeper.tasks.evaluate import evaluate
 from scorekeeper.tasks.open_run import check_resumable, open_run, request_record
 from scorekeeper.tasks.read import read_inputs
 from tests.helpers import LABELS, basic_auth_server, make_rows, open_run_and_plan, write_rows

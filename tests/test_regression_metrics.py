@@ -1,4 +1,4 @@
-"""The regression metrics of docs/contracts.md section 9 (tasks/heads_metrics.py), computed in DuckDB,
+"""The regression metrics of docs/contracts.md section 9 (scorekeeper/evaluation/regression.py), computed in DuckDB,
 against scikit-learn and scipy on seeded random data: ties on both sides (rounded values), targets
 equal to 0, constant targets and predictions, one row, rows without truth (null and NaN), values
 that are not finite, and several outputs."""
@@ -24,7 +24,7 @@ from sklearn.metrics import (
     root_mean_squared_error,
 )
 
-from scorekeeper.tasks.heads_metrics import regression_metrics
+from scorekeeper.evaluation.regression import regression_metrics
 
 TOL = 1e-9
 
@@ -208,7 +208,7 @@ def report_metrics(prediction, truth, outputs, text=None, slices: dict[str, list
 
 @pytest.mark.parametrize("rows, outputs", [(300, 1), (4000, 1), (200, 2)])
 def test_report_shows_the_regression_sections(rows, outputs):
-    from scorekeeper.tasks.report import plot_files, render_html, render_markdown
+    from scorekeeper.report.report import plot_files, render_html, render_markdown
     from tests.report_fixture import check_marked_numbers
 
     rng = np.random.default_rng(rows)

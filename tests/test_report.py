@@ -13,10 +13,10 @@ import pytest
 
 from scorekeeper.escape import md_text
 from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.report import plots
+from scorekeeper.report.report import plot_files, publish_report, render_html, render_markdown, run_facts
 from scorekeeper.run_folder import RunFolder
-from scorekeeper.tasks import plots
 from scorekeeper.tasks.artifacts import comparison_rows, summary_markdown
-from scorekeeper.tasks.report import plot_files, publish_report, render_html, render_markdown, run_facts
 from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, full_metrics, marked_numbers
 
 NEW_FIELDS = (

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from scorekeeper.tasks.report import render_html
+from scorekeeper.report.report import render_html
 from tests.browser import distinct_colours, dump_dom, find_chromium, screenshot
 from tests.helpers import make_rows, run_flow, write_rows
 from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, full_metrics, marked_numbers

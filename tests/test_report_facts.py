@@ -12,8 +12,8 @@ import pytest
 
 from scorekeeper.boundary import ModelLoaded
 from scorekeeper.launch.progress import Progress
-from scorekeeper.tasks import plots
-from scorekeeper.tasks.report import render_html, run_facts
+from scorekeeper.report import plots
+from scorekeeper.report.report import render_html, run_facts
 from tests.helpers import make_rows, run_flow, write_rows
 from tests.report_fixture import full_metrics
 

@@ -9,10 +9,10 @@ import copy
 import pytest
 from markupsafe import escape
 
+from scorekeeper.evaluation.driver import evaluate
 from scorekeeper.gates import evaluate_gates
+from scorekeeper.report.report import render_html, render_markdown
 from scorekeeper.tasks.artifacts import comparison_rows, summary_markdown
-from scorekeeper.tasks.evaluate import evaluate
-from scorekeeper.tasks.report import render_html, render_markdown
 from tests.report_fixture import check_marked_numbers
 from tests.test_compare import LABELS, write_run
 from tests.test_paired_tests import two_models

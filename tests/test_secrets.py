@@ -105,6 +105,7 @@ def test_every_task_of_the_flow_raises_its_errors_redacted():
     assert [name for name, t in found.items() if not getattr(t.fn, "raises_redacted", False)] == []
 
 
+@pytest.mark.integration  # a Prefect API server
 def test_a_task_failing_with_a_foreign_error_quoting_a_secret_uri_has_a_redacted_state_message(prefect_api):
     """What Prefect stores of a task that fails with a library's error naming the signed URL."""
     from prefect import flow, get_client, task

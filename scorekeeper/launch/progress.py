@@ -5,7 +5,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from scorekeeper.boundary import Event, Failed, ModelLoaded, PipelineReport, PrecisionCheck, PrecisionChecked, RangeDone, Started
+from scorekeeper.boundary import (
+    Event,
+    Failed,
+    ModelLoaded,
+    PipelineReport,
+    PrecisionCheck,
+    PrecisionChecked,
+    RangeDone,
+    ScoringSummary,
+    Started,
+)
 
 
 @dataclass
@@ -56,17 +66,18 @@ class Progress:
             f"{self.rows_done / self.elapsed:.1f} rows/s, {self.tokens / self.elapsed:.0f} tokens/s"
         )
 
-    def summary(self) -> dict:
-        return {
-            "rows_scored": self.rows_done,
-            "tokens": self.tokens,
-            "padded_tokens": self.padded_tokens,
-            "truncated": self.truncated,
-            "seconds": round(self.elapsed, 3),
-            "rows_per_s": round(self.rows_done / self.elapsed, 2),
-            "tokens_per_s": round(self.tokens / self.elapsed, 1),
-            **({"pipeline": self.pipeline} if self.pipeline else {}),
-            **({"engine": self.engine} if self.engine else {}),
-            **({"dtype": self.dtype} if self.dtype else {}),
-            **({"precision_check": check.model_dump(exclude_none=True)} if (check := PrecisionCheck.merged(self.precision_checks)) else {}),
-        }
+    def summary(self, processes: int | None = None) -> dict:
+        """The scoring summary (boundary.ScoringSummary) of what the events reported, by `processes` processes."""
+        check = PrecisionCheck.merged(self.precision_checks)
+        return ScoringSummary.measured(
+            self.rows_done,
+            self.tokens,
+            self.padded_tokens,
+            self.truncated,
+            self.elapsed,
+            pipeline=self.pipeline or None,
+            engine=self.engine or None,
+            dtype=self.dtype or None,
+            precision_check=check.model_dump(exclude_none=True) if check else None,
+            processes=processes,
+        ).as_dict()

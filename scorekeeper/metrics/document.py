@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
-from scorekeeper.staging.truth import TruthMatching
 
 Number = float | None
 GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column
@@ -95,7 +95,7 @@ class SliceGroup(Part):
 
 
 class LabelSliceGroup(Part):
-    """A slice group of a multi-label run (tasks/heads_slices.py says how its intervals are made)."""
+    """A slice group of a multi-label run (scorekeeper/evaluation/slices.py says how its intervals are made)."""
 
     rows: int
     micro_f1: Number
@@ -273,7 +273,7 @@ class OutputComparison(Part):
 
 
 class PairedTest(Part):
-    """A delta's paired test (scorekeeper/paired_tests.py): this - other, its 95% interval, the
+    """A delta's paired test (scorekeeper/evaluation/paired_tests.py): this - other, its 95% interval, the
     two-sided p-value of "no change", the method, the paired standard error."""
 
     delta: Number
@@ -340,7 +340,7 @@ class AuditRow(Part):
 
 
 class LabelAudit(Part):
-    """metrics.json `label_audit`: confident learning's suspected label errors (tasks/label_audit.py)."""
+    """metrics.json `label_audit`: confident learning's suspected label errors (scorekeeper/evaluation/label_audit.py)."""
 
     method: Literal["confident_learning"]
     thresholds: dict[str, Number]

@@ -20,13 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-
-class HeadKind(StrEnum):
-    """The kind of a sequence-classification head; metrics.json `head`."""
-
-    SINGLE_LABEL = "single_label"
-    MULTI_LABEL = "multi_label"
-    REGRESSION = "regression"
+from scorekeeper.head_kind import HeadKind
 
 
 class Direction(StrEnum):

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from scorekeeper.errors import InputError
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.run_folder import InputFile, StagedGroundTruth, StagedManifest
 from scorekeeper.staging.columns import ColumnMap, check_type, empty_cells_null, normalise
@@ -80,7 +81,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
     text_names = [
         c
         for k, c in columns.mapping.items()
-        if k in ("text", "text_pair", "id") or k.startswith("slice_") or (k == "label" and head == "multi_label")
+        if k in ("text", "text_pair", "id") or k.startswith("slice_") or (k == "label" and head == HeadKind.MULTI_LABEL)
     ]
     target = os.path.join(workdir, "input.parquet")
     out = RowGroupWriter(target, request.rows_per_range)
@@ -187,7 +188,7 @@ def stage_ground_truth(
     try:
         for f in files:
             wanted = [id_column, label_column]
-            as_text = [id_column] + ([label_column] if head == "multi_label" else [])
+            as_text = [id_column] + ([label_column] if head == HeadKind.MULTI_LABEL else [])
             schema, batches = open_or_explain(f, as_text, wanted)
             available = _check_columns(f, schema, wanted, partitions.of(f.uri), "ground truth ")
             for batch in batches_or_explain(f, batches):

@@ -2,7 +2,7 @@
 
 * multi_label -> `label` as a list: list<int64> when the elements are integers (ids), list<string>
   when they are text (names, or ids written as text). The element type decides how the elements
-  are matched to the model's labels, by the one rule per column of scorekeeper/staging/truth.py
+  are matched to the model's labels, by the one rule per column of scorekeeper/evaluation/matching.py
   (integer elements by id, text elements by name, ...), exactly as a single-label column's type
   does. Accepted: a list column of names or integer ids (an empty list is a row with no label,
   null a row without ground truth); a text column of names joined by `label_delimiter`
@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scorekeeper.errors import InputError
+from scorekeeper.head_kind import AUTO, HeadKind
 from scorekeeper.params import ScoreRequest
 from scorekeeper.staging.columns import empty_cells_null, is_text, normalise
 from scorekeeper.staging.listing import SHOWN
@@ -196,15 +197,15 @@ def _number(value: str | None):
 def staged_head(request: ScoreRequest) -> str:
     """The kind of head whose ground-truth form staging writes: the flow hands it a request whose
     `head` it has resolved from the model; `auto` left unresolved stages single-label truth."""
-    return "single_label" if request.head == "auto" else request.head
+    return HeadKind.SINGLE_LABEL if request.head == AUTO else request.head
 
 
 def stage_truth(head: str, request: ScoreRequest, column, where: str, user: str, first_row: int | None, csv: bool) -> pa.Array:
     """A ground-truth column in the staged form of the head's kind."""
-    if head == "multi_label":  # an empty text is a row with no label, not a missing one
+    if head == HeadKind.MULTI_LABEL:  # an empty text is a row with no label, not a missing one
         return multi_label_truth(column, where, user, request.label_delimiter, first_row or 0)
     if csv:
         column = empty_cells_null(column)
-    if head == "regression":
+    if head == HeadKind.REGRESSION:
         return regression_truth(column, where, user, first_row or 0)
     return normalise("label", column, where, user, first_row)

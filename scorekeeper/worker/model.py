@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scorekeeper.errors import ModelError
+from scorekeeper.head_kind import AUTO, HeadKind
 from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-exported for the worker's callers)
     ORDINARY_TEXT,
     adapter_mismatch_message,
@@ -86,7 +87,7 @@ class LoadedModel:
     pad_token_id: int
     labels: list[str]
     uses_token_type_ids: bool
-    head: str = "single_label"  # scorekeeper.heads: single_label, multi_label or regression
+    head: str = HeadKind.SINGLE_LABEL  # scorekeeper.heads: single_label, multi_label or regression
 
 
 def import_model_code() -> None:
@@ -139,7 +140,7 @@ def load_model(
     device: torch.device,
     trust_remote_code: bool,
     max_length: int | None,
-    head: str = "auto",
+    head: str = AUTO,
 ) -> LoadedModel:
     """Tokenizer + sequence-classification model (+ PEFT adapter), in eval mode on `device`."""
     from transformers import AutoConfig, AutoModelForSequenceClassification

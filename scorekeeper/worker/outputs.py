@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
 from scorekeeper.worker.shards import prediction_table
 
@@ -25,11 +26,11 @@ from scorekeeper.worker.shards import prediction_table
 def activate(head: str, logits: torch.Tensor) -> torch.Tensor:
     """The head's outputs (float64) from its logits (rows x outputs)."""
     logits = logits.double()
-    if head == "single_label":
+    if head == HeadKind.SINGLE_LABEL:
         return torch.softmax(logits, dim=-1)
-    if head == "multi_label":
+    if head == HeadKind.MULTI_LABEL:
         return torch.sigmoid(logits)
-    if head == "regression":
+    if head == HeadKind.REGRESSION:
         return logits
     raise ValueError(f"unknown head {head!r}")
 
@@ -76,8 +77,8 @@ class HeadOutputs:
         return cls(head, list(labels), np.asarray(threshold_vector(thresholds, labels), dtype=np.float64))
 
     def table(self, rows: pa.Table, values: np.ndarray) -> pa.Table:
-        if self.head == "single_label":
+        if self.head == HeadKind.SINGLE_LABEL:
             return prediction_table(rows, values, self.labels)
-        if self.head == "multi_label":
+        if self.head == HeadKind.MULTI_LABEL:
             return multi_label_table(rows, values, self.labels, self.thresholds)
         return regression_table(rows, values)

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from scorekeeper.boundary import PrecisionCheck
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
 from scorekeeper.run_folder import IndexRange
 
@@ -54,10 +55,10 @@ def compare(head: str, reduced: np.ndarray, reference: np.ndarray, thresholds: n
     if not rows:
         return {"rows": 0}
     largest = float(np.max(np.abs(reduced - reference)))
-    if head == "single_label":
+    if head == HeadKind.SINGLE_LABEL:
         changed = int(np.sum(np.argmax(reduced, axis=1) != np.argmax(reference, axis=1)))
         return {"rows": rows, "max_probability_difference": largest, "changed_predictions": changed}
-    if head == "multi_label":
+    if head == HeadKind.MULTI_LABEL:
         t = thresholds[np.newaxis, :] if thresholds is not None else 0.5
         changed = int(np.sum((reduced > t) != (reference > t)))
         return {"rows": rows, "max_probability_difference": largest, "changed_label_decisions": changed}
@@ -81,6 +82,6 @@ class PrecisionSample:
         """The kept rows' committed values against `reference`, the float32 model's values for
         the same rows (one array per kept range, in order)."""
         reduced = [values for _, _, values in self.ranges]
-        vector = np.asarray(threshold_vector(thresholds, labels), dtype=np.float64) if head == "multi_label" else None
+        vector = np.asarray(threshold_vector(thresholds, labels), dtype=np.float64) if head == HeadKind.MULTI_LABEL else None
         stacked = [np.concatenate(v) if v else np.empty((0, len(labels))) for v in (reduced, reference)]
         return PrecisionCheck(dtype=dtype, **compare(head, stacked[0], stacked[1], vector))

@@ -19,6 +19,7 @@ import pyarrow as pa
 import torch
 
 from scorekeeper.boundary import Job, PrecisionCheck, PrecisionChecked
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
@@ -106,7 +107,7 @@ def batch_runner(device: torch.device) -> Iterator[ThreadPoolExecutor | None]:
 
 
 def score_batches(
-    model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device, head: str = "single_label"
+    model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device, head: str = HeadKind.SINGLE_LABEL
 ) -> np.ndarray:
     """The head's outputs (float64: softmax, sigmoid or the raw values of the logits) for every row
     of a range, in row order.

@@ -1,0 +1,114 @@
+"""The one driver of an evaluation: every kind of head through the same steps, in one order.
+
+    open the run's files (predictions, staged) and the labels table
+    -> the kind's truth table -> coverage (coverage.sql: missing and unmatched predictions)
+    -> the kind's metrics (its evaluated rows) -> its slices -> the document
+    -> the comparison with the baseline run, when one is named and rows were evaluated
+
+The history and the gates are the evaluate step's (tasks/evaluation.py), after this. The coverage
+fields (rows, scored, evaluated, missing and unmatched predictions) and unknown labels mean the same
+for every kind (docs/contracts.md, section 3).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
+from scorekeeper.evaluation.duck import connect_run, parquet_uri, sql
+from scorekeeper.evaluation.kinds import evaluation_for
+from scorekeeper.evaluation.truth import label_table
+from scorekeeper.head_kind import HeadKind
+from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.run_folder import RunFolder, StagedManifest
+from scorekeeper.storage import Location
+
+# The views and tables the driver makes before any SQL file runs (tests/test_sql_files.py).
+INPUTS = ("predictions", "staged", "labels", "ground_truth")
+
+
+def open_evaluation(run: RunFolder, labels: list[str]):
+    """A connection holding the run's `predictions` and `staged` views and the `labels` table."""
+    con = connect_run(run)
+    try:
+        con.read_parquet(parquet_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
+        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        label_table(con, "labels", labels)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def evaluate_run(
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    slice_columns: list[str],
+    baseline: Location | None = None,
+    head: HeadKind | str = HeadKind.SINGLE_LABEL,
+    thresholds: float | dict[str, float] = 0.5,
+    truth_column: str = "label",
+    log: Logger | None = None,
+) -> MetricsDocument:
+    """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
+    in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
+    ground-truth column (for messages); `log` the run's logger (the module's by default)."""
+    kind = evaluation_for(head)
+    con = open_evaluation(run, labels)
+    try:
+        ev = Evaluation(con, run, labels, manifest, slice_columns, thresholds, truth_column, log or logging.getLogger(__name__))
+        source, column = kind.truth_table(ev)
+        missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
+        truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
+        coverage = Coverage(source, column, int(truth_rows), int(missing), int(unmatched), int(scored))
+        fields = kind.metrics(ev, coverage)
+        slices, truncated = kind.slices(ev) if fields["evaluated"] else ({}, {})
+        document = MetricsDocument.model_validate(
+            {
+                "head": kind.kind,
+                "rows": manifest.total_rows,
+                "scored": coverage.scored,
+                "ground_truth_source": source,
+                "scoring_only": source is None,
+                "labels": labels,
+                "ground_truth_rows": coverage.truth_rows,
+                "missing_predictions": coverage.missing,
+                "unmatched_predictions": coverage.unmatched,
+                "null_text_rows": manifest.null_text_rows,
+            }
+            | fields
+            | {"slices": slices, "slices_truncated": truncated, "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        )
+        if baseline is not None and document.evaluated:
+            document.comparison = kind.comparison(ev, baseline, document)
+    finally:
+        con.close()
+    return document
+
+
+def evaluate(
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    slice_columns: list[str],
+    baseline: Location | None = None,
+    truth_column: str = "label",
+) -> MetricsDocument:
+    """evaluate_run for a single-label head."""
+    return evaluate_run(run, labels, manifest, slice_columns, baseline, HeadKind.SINGLE_LABEL, truth_column=truth_column)
+
+
+def evaluate_head(
+    run: RunFolder,
+    labels: list[str],
+    manifest: StagedManifest,
+    head: HeadKind | str,
+    thresholds: float | dict[str, float],
+    slice_columns: list[str],
+    baseline: Location | None = None,
+    truth_column: str = "label",
+) -> MetricsDocument:
+    """evaluate_run for a multi-label or regression head (the argument order of its callers)."""
+    return evaluate_run(run, labels, manifest, slice_columns, baseline, head, thresholds, truth_column)

@@ -1,0 +1,309 @@
+"""The evaluation of a multi-label head: a sigmoid per label, thresholded (docs/contracts.md, section 7).
+
+The truth is a list of labels per row; its elements (`truth_elements`) are matched to the model's
+labels by the column's one rule, as a single-label column is. The metrics (docs/contracts.md
+section 9) are computed in SQL (sql/multi_label/) over one table:
+
+    ml_rows(row_index BIGINT, id VARCHAR, probabilities DOUBLE[], truth BOOLEAN[] [, text VARCHAR])
+        One row per scored row. `probabilities` and `truth` hold one element per model label, in
+        the model's label order. truth NULL: the row has no ground truth and is not evaluated;
+        every element false: a row with no label. `id` is the id's text (it decides the tuning
+        half of the threshold search: md5(id) starting with 0-7 tunes, 8-f is held out).
+
+A metric that cannot be computed is null, never NaN; 0/0 counts as 0 in precision, recall and F1
+(scikit-learn's zero_division default); ROC-AUC and average precision of a label with no positive
+or no negative truth are null and left out of the macro (scikit-learn gives NaN, or 1.0 for the AP
+of an always-positive label). The comparison's paired rows and tests are here too (_multi_label,
+multilabel_resampled_tests); what it shares with regression's is heads_compare.py's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from scorekeeper.evaluation import paired_heads as ph
+from scorekeeper.evaluation import paired_tests as pt
+from scorekeeper.evaluation.base import CONFIDENT_ERRORS, ECE_BINS, LOG_LOSS_EPS, Coverage, Evaluation, _mean, _number
+from scorekeeper.evaluation.compare_tests import label_positions
+from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
+from scorekeeper.evaluation.heads_compare import _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
+from scorekeeper.evaluation.matching import ColumnKind, TruthRule
+from scorekeeper.evaluation.paired_tests import mcnemar_exact
+from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.truth import match_truth, truth_table
+from scorekeeper.head_kind import HeadKind
+from scorekeeper.heads import threshold_vector
+from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.registry import scalar_metrics, value_at
+from scorekeeper.storage import Location
+
+TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8-f measures it"
+
+# One number each, computed by multilabel_metrics.sql and regression_metrics.sql (the correlations by
+# their own queries): the metric registry's scalars of the head.
+MULTILABEL_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.MULTI_LABEL))
+
+
+def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
+    """Every multi_label key of the contract over `ml_rows`, with the report's data beside them."""
+    if len(thresholds) != len(labels):
+        raise ValueError(f"{len(thresholds)} thresholds for {len(labels)} labels")
+    con.execute("CREATE OR REPLACE TEMP TABLE ml_labels (label_id BIGINT, label_name VARCHAR, threshold DOUBLE)")
+    con.executemany("INSERT INTO ml_labels VALUES (?, ?, ?)", [(i, name, float(t)) for i, (name, t) in enumerate(zip(labels, thresholds))])
+    bad = con.execute(
+        "SELECT row_index FROM ml_rows WHERE len(probabilities) <> ? OR (truth IS NOT NULL AND len(truth) <> ?) ORDER BY row_index LIMIT 5",
+        [len(labels), len(labels)],
+    ).fetchall()
+    if bad:
+        raise ValueError(f"ml_rows: rows {[r for (r,) in bad]} do not hold one probability and one truth per label ({len(labels)})")
+    con.execute(sql("multilabel_cells.sql"))
+    con.execute(sql("multilabel_label_counts.sql"))
+    con.execute(ovr_table("ml_ovr", sql("multilabel_ovr.sql", cells=Fragment("(SELECT label_id, prob AS score, truth FROM ml_cells)"))))
+    (row,) = records(con.execute(sql("multilabel_metrics.sql"), {"eps": LOG_LOSS_EPS}))
+    evaluated = int(row["evaluated"])
+    counts = con.execute(
+        "SELECT label_name, threshold, tp, fp, fn, support, cells, precision, recall, f1 FROM ml_label_counts ORDER BY label_id"
+    ).fetchall()
+    tuned = con.execute(sql("multilabel_tuned_thresholds.sql")).fetchall()
+    halves = dict(con.execute("SELECT tuning, count(DISTINCT row_index) FROM ml_cells GROUP BY tuning").fetchall())
+
+    defined = {name: 0 < support < cells for name, _, _, _, _, support, cells, *_ in counts}
+    ranking = con.execute(sql("ranking.sql", ovr="ml_ovr", labels="ml_labels")).fetchall()
+    micro = con.execute(sql("ranking.sql", ovr="ml_ovr", labels=MICRO_LABEL)).fetchone()
+    pooled_support, pooled_cells = sum(c[5] for c in counts), sum(c[6] for c in counts)
+    micro_defined = 0 < pooled_support < pooled_cells
+    roc = {name: _number(auc) if defined[name] else None for name, auc, _ in ranking}
+    ap = {name: _number(value) if defined[name] else None for name, _, value in ranking}
+
+    calibration, ece = _calibration(con, labels)
+    per_label = {}
+    for (name, threshold, _, _, _, support, cells, p, r, f1), (_, t_threshold, t_f1, t_heldout, given_heldout) in zip(counts, tuned):
+        per_label[name] = {
+            "precision": _number(p) if evaluated else None,
+            "recall": _number(r) if evaluated else None,
+            "f1": _number(f1) if evaluated else None,
+            "support": int(support),
+            "prevalence": support / cells if cells else None,
+            "threshold": threshold,
+            "tuned_threshold": _number(t_threshold),
+            "tuned_f1_in_sample": _number(t_f1),
+            "tuned_f1_heldout": _number(t_heldout),
+            "heldout_f1_at_threshold": _number(given_heldout),
+        }
+    errors = [
+        {"row_index": int(i), "id": row_id, "label": name, "truth": bool(truth), "probability": prob}
+        for i, row_id, name, truth, prob in con.execute(sql("multilabel_confident_errors.sql"), {"limit": CONFIDENT_ERRORS}).fetchall()
+    ]
+    return {
+        "evaluated": evaluated,
+        **{k: (_number(row[k]) if evaluated else None) for k in MULTILABEL_SCALARS},
+        "roc_auc": {"macro": _mean(roc.values()), "micro": _number(micro[1]) if micro_defined else None, "per_label": roc},
+        "average_precision": {"macro": _mean(ap.values()), "micro": _number(micro[2]) if micro_defined else None, "per_label": ap},
+        "ece": ece,
+        "ece_bins": ECE_BINS,
+        "per_label": per_label,
+        "threshold_tuning": {"split": TUNING_SPLIT, "tuning_rows": int(halves.get(True, 0)), "heldout_rows": int(halves.get(False, 0))},
+        "label_cardinality": {
+            "truth": _number(row["truth_cardinality"]),
+            "predicted": _number(row["predicted_cardinality"]),
+            "rows_without_prediction": int(row["rows_without_prediction"] or 0),
+        },
+        "label_calibration": calibration,
+        "curves": _curves(con),
+        "confident_wrong_labels": errors,
+    }
+
+
+def _calibration(con, labels: list[str]) -> tuple[dict, dict]:
+    """Per label the reliability bins, and ECE per label averaged (macro) and over every cell (micro)."""
+    bins: dict[int, list] = {}
+    for label_id, b, n, conf, freq in con.execute(sql("multilabel_calibration.sql"), {"bins": ECE_BINS}).fetchall():
+        bins.setdefault(label_id, []).append((int(b), int(n), conf, freq))
+
+    def ece_of(label_id: int) -> float | None:
+        rows = bins.get(label_id, [])
+        total = sum(n for _, n, _, _ in rows)
+        return sum(n * abs(freq - conf) for _, n, conf, freq in rows) / total if total else None
+
+    per_label = [ece_of(i) for i in range(len(labels))]
+    calibration = {
+        name: [
+            {"bin": b, "lower": b / ECE_BINS, "upper": (b + 1) / ECE_BINS, "rows": n, "confidence": conf, "frequency": freq}
+            for b, n, conf, freq in bins.get(i, [])
+        ]
+        for i, name in enumerate(labels)
+    }
+    macro = None if any(e is None for e in per_label) else _mean(per_label)
+    return calibration, {"macro": macro, "micro": ece_of(-1), "per_label": dict(zip(labels, per_label))}
+
+
+def _curves(con) -> dict:
+    """ROC and precision-recall points per label, thinned as the single-label curves are (curves.sql)."""
+    curves: dict[str, dict] = {"roc": {}, "pr": {}}
+    for name, curve, x, y in con.execute(sql("curves.sql", ovr="ml_ovr", labels="ml_labels")).fetchall():
+        keys = ("fpr", "tpr") if curve == "roc" else ("recall", "precision")
+        start = (0.0, 0.0) if curve == "roc" else (0.0, 1.0)
+        points = curves[curve].setdefault(name, {keys[0]: [start[0]], keys[1]: [start[1]]})
+        points[keys[0]].append(x)
+        points[keys[1]].append(y)
+    return curves
+
+
+def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | None) -> dict:
+    con.execute(
+        statement(
+            """
+        CREATE TEMP TABLE ml_paired AS
+        SELECT r.row_index, r.truth, o.predicted_labels AS before, p.predicted_labels AS after,
+               o.probabilities AS before_probabilities, r.probabilities AS after_probabilities
+        FROM ml_rows AS r
+        JOIN predictions AS p ON p.row_index = r.row_index
+        JOIN staged AS s ON s.row_index = r.row_index
+        JOIN other AS o ON {other_key} = {this_key}
+        WHERE r.truth IS NOT NULL
+        """,
+            other_key=keys[0],
+            this_key=keys[1],
+        )
+    )
+    # per (row, label): right before / after, against this run's truth
+    con.execute(
+        """
+        CREATE TEMP TABLE ml_paired_cells AS
+        SELECT *, before = truth AS right_before, after = truth AS right_after
+        FROM (
+            SELECT p.row_index, l.label_id, l.label_name, p.truth[l.label_id + 1] AS truth,
+                   list_contains(p.before, l.label_name) AS before, list_contains(p.after, l.label_name) AS after,
+                   p.after_probabilities[l.label_id + 1] AS prob_after,
+                   p.before_probabilities[$positions[l.label_id + 1]] AS prob_before
+            FROM ml_paired AS p CROSS JOIN labels AS l
+        )
+        """,
+        {"positions": positions or []},
+    )
+    rows, r2w, w2r, other = con.execute(
+        """
+        WITH exact AS (
+            SELECT row_index, bool_and(right_before) AS right_before, bool_and(right_after) AS right_after
+            FROM ml_paired_cells GROUP BY row_index
+        )
+        SELECT count(*),
+               count(*) FILTER (WHERE right_before AND NOT right_after),
+               count(*) FILTER (WHERE NOT right_before AND right_after),
+               count(*) FILTER (WHERE NOT right_before AND NOT right_after AND list_sort(p.before) <> list_sort(p.after))
+        FROM exact JOIN ml_paired AS p ON p.row_index = exact.row_index
+        """
+    ).fetchone()
+    per_label = {}
+    for name, b, c in con.execute(
+        """
+        SELECT label_name, count(*) FILTER (WHERE right_before AND NOT right_after),
+               count(*) FILTER (WHERE NOT right_before AND right_after)
+        FROM ml_paired_cells GROUP BY label_name
+        """
+    ).fetchall():
+        per_label[name] = {"right_to_wrong": int(b), "wrong_to_right": int(c), "mcnemar_p": mcnemar_exact(int(b), int(c))}
+    con.execute(sql("paired_multilabel_rows.sql"), {"positions": positions or [], "eps": LOG_LOSS_EPS})
+    tests = row_mean_tests(con, "ml_paired_rows", HeadKind.MULTI_LABEL)
+    tests["subset_accuracy"] = pt.accuracy_test(int(r2w), int(w2r), int(rows)) if rows else pt.untested(pt.MCNEMAR)
+    if rows:
+        tests |= multilabel_resampled_tests(con, int(rows), positions is not None)
+    return {
+        "tests": tests,
+        "rows_compared": int(rows),
+        "flipped": {"right_to_wrong": int(r2w), "wrong_to_right": int(w2r), "other": int(other)},
+        "mcnemar_p": mcnemar_exact(int(r2w), int(w2r)),
+        "per_label": per_label,
+    }
+
+
+def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, dict]:
+    """The multi-label tests that are not per-row means, over ml_paired_cells: F1, precision and
+    recall averages and (with both runs' probabilities) ECE by the block bootstrap, ROC-AUC by
+    DeLong, average precision by the row-sample bootstrap (scorekeeper/evaluation/paired_heads.py)."""
+    labels = con.execute("SELECT count(*) FROM labels").fetchone()[0]
+    width = labels * len(ph.COUNT_FIELDS)
+    blocks, resamples = ph.block_plan(rows, width)
+    key = block_key(rows, blocks)
+    codes = _block_codes(con, "ml_paired_cells", key)
+    got = con.execute(sql("paired_multilabel_blocks.sql", block=key)).fetchnumpy()
+    counts = _dense(got["block"], codes, (got["label_id"],), np.column_stack([got[f] for f in ph.COUNT_FIELDS]), (labels, 5))
+    tests = ph.block_bootstrap(
+        counts.reshape(len(codes), width), np.zeros((len(codes), 0)), lambda t, h: ph.multilabel_count_deltas(t, h, labels), resamples
+    )
+    if not with_scores:
+        return tests
+    width = 1 + 2 * labels * ECE_BINS
+    blocks, resamples = ph.block_plan(rows, width)
+    key = block_key(rows, blocks)
+    codes = _block_codes(con, "ml_paired_cells", key)
+    got = con.execute(sql("paired_multilabel_ece.sql", block=key), {"bins": ECE_BINS}).fetchnumpy()
+    gaps = _dense(got["block"], codes, (got["side"], got["label_id"], got["bin"]), got["gap"], (2, labels, ECE_BINS))
+    block_rows = dict(con.execute(statement("SELECT {key}, count(DISTINCT row_index) FROM ml_paired_cells GROUP BY 1", key=key)).fetchall())
+    sums = np.column_stack([[block_rows[k] for k in codes], gaps.reshape(len(codes), -1)])
+    tests |= ph.block_bootstrap(sums, np.zeros((len(codes), 0)), lambda t, h: ph.multilabel_ece_deltas(t, h, labels, ECE_BINS), resamples)
+
+    ranking = {}
+    for side in ("after", "before"):
+        cells = statement("(SELECT label_id, {prob} AS score, truth FROM ml_paired_cells)", prob=f"prob_{side}")
+        con.execute(ovr_table(f"ml_paired_ovr_{side}", sql("multilabel_ovr.sql", cells=cells)))
+        per_label = con.execute(sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels="ml_labels")).fetchall()
+        micro = con.execute(sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels=MICRO_LABEL)).fetchone()
+        ranking[side] = [(auc, ap) for _, auc, ap in [*per_label, micro]]
+    macro_delta, macro_squares, micro_delta, micro_squares = con.execute(sql("paired_multilabel_delong.sql")).fetchone()
+    tests["roc_auc_macro"] = ph.delong_influence(macro_delta, macro_squares)
+    tests["roc_auc_micro"] = ph.delong_influence(micro_delta, micro_squares)
+    # average precision: defined where the ROC-AUC is (a label with positives and negatives)
+    differences = [a[1] - b[1] for a, b in zip(ranking["after"], ranking["before"], strict=True) if a[0] is not None]
+    per_label_differences = differences[:-1] if ranking["after"][-1][0] is not None else differences
+    ap_deltas = {
+        "average_precision_macro": float(np.mean(per_label_differences)) if per_label_differences else None,
+        "average_precision_micro": differences[-1] if ranking["after"][-1][0] is not None else None,
+    }
+    positions = pt.subset_positions(rows, pt.ap_rows(labels)).tolist()
+    sample = _sample(con, "ml_paired_cells", "label_id", ("truth", "prob_after", "prob_before"), positions)
+    truth, after, before = (np.array([r[i] for r in sample], dtype=dtype) for i, dtype in ((0, bool), (1, float), (2, float)))
+
+    def ap_change(weights: np.ndarray) -> dict[str, np.ndarray]:
+        this, other = ph.multilabel_ap(truth, after, weights), ph.multilabel_ap(truth, before, weights)
+        return {k: this[k] - other[k] for k in this}
+
+    return tests | ph.sample_bootstrap(ap_deltas, ap_change, len(sample), rows, pt.AP_RESAMPLES)
+
+
+def _pair(con, keys, metrics: MetricsDocument, other_metrics: RecordedMetrics) -> dict:
+    return _multi_label(con, keys, label_positions(metrics.labels or [], value_at(other_metrics, ("labels",))))
+
+
+class MultiLabel:
+    kind = HeadKind.MULTI_LABEL
+
+    def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
+        return truth_table(ev.con, ev.run, ev.manifest, self.kind)
+
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+        """The multi-label metrics; the list elements are matched to the labels by the column's one
+        rule (truth.py, as a single-label column is), recorded as `truth_matching`. Each label's
+        threshold is in per_label."""
+        con, labels = ev.con, ev.labels
+        matching = (
+            match_truth(con, coverage.column, labels, ev.truth_column, truth="truth_elements", log=ev.log) if coverage.column else None
+        )
+        con.execute(sql("multi_label_evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID)))
+        unknown = {str(name): int(n) for name, n in con.execute(sql("multi_label_unknown.sql")).fetchall()}
+        return {
+            "truth_matching": matching,
+            "unknown_labels": unknown,
+            "unknown_label_rows": sum(unknown.values()),
+        } | multilabel_metrics(con, labels, threshold_vector(ev.thresholds, labels))
+
+    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
+        return head_slices(ev.con, self.kind, ev.slice_columns)
+
+    def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
+        return compare_head(ev.con, ev.run, baseline, document, self.kind, _pair)
+
+
+EVALUATION = MultiLabel()

@@ -1,0 +1,338 @@
+"""The evaluation of a regression head: the raw values, one per output (docs/contracts.md, sections 7 and 9).
+
+The truth is a number per row (a list of numbers, in output order, for several outputs), checked
+against the head's outputs here as before scoring. The metrics are computed in SQL
+(sql/regression/) over one table:
+
+    reg_rows(row_index BIGINT, id VARCHAR, prediction DOUBLE or DOUBLE[], truth DOUBLE or DOUBLE[] [, text VARCHAR])
+        One row per scored row; a list per row when the head has several outputs (model label
+        order). A null or NaN truth is a missing truth (regression_cells.sql says how rows
+        missing some outputs, or with values that are not finite, are counted apart).
+
+A metric that cannot be computed is null, never NaN: r2 and explained_variance are null for a
+constant truth and pearson, spearman and kendall_tau_b for a constant side or one row (scikit-learn
+answers 1.0 or 0.0 there by convention, scipy NaN). With several outputs each top-level metric is
+the mean of the per-output values (scikit-learn's "uniform_average"), null where any output's is,
+and `per_output` holds each output's. The comparison's paired rows and tests are here too
+(_regression, regression_resampled_tests); what it shares with multi-label's is heads_compare.py's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from scorekeeper.evaluation import paired_heads as ph
+from scorekeeper.evaluation import paired_tests as pt
+from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, _number
+from scorekeeper.evaluation.duck import Fragment, identifier, records, sql, statement
+from scorekeeper.evaluation.heads_compare import BOOTSTRAP_BLOCKS, _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
+from scorekeeper.evaluation.matching import ColumnKind
+from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
+from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
+from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.truth import check_regression_truth, truth_table
+from scorekeeper.head_kind import HeadKind
+from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.registry import Pairing, compared_metrics, scalar_metrics
+from scorekeeper.storage import Location
+
+SCATTER_POINTS = 3000  # past this many rows the predicted-vs-true plot is a 2-D histogram
+
+DENSITY_BINS = 40
+
+RESIDUAL_BINS = 30
+
+LARGEST_ERRORS = 20
+
+REGRESSION_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.REGRESSION))
+
+
+def regression_metrics(con, outputs: list[str]) -> dict:
+    """Every regression key of the contract over `reg_rows`: the mean over outputs at the top level,
+    each output's values under `per_output`, and the report's data beside them."""
+    _regression_input(con, len(outputs))
+    con.execute(sql("regression_cells.sql"))
+    status = dict(con.execute("SELECT status, count(*) FROM reg_status GROUP BY status").fetchall())
+    evaluated = int(status.get("evaluated", 0))
+    per_output = {outputs[i]: fields for i, fields in regression_values(con, "reg_cells", len(outputs)).items()}
+    means = {}
+    for key in REGRESSION_SCALARS:
+        values = [fields[key] for fields in per_output.values()]
+        known = [v for v in values if v is not None]
+        means[key] = sum(known) / len(known) if len(known) == len(values) else None
+    return {
+        "evaluated": evaluated,
+        "outputs": list(outputs),
+        **means,
+        "mape_rows": sum(fields["mape_rows"] for fields in per_output.values()),
+        "no_truth_rows": int(status.get("no_truth", 0)),
+        "partial_truth_rows": int(status.get("partial_truth", 0)),
+        "not_finite_rows": int(status.get("not_finite", 0)),
+        "per_output": per_output,
+        **_regression_plots(con, outputs, evaluated),
+    }
+
+
+def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
+    """Every regression scalar (and mape_rows) per output id over `cells`, a table in reg_cells'
+    shape (row_index, output_id, truth, prediction): the run's own rows, or a comparison's paired rows."""
+    per_output = {i: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for i in range(outputs)}
+    for fields in records(con.execute(sql("regression_metrics.sql", cells=cells))):
+        # every scalar but the correlations, which the queries below fill in
+        per_output[fields["output_id"]] |= {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | {
+            "mape_rows": int(fields["mape_rows"])
+        }
+    for output_id, r in con.execute(sql("regression_correlation.sql", x="truth", y="prediction", source=cells)).fetchall():
+        per_output[output_id]["pearson"] = _number(r)
+    ranks = f"{cells}_ranks"
+    con.execute(sql("regression_ranks.sql", cells=cells, ranks=ranks))
+    for output_id, r in con.execute(sql("regression_correlation.sql", x="truth_rank", y="prediction_rank", source=ranks)).fetchall():
+        per_output[output_id]["spearman"] = _number(r)
+    for output_id, tau in con.execute(sql("regression_kendall.sql", cells=cells)).fetchall():
+        per_output[output_id]["kendall_tau_b"] = _number(tau)
+    return per_output
+
+
+def _regression_input(con, outputs: int) -> None:
+    """The view reg_input: reg_rows with prediction and truth as lists (a scalar column wrapped) and a text column."""
+    types = {name: kind for name, kind, *_ in con.execute("DESCRIBE reg_rows").fetchall()}
+
+    def as_list(column: str) -> Fragment:
+        if types[column].endswith("[]"):
+            return statement("{c}::DOUBLE[]", c=column)
+        return statement("CASE WHEN {c} IS NULL THEN NULL ELSE [{c}::DOUBLE] END", c=column)
+
+    text = identifier("text") if "text" in types else Fragment("NULL::VARCHAR")
+    con.execute(
+        statement(
+            "CREATE OR REPLACE TEMP VIEW reg_input AS SELECT row_index, id::VARCHAR AS id, {text} AS text, "
+            "{prediction} AS prediction, {truth} AS truth FROM reg_rows",
+            text=text,
+            prediction=as_list("prediction"),
+            truth=as_list("truth"),
+        )
+    )
+    bad = con.execute(
+        "SELECT row_index FROM reg_input WHERE len(prediction) <> ? OR len(truth) <> ? ORDER BY row_index LIMIT 5", [outputs, outputs]
+    ).fetchall()
+    if bad:
+        raise ValueError(f"reg_rows: rows {[r for (r,) in bad]} do not hold one prediction and one truth per output ({outputs})")
+
+
+def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
+    """The data of the regression report's plots and tables, per output name."""
+    residuals: dict[str, dict] = {}
+    for output_id, lo, hi, b, n in con.execute(sql("regression_residuals.sql"), {"bins": RESIDUAL_BINS}).fetchall():
+        width = (hi - lo) / RESIDUAL_BINS if hi > lo else 0.0
+        hist = residuals.setdefault(
+            outputs[output_id], {"edges": [lo + k * width for k in range(RESIDUAL_BINS)] + [hi], "counts": [0] * RESIDUAL_BINS}
+        )
+        hist["counts"][b] = int(n)
+    scatter: dict[str, dict] = {}
+    if evaluated <= SCATTER_POINTS:
+        for output_id, truth, prediction in con.execute(
+            "SELECT output_id, truth, prediction FROM reg_cells ORDER BY output_id, row_index"
+        ).fetchall():
+            points = scatter.setdefault(outputs[output_id], {"kind": "points", "truth": [], "prediction": []})
+            points["truth"].append(truth)
+            points["prediction"].append(prediction)
+    else:
+        for output_id, lo, hi, tb, pb, n in con.execute(sql("regression_density.sql"), {"bins": DENSITY_BINS}).fetchall():
+            cells = scatter.setdefault(outputs[output_id], {"kind": "density", "lo": lo, "hi": hi, "bins": DENSITY_BINS, "cells": []})
+            cells["cells"].append([int(tb), int(pb), int(n)])
+    deciles: dict[str, list] = {}
+    for output_id, decile, n, mean_p, mean_t, lo, hi in con.execute(sql("regression_deciles.sql")).fetchall():
+        deciles.setdefault(outputs[output_id], []).append(
+            {
+                "decile": int(decile),
+                "rows": int(n),
+                "mean_prediction": mean_p,
+                "mean_truth": mean_t,
+                "min_prediction": lo,
+                "max_prediction": hi,
+            }
+        )
+    largest: dict[str, list] = {}
+    for output_id, i, row_id, text, truth, prediction in con.execute(
+        sql("regression_largest_errors.sql"), {"chars": EXCERPT_CHARS, "limit": LARGEST_ERRORS}
+    ).fetchall():
+        largest.setdefault(outputs[output_id], []).append(
+            {"row_index": int(i), "id": row_id, "text": text, "truth": truth, "prediction": prediction, "error": prediction - truth}
+        )
+    return {"residual_histogram": residuals, "predicted_vs_true": scatter, "calibration_deciles": deciles, "largest_errors": largest}
+
+
+def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None) -> dict[str, dict]:
+    """The regression tests that are not per-row means, over reg_paired_complete: the block
+    bootstrap of sums and maxima, the row-sample bootstrap of the rank statistics; each delta is
+    the metric's own SQL (regression_values) over the paired rows, this - other.
+    `own`: this run's per-output values, given when the paired rows are every row it evaluated
+    (then they are its values over the paired rows, and its Kendall SQL need not run again)."""
+
+    rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
+    if not rows:
+        return {}
+    values = {}
+    for side in ("after", "before"):
+        if side == "after" and own is not None:
+            values[side] = dict(enumerate(own))
+            continue
+        con.execute(
+            statement(
+                "CREATE OR REPLACE TEMP TABLE {table} AS SELECT row_index, output_id, y AS truth, {side} AS prediction FROM reg_paired_complete",
+                table=f"reg_side_{side}",
+                side=side,
+            )
+        )
+        values[side] = regression_values(con, f"reg_side_{side}", outputs)
+
+    def delta(name: str) -> float | None:
+        pairs = [(values["after"][o][name], values["before"][o][name]) for o in range(outputs)]
+        return None if any(a is None or b is None for a, b in pairs) else float(np.mean([a - b for a, b in pairs]))
+
+    width = outputs * len(ph.SUM_FIELDS)
+    blocks, resamples = ph.block_plan(rows, width)
+    key = block_key(rows, blocks)
+    codes = _block_codes(con, "reg_paired_complete", key)
+    got = con.execute(sql("paired_regression_blocks.sql", block=key)).fetchall()
+    keys = np.array([r[0] for r in got], dtype=object)
+    index = (np.array([r[1] for r in got], dtype=np.int64),)
+    width_high = outputs * len(ph.HIGH_FIELDS)
+    sums = _dense(
+        keys, codes, index, np.array([r[2 : 2 + len(ph.SUM_FIELDS)] for r in got], dtype=np.float64), (outputs, len(ph.SUM_FIELDS))
+    )
+    highs = _dense(
+        keys, codes, index, np.array([r[2 + len(ph.SUM_FIELDS) :] for r in got], dtype=np.float64), (outputs, len(ph.HIGH_FIELDS))
+    )
+    tests = ph.block_bootstrap(
+        sums.reshape(len(codes), width),
+        highs.reshape(len(codes), width_high),
+        lambda t, h: ph.regression_sum_deltas(t, h, outputs),
+        resamples,
+        deltas={name: delta(name) for name in ph.SUMMED},
+    )
+    positions = pt.subset_positions(rows, ph.RANK_ROWS).tolist()
+    sample = _sample(con, "reg_paired_complete", "output_id", ("y", "after", "before"), positions)
+    y, after, before = (np.array([r[i] for r in sample], dtype=np.float64) for i in range(3))
+    rank_deltas = {m.name: delta(m.name) for m in compared_metrics(HeadKind.REGRESSION) if m.compared is Pairing.SAMPLED}
+    return tests | ph.sample_bootstrap(
+        rank_deltas, lambda w: ph.regression_rank_deltas(y, after, before, w), len(sample), int(rows), ph.RANK_RESAMPLES
+    )
+
+
+def paired_error_changes(sums: np.ndarray) -> dict:
+    """MAE and RMSE of both runs, their change (this - other) and its paired bootstrap 95% interval,
+    from per-block sums: columns (rows, |e| this, |e| other, e^2 this, e^2 other)."""
+    totals = sums.sum(axis=0)
+    n = totals[0]
+
+    def changes(t):
+        mae = (t[..., 1] - t[..., 2]) / t[..., 0]
+        rmse = np.sqrt(t[..., 3] / t[..., 0]) - np.sqrt(t[..., 4] / t[..., 0])
+        return mae, rmse
+
+    mae, rmse = changes(totals)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)  # multinomial counts per block, CHUNK resamples at a time
+    boot = [changes(weights @ sums) for weights in pt._draws(rng, len(sums), np.ones(len(sums)), BOOTSTRAP_RESAMPLES)]
+    boot_mae, boot_rmse = (np.concatenate([b[i] for b in boot]) for i in (0, 1))
+    interval = lambda v: [float(x) for x in np.percentile(v, [2.5, 97.5])]  # noqa: E731
+    return {
+        "rmse_test": pt.bootstrap_summary(float(rmse), boot_rmse),
+        "rows_compared": int(n),
+        "mae": {"this": float(totals[1] / n), "other": float(totals[2] / n), "delta": float(mae), "ci": interval(boot_mae)},
+        "rmse": {
+            "this": float(np.sqrt(totals[3] / n)),
+            "other": float(np.sqrt(totals[4] / n)),
+            "delta": float(rmse),
+            "ci": interval(boot_rmse),
+        },
+        "method": "paired_bootstrap",
+        "resamples": BOOTSTRAP_RESAMPLES,
+    }
+
+
+def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
+    at = Fragment("[l.label_id + 1]" if outputs > 1 else "")
+    con.execute(
+        statement(
+            """
+        CREATE TEMP TABLE reg_paired AS
+        SELECT * FROM (
+            SELECT r.row_index, l.label_name AS output, r.truth{at} AS y, r.prediction{at} AS after, o.prediction{at} AS before
+            FROM reg_rows AS r
+            CROSS JOIN labels AS l
+            JOIN staged AS s ON s.row_index = r.row_index
+            JOIN other AS o ON {other_key} = {this_key}
+        ) WHERE isfinite(y)
+        """,
+            at=at,
+            other_key=keys[0],
+            this_key=keys[1],
+        )
+    )
+    rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired").fetchone()[0]
+    result: dict = {"rows_compared": int(rows)}
+    if not rows:
+        return result
+    blocks = block_key(rows, BOOTSTRAP_BLOCKS)
+    per_output = {}
+    for (output,) in con.execute("SELECT DISTINCT output FROM reg_paired ORDER BY output").fetchall():
+        sums = con.execute(
+            statement(
+                """
+            SELECT count(*), sum(abs(after - y)), sum(abs(before - y)), sum((after - y) ^ 2), sum((before - y) ^ 2)
+            FROM reg_paired WHERE output = ? GROUP BY {blocks}
+            """,
+                blocks=blocks,
+            ),
+            [output],
+        ).fetchnumpy()
+        per_output[output] = paired_error_changes(np.column_stack([np.asarray(v, dtype=np.float64) for v in sums.values()]))
+    for v in per_output.values():
+        v.pop("rmse_test")
+    con.execute(sql("paired_regression_rows.sql"), {"outputs": outputs})
+    tests = row_mean_tests(con, "reg_paired_rows", HeadKind.REGRESSION)
+    con.execute(
+        """
+        CREATE TEMP TABLE reg_paired_complete AS
+        SELECT p.row_index, l.label_id AS output_id, p.y, p.after, p.before
+        FROM reg_paired AS p JOIN labels AS l ON l.label_name = p.output
+        WHERE p.row_index IN (
+            SELECT row_index FROM reg_paired WHERE isfinite(after) AND isfinite(before) GROUP BY row_index HAVING count(*) = $outputs
+        )
+        """,
+        {"outputs": outputs},
+    )
+    complete = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
+    own = [dict(v) for v in (metrics.per_output or {}).values()] if complete == metrics.evaluated and metrics.per_output else None
+    tests |= regression_resampled_tests(con, outputs, own)
+    if outputs == 1:
+        return result | next(iter(per_output.values())) | {"rows_compared": int(rows), "tests": tests}
+    return result | {"per_output": per_output, "tests": tests}
+
+
+def _pair(con, keys, metrics: MetricsDocument, other_metrics: RecordedMetrics) -> dict:
+    return _regression(con, keys, len(metrics.labels or []), metrics)
+
+
+class Regression:
+    kind = HeadKind.REGRESSION
+
+    def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
+        return truth_table(ev.con, ev.run, ev.manifest, self.kind)
+
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+        check_regression_truth(ev.con, ev.labels, ev.truth_column)  # checked before scoring too; a resumed run's truth again
+        ev.con.execute(sql("regression_evaluated.sql"))
+        return regression_metrics(ev.con, ev.labels)
+
+    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
+        return head_slices(ev.con, self.kind, ev.slice_columns)
+
+    def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
+        return compare_head(ev.con, ev.run, baseline, document, self.kind, _pair)
+
+
+EVALUATION = Regression()

@@ -1,0 +1,34 @@
+-- reads: truth_elements, labels, truth, predictions, staged
+-- creates: ml_truth_names, ml_truth_vectors, ml_rows
+-- A multi-label run's rows for scorekeeper/evaluation/multi_label.py: `ml_rows` (row_index, id as text,
+-- probabilities, truth BOOLEAN[] in model label order or NULL without ground truth, text), one
+-- row per scored row. Each list element is resolved by the one rule of the column ({rule}: 'id',
+-- 'name' or 'name_or_id', a literal decided once from the elements' type and values by
+-- scorekeeper/evaluation/matching.py, as for a single-label column; never chosen element by element);
+-- other elements are unknown: counted in `ml_truth_names`, the row evaluated on the labels the
+-- model has.
+-- Expects: truth (row_index, id, value), truth_elements (row_index, id, raw_label), predictions,
+-- staged, labels (label_id, label_name).
+CREATE TEMP TABLE ml_truth_names AS
+SELECT t.row_index, t.raw_label AS raw,
+       CASE {rule} WHEN 'name' THEN by_name.label_id
+                   WHEN 'id' THEN by_id.label_id
+                   ELSE coalesce(by_name.label_id, by_id.label_id) END AS label_id
+FROM truth_elements AS t
+LEFT JOIN labels AS by_name ON by_name.label_name = t.raw_label
+LEFT JOIN labels AS by_id ON regexp_full_match(t.raw_label, '-?[0-9]+') AND by_id.label_id = TRY_CAST(t.raw_label AS BIGINT);
+
+CREATE TEMP TABLE ml_truth_vectors AS
+WITH hits AS (SELECT DISTINCT row_index, label_id FROM ml_truth_names WHERE label_id IS NOT NULL)
+SELECT t.row_index, list(h.row_index IS NOT NULL ORDER BY l.label_id) AS truth
+FROM truth AS t
+CROSS JOIN labels AS l
+LEFT JOIN hits AS h ON h.row_index = t.row_index AND h.label_id = l.label_id
+WHERE t.row_index IS NOT NULL
+GROUP BY t.row_index;
+
+CREATE TEMP TABLE ml_rows AS
+SELECT p.row_index, p.id::VARCHAR AS id, p.probabilities, v.truth, s.text
+FROM predictions AS p
+LEFT JOIN ml_truth_vectors AS v ON v.row_index = p.row_index
+LEFT JOIN staged AS s ON s.row_index = p.row_index;

@@ -1,0 +1,172 @@
+"""The ground truth in DuckDB: the `truth` table, its values against a label list, and the one rule
+it is matched by (decided in scorekeeper/evaluation/matching.py). Evaluation, the comparison with another
+run and the read step's early check use it, for every kind of head: a multi-label column's rule is
+decided over its list elements (`truth_elements`); a regression column holds numbers and has none.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scorekeeper.errors import InputError
+from scorekeeper.evaluation.duck import Fragment, connect_run, parquet_uri, sql, statement
+from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
+from scorekeeper.head_kind import HeadKind
+from scorekeeper.metrics.document import GroundTruthSource
+from scorekeeper.run_folder import RunFolder, StagedManifest
+
+
+def label_table(con, name: str, labels: list[str]) -> None:
+    """A temp table `name` (label_id, label_name) of a model's labels."""
+    con.execute(statement("CREATE OR REPLACE TEMP TABLE {name} (label_id BIGINT, label_name VARCHAR)", name=name))
+    if labels:
+        con.executemany(statement("INSERT INTO {name} VALUES (?, ?)", name=name), list(enumerate(labels)))
+
+
+# The truth's column as each kind reads it: a single-label head's text (`raw_label`), matched to the
+# labels by the column's one rule; the others' value in its staged type (a list of label names or
+# ids, or a number); and the column of a run without ground truth.
+RAW_LABEL = Fragment("CAST(src.label AS VARCHAR) AS raw_label")
+STAGED_VALUE = Fragment("src.label AS value")
+NO_TRUTH = {
+    HeadKind.SINGLE_LABEL: Fragment("raw_label VARCHAR"),
+    HeadKind.MULTI_LABEL: Fragment("value VARCHAR[]"),
+    HeadKind.REGRESSION: Fragment("value DOUBLE"),
+}
+
+
+def truth_table(
+    con, run: RunFolder, manifest: StagedManifest, head: HeadKind | str = HeadKind.SINGLE_LABEL
+) -> tuple[GroundTruthSource | None, ColumnKind | None]:
+    """The temp table `truth` of every kind of head, from the staged label column or the staged
+    ground-truth files: (row_index, id, raw_label as text) for a single-label head, (row_index, id,
+    value in its staged type) for the others, and for multi-label also `truth_elements` (row_index,
+    id, raw_label as text: one row per list element), on which its rule is decided. Returns where
+    the truth came from and the kind of the values its rule is decided on (None for a regression
+    head, whose truth holds numbers, and for a run without ground truth). Expects the `staged` view."""
+    head = HeadKind(head)
+    value = RAW_LABEL if head == HeadKind.SINGLE_LABEL else STAGED_VALUE
+    ground_truth = manifest.ground_truth
+    source: GroundTruthSource | None
+    view: str | None
+    if ground_truth:
+        con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+        id_cast = Fragment("" if ground_truth.id_type == manifest.id_type else "::VARCHAR")
+        con.execute(sql("truth_from_files.sql", id_cast=id_cast, value=value))
+        view, source = "ground_truth", "ground_truth_uri"
+    elif manifest.has_label:
+        con.execute(sql("truth_from_input.sql", value=value))
+        view, source = "staged", "label_column"
+    else:
+        con.execute(statement("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, {column})", column=NO_TRUTH[head]))
+        view, source = None, None
+    if head == HeadKind.MULTI_LABEL:
+        con.execute(
+            "CREATE TEMP TABLE truth_elements AS "
+            "SELECT row_index, id, CAST(unnest(value) AS VARCHAR) AS raw_label FROM truth WHERE row_index IS NOT NULL"
+        )
+    if view is None or head == HeadKind.REGRESSION:
+        return source, None
+    return source, label_kind(con, view)
+
+
+# The name the multi-label and regression evaluations called it by.
+head_truth_table = truth_table
+
+
+def label_kind(con, view: str) -> ColumnKind:
+    """The kind of the `label` column of `view` (staged or ground_truth)."""
+    query = statement("SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'", view=view)
+    return column_kind(con.execute(query).fetchall()[0][0])
+
+
+def truth_values(con, labels_table: str = "labels", truth: str = "truth") -> TruthValues:
+    """The `truth` table's (or `truth_elements`') distinct values against a label table
+    (sql/truth/truth_values.sql)."""
+    distinct, names, ids, ids_not_names, conflicts = con.execute(sql("truth_values.sql", labels=labels_table, truth=truth)).fetchall()[0]
+    return TruthValues(distinct=distinct, names=names, ids=ids, ids_not_names=ids_not_names, conflicts=list(conflicts))
+
+
+def match_truth(
+    con,
+    kind: ColumnKind,
+    labels: list[str],
+    column: str,
+    labels_table: str = "labels",
+    quiet: bool = False,
+    truth: str = "truth",
+    log: logging.Logger | logging.LoggerAdapter | None = None,
+) -> TruthMatching:
+    """The ground-truth column's one rule against these labels, said in `log` (the run's; unless
+    `quiet`); InputError for a column that would resolve differently by name and by id. `truth` is
+    the table of its values: `truth`, or a multi-label column's `truth_elements`."""
+    values = truth_values(con, labels_table, truth)
+    matching = decide(kind, values, labels, column)
+    if not quiet:
+        logger = log or logging.getLogger(__name__)
+        logger.info(
+            "ground truth '%s' (%s) matched to the model's labels by %s: %d of its %d distinct values are labels",
+            column,
+            kind.value,
+            matching.rule.value,
+            matching.matched_values,
+            matching.distinct_values,
+        )
+        note = conflict_note(matching, values, labels)
+        if note:
+            logger.warning(note)
+    return matching
+
+
+def check_regression_truth(con, outputs: list[str], column: str) -> None:
+    """A regression truth's shape against the head's outputs, the one place it is checked: one
+    number per row for one output, a list of as many numbers as there are outputs for several.
+    Expects the `truth` table of truth_table. A scalar column for a head of several outputs
+    (or lists for one) was a DuckDB binder error with a traceback, after every row was scored."""
+    value_type = con.execute("SELECT column_type FROM (DESCRIBE truth) WHERE column_name = 'value'").fetchall()[0][0]
+    if not con.execute("SELECT count(*) FROM truth WHERE row_index IS NOT NULL").fetchall()[0][0]:
+        return
+    listed = str(value_type).endswith("[]")
+    names, n = ", ".join(outputs), len(outputs)
+    if n > 1 and not listed:
+        raise InputError(
+            f"the regression head has {n} outputs ({names}): its ground truth is a list of {n} numbers per row "
+            f"(in output order), but label column '{column}' holds one number per row"
+        )
+    if n == 1 and listed:
+        raise InputError(
+            f"the regression head has one output ({names}): its ground truth is one number per row, but label column '{column}' holds lists"
+        )
+    if listed:
+        wrong = con.execute(
+            "SELECT row_index, len(value) FROM truth WHERE row_index IS NOT NULL AND len(value) <> ? ORDER BY row_index LIMIT 5",
+            [n],
+        ).fetchall()
+        if wrong:
+            shown = ", ".join(f"{i} ({k} value{'' if k == 1 else 's'})" for i, k in wrong)
+            raise InputError(
+                f"the regression head has {n} outputs ({names}): its ground truth is a list of {n} numbers per row, "
+                f"but not at row_index {shown}"
+            )
+
+
+def check_truth(
+    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: HeadKind | str = HeadKind.SINGLE_LABEL
+) -> TruthMatching | None:
+    """Decide the ground truth's rule as soon as it is staged, before anything is scored: a column
+    that would resolve differently by name and by id is refused up front, not after the scoring.
+    A regression truth holds numbers, not labels: it has no rule, only its shape is checked."""
+    if not (manifest.has_label or manifest.ground_truth):
+        return None
+    con = connect_run(run)
+    try:
+        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        label_table(con, "labels", labels)
+        _, kind = truth_table(con, run, manifest, head)
+        if head == HeadKind.REGRESSION:
+            check_regression_truth(con, labels, column)
+            return None
+        elements = "truth_elements" if head == HeadKind.MULTI_LABEL else "truth"
+        return match_truth(con, kind, labels, column, quiet=True, truth=elements) if kind else None
+    finally:
+        con.close()

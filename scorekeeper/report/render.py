@@ -1,0 +1,172 @@
+"""Text for people from a metrics document: number formats, the headline, the slices' order, the
+fan-out table and the plots. Shared by report.md, report.html (tasks/report.py) and the Prefect
+artifacts (tasks/artifacts.py); pure functions on metrics.json's content (the dict the file holds),
+importing nothing of the flow's steps.
+
+Which metrics the headline shows, under which names and which way is better all come from the
+metric registry (scorekeeper/metrics/registry.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scorekeeper.escape import md_text
+from scorekeeper.head_kind import HeadKind
+from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, lower_is_better, number_at, value_at
+from scorekeeper.report import plots
+
+
+def fmt(value, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def ci(interval, digits: int = 4) -> str:
+    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
+
+
+def signed(value, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:+.{digits}f}"
+
+
+def md(text) -> str:
+    """A value from the data in markdown (a table cell too): escaped, never rendered (scorekeeper/escape.py)."""
+    return md_text(text)
+
+
+def shown_metrics(metrics: dict) -> list[tuple[Metric, object]]:
+    """The headline's metrics of this run with their values, in the registry's order: none in a
+    scoring-only run; `if defined` ones only when they have a value."""
+    if metrics.get("scoring_only"):
+        return []
+    shown = []
+    for metric in headline_metrics(head_of(metrics)):
+        if metric.headline == Headline.IF_DEFINED and number_at(metrics, metric.path) is None:
+            continue
+        shown.append((metric, value_at(metrics, metric.path)))
+    return shown
+
+
+def headline(metrics: dict) -> list[tuple[str, str]]:
+    """(name, text) rows: the counts, then the headline metrics (their intervals beside them)."""
+    rows = [("rows", fmt(metrics["rows"])), ("scored", fmt(metrics["scored"])), ("evaluated", fmt(metrics["evaluated"]))]
+    for metric, value in shown_metrics(metrics):
+        text = fmt(value)
+        interval = value_at(metrics, metric.interval) if metric.interval else None
+        if interval:
+            text += f" (95% CI {ci(interval)})"
+        rows.append((metric.name, text))
+    return rows
+
+
+def cards(metrics: dict) -> list[dict]:
+    """The report's headline cards (the scores, not the row counts): name, value, JSON path, and an
+    interval with its path where there is one."""
+    made = []
+    for metric, value in shown_metrics(metrics):
+        if metric.count:
+            continue
+        card = {"name": metric.label, "value": value, "key": list(metric.path)}
+        if metric.interval:
+            card |= {"ci": value_at(metrics, metric.interval), "ci_key": list(metric.interval)}
+        made.append(card)
+    return made
+
+
+# Per head, the slice tables' metrics as (key, its interval's key, how the interval is made); the
+# first orders the groups (worst first) and is drawn as the bar. MAE is the one lower-is-better.
+SLICE_METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    HeadKind.SINGLE_LABEL: (("accuracy", "accuracy_ci", "Wilson"),),
+    HeadKind.MULTI_LABEL: (("micro_f1", "micro_f1_ci", "bootstrap"), ("subset_accuracy", "subset_accuracy_ci", "Wilson")),
+    HeadKind.REGRESSION: (("mae", "mae_ci", "bootstrap"),),
+}
+
+
+def sorted_slices(values: dict, key: str = "accuracy") -> list[tuple[str, dict]]:
+    """A slice column's groups, worst `key` first (then most rows); groups without it last."""
+    sign = -1.0 if key in lower_is_better() else 1.0
+    return sorted(values.items(), key=lambda kv: (kv[1].get(key) is None, sign * (kv[1].get(key) or 0.0), -kv[1].get("rows", 0)))
+
+
+def slice_scale(key: str, groups: list[tuple[str, dict]], reference: float | None) -> float:
+    """The upper end of a slice bar's scale: 1 for a share, else the largest value or interval end shown."""
+    if key not in lower_is_better():
+        return 1.0
+    ends = [reference or 0.0] + [max(s.get(key) or 0.0, *(s.get(f"{key}_ci") or [])) for _, s in groups]
+    return max(ends) or 1.0
+
+
+def slice_note(metrics: dict, head: str, intervals: bool) -> str:
+    """The sentence above the slice tables: what they show, their order, their intervals, the dashed line."""
+    shown = SLICE_METRICS[head]
+    key = shown[0][0]
+    overall = metrics.get(key)
+    line = f" The dashed line is the overall {key}" + (f" ({fmt(overall)})." if overall is not None else ".")
+    if head == HeadKind.SINGLE_LABEL:
+        return (
+            "Accuracy by the values of each slice column, worst first" + (", with Wilson 95% intervals" if intervals else "") + "." + line
+        )
+    order = f"largest {key} first" if key in lower_is_better() else f"worst {key} first"
+    names = " and ".join(f"{k} ({how} 95% interval)" for k, _, how in shown)
+    several = " (the mean of the outputs')" if len(metrics.get("outputs") or []) > 1 else ""
+    return f"{names}{several} by the values of each slice column, {order}." + line
+
+
+def spans(indices: list[int]) -> str:
+    """Range indices as compact spans: [0, 1, 2, 5] -> '0-2, 5'."""
+    parts: list[tuple[int, int]] = []
+    for i in sorted(indices):
+        if parts and i == parts[-1][1] + 1:
+            parts[-1] = (parts[-1][0], i)
+        else:
+            parts.append((i, i))
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in parts)
+
+
+GROUP_HEADER = ("group", "worker (machine)", "ranges", "rows", "rows/s", "attempts")
+
+
+def group_rows(throughput: dict | None) -> list[tuple[str, ...]]:
+    """One row per group of a fanned-out run (fan_out > 1): which machine scored which ranges, how
+    fast; none for a run scored on one machine."""
+    rows: list[tuple[str, ...]] = []
+    for g in (throughput or {}).get("groups") or []:
+        where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
+        rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))
+    return rows
+
+
+def groups_markdown(throughput: dict | None) -> list[str]:
+    """The fan-out table of report.md (report.html shows the same rows in its `groups` section)."""
+    rows = group_rows(throughput)
+    if not rows:
+        return []
+    lines = ["## Scoring groups", "", "| " + " | ".join(GROUP_HEADER) + " |", "|---" * len(GROUP_HEADER) + "|"]
+    return lines + ["| " + " | ".join(md(c) for c in r) + " |" for r in rows] + [""]
+
+
+def plot_files(metrics: dict) -> dict[str, str]:
+    """The report's plots by file name; absent data gives no file."""
+    made = {
+        "confusion.svg": plots.confusion_svg(metrics),
+        "reliability.svg": plots.reliability_svg(metrics),
+        "roc.svg": plots.curve_svg(metrics, "roc"),
+        "pr.svg": plots.curve_svg(metrics, "pr"),
+        "scores.svg": plots.score_histogram_svg(metrics),
+        "coverage.svg": plots.coverage_svg(metrics),
+        "history.svg": plots.history_svg(metrics),
+        "label_calibration.svg": plots.label_calibration_svg(metrics),
+    }
+    outputs = metrics.get("outputs") or []
+    for i, output in enumerate(outputs):
+        made[regression_plot_name("predicted_vs_true", i, len(outputs))] = plots.predicted_vs_true_svg(metrics, output)
+        made[regression_plot_name("residuals", i, len(outputs))] = plots.residual_histogram_svg(metrics, output)
+        made[regression_plot_name("deciles", i, len(outputs))] = plots.deciles_svg(metrics, output)
+    return {name: svg for name, svg in made.items() if svg}
+
+
+def regression_plot_name(kind: str, index: int, outputs: int) -> str:
+    """The file of one output's regression plot: one file per output when the head has several."""
+    return f"{kind}.svg" if outputs == 1 else f"{kind}-{index}.svg"

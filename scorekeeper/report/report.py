@@ -1,0 +1,407 @@
+"""The human report: report.md, report.html (one self-contained file, inline SVG) and metrics.json.
+
+Rendering is pure: metrics (the document as metrics.json holds it) and run facts in, text out; the
+text helpers are scorekeeper/report/render.py's. metrics.json itself is the typed document's own writer's
+(scorekeeper/metrics/document.py), so every file shows the same numbers. report.html is a Jinja template
+(templates/report.html.j2) with autoescaping on, so every text from the data (labels, ids, row
+texts) is escaped; plots come from plots.py. Every section is shown only when its field is in the
+metrics. Numbers shown carry `data-key` (their JSON path in metrics.json) and `data-value`, so a
+check can compare the page with metrics.json. Publishing writes each file whole.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scorekeeper.escape import md_code
+from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
+from scorekeeper.report import plots
+from scorekeeper.report.render import (
+    GROUP_HEADER,
+    SLICE_METRICS,
+    cards,
+    ci,
+    fmt,
+    group_rows,
+    groups_markdown,
+    headline,
+    md,
+    plot_files,
+    regression_plot_name,
+    signed,
+    slice_note,
+    slice_scale,
+    sorted_slices,
+)
+from scorekeeper.report.report_stats import (
+    audit_matrix,
+    comparison_tests_markdown,
+    gate_test_text,
+    label_audit_markdown,
+    mark,
+    pvalue,
+    tests_sentence,
+)
+from scorekeeper.run_folder import RunFolder
+
+# The per-output table of a regression run: every metric only a regression head has, in the registry's order.
+REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION})
+REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
+
+
+def render_markdown(metrics: dict, run_info: dict) -> str:
+    lines = [f"# scorekeeper report: {md(run_info['run_id'])}", ""]
+    lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
+    if run_info.get("adapter_uri"):
+        lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
+    dtype = (metrics.get("scoring") or {}).get("dtype")
+    lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
+    if metrics["scoring_only"]:
+        lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
+    gates = metrics.get("gates")
+    if gates:
+        failed = [g for g in gates if not g["passed"]]
+        lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
+        lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {g['gate']} | {fmt(g['value'])} | {fmt(g['limit'])} | {gate_test_text(g)} | {'pass' if g['passed'] else '**FAIL**'} |"
+            for g in gates
+        ]
+        lines += [f"- warning: {g['warning']}" for g in gates if g.get("warning")]
+        lines.append("")
+    lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
+    throughput = run_info.get("throughput")
+    if throughput:
+        lines += [
+            f"Scored {throughput['rows_scored']} rows this attempt in {throughput['seconds']:.1f} s "
+            f"({throughput['rows_per_s']:.1f} rows/s, {throughput['tokens_per_s']:.0f} tokens/s); "
+            f"{throughput['truncated']} texts truncated to the model's maximum length.",
+            "",
+        ]
+    check = (metrics.get("scoring") or throughput or {}).get("precision_check")
+    if check:
+        lines += [f"Precision check: {md(precision_sentence(check))}.", ""]
+    for pipe in (throughput or {}).get("pipeline", []):
+        lines += [
+            f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
+            f"{pipe.get('microbatches')} micro-batches, bubble {fmt(pipe.get('bubble_measured'), 3)} measured "
+            f"vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
+            "",
+        ]
+    lines += groups_markdown(throughput)
+    lines += _markdown_comparison(metrics.get("comparison"))
+    lines += comparison_tests_markdown(metrics.get("comparison"))
+    lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
+    if metrics.get("unknown_labels"):
+        lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
+        lines += [f"| {md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
+    if metrics.get("per_class"):
+        lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
+            for name, c in metrics["per_class"].items()
+        ] + [""]
+        names, counts, grouped = plots.confusion_cells(metrics)
+        lines += ["## Confusion (rows: truth, columns: prediction)", ""]
+        if grouped:
+            lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
+        lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
+    shown = SLICE_METRICS[head_of(metrics)]
+    for column, values in (metrics.get("slices") or {}).items():
+        order = f"largest {shown[0][0]} first" if shown[0][0] in lower_is_better() else "worst first"
+        header = "| value | rows | " + " | ".join(f"{key} | 95% CI" for key, _, _ in shown) + " |"
+        lines += [f"## By {md(column)} ({order})", "", header, "|---|---" + "|---|---" * len(shown) + "|"]
+        lines += [
+            f"| {md(v)} | {s['rows']} | " + " | ".join(f"{fmt(s.get(key))} | {ci(s.get(interval))}" for key, interval, _ in shown) + " |"
+            for v, s in sorted_slices(values, shown[0][0])
+        ]
+        lines.append("")
+    lines += label_audit_markdown(metrics.get("label_audit"), metrics["evaluated"], metrics.get("accuracy"))
+    return "\n".join(lines)
+
+
+PER_LABEL_HEADER: tuple[str, ...] = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
+PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
+
+
+def per_label_rows(metrics: dict) -> list[tuple[str, list[tuple[list, object, int]]]]:
+    """Multi-label: per label, its cells as (JSON path, value, digits), in PER_LABEL_HEADER's order."""
+    rows = []
+    for label, c in (metrics.get("per_label") or {}).items():
+        cells = [(["per_label", label, k], c.get(k), 4) for k in ("precision", "recall", "f1", "support", "prevalence", "threshold")]
+        cells += [(["per_label", label, k], c.get(k), 4) for k in ("tuned_threshold", "tuned_f1_in_sample", "tuned_f1_heldout")]
+        cells.append((["per_label", label, "heldout_f1_at_threshold"], c.get("heldout_f1_at_threshold"), 4))
+        for area in ("roc_auc", "average_precision"):
+            cells.append(([area, "per_label", label], ((metrics.get(area) or {}).get("per_label") or {}).get(label), 4))
+        rows.append((label, cells))
+    return rows
+
+
+def _markdown_multilabel(metrics: dict) -> list[str]:
+    if head_of(metrics) != HeadKind.MULTI_LABEL or not metrics.get("per_label"):
+        return []
+    lines = ["## Per label", ""]
+    tuning = metrics.get("threshold_tuning") or {}
+    if tuning:
+        lines += [
+            f"Tuned thresholds are F1-optimal on one half of the rows ({md(tuning['split'])}: {tuning['tuning_rows']} rows) "
+            f"and measured on the other ({tuning['heldout_rows']} rows); the gap between the two F1s is the optimism of tuning in-sample.",
+            "",
+        ]
+    lines += ["| " + " | ".join(PER_LABEL_HEADER) + " |", "|---" * len(PER_LABEL_HEADER) + "|"]
+    lines += ["| " + md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
+    card = metrics.get("label_cardinality") or {}
+    if card:
+        lines += [
+            "",
+            f"Labels per row: {fmt(card.get('truth'))} in the truth, {fmt(card.get('predicted'))} predicted; "
+            f"{card.get('rows_without_prediction')} rows with no label predicted.",
+        ]
+    errors = metrics.get("confident_wrong_labels") or []
+    if errors:
+        lines += ["", "## Most confident wrong labels", "", "| row | id | label | truth | probability |", "|---|---|---|---|---|"]
+        lines += [f"| {e['row_index']} | {md(e['id'])} | {md(e['label'])} | {e['truth']} | {fmt(e['probability'])} |" for e in errors]
+    return lines + [""]
+
+
+def _markdown_regression(metrics: dict) -> list[str]:
+    if head_of(metrics) != HeadKind.REGRESSION or not metrics.get("per_output"):
+        return []
+    outputs = metrics["per_output"]
+    lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
+    lines += ["| metric | " + " | ".join(md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
+    lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in REGRESSION_TABLE]
+    for output in outputs:
+        title = f" ({md(output)})" if len(outputs) > 1 else ""
+        deciles = (metrics.get("calibration_deciles") or {}).get(output) or []
+        if deciles:
+            lines += ["", f"## Calibration by decile{title}", "", "| decile | rows | mean prediction | mean truth |", "|---|---|---|---|"]
+            lines += [f"| {d['decile']} | {d['rows']} | {fmt(d['mean_prediction'])} | {fmt(d['mean_truth'])} |" for d in deciles]
+        errors = (metrics.get("largest_errors") or {}).get(output) or []
+        if errors:
+            lines += ["", f"## Largest errors{title}", "", "| row | id | truth | prediction | error | text |", "|---|---|---|---|---|---|"]
+            lines += [
+                f"| {e['row_index']} | {md(e['id'])} | {fmt(e['truth'])} | {fmt(e['prediction'])} | {fmt(e['error'])} | {md(e.get('text') or '')} |"
+                for e in errors
+            ]
+    return lines + [""]
+
+
+def _markdown_comparison(comparison: dict | None) -> list[str]:
+    if not comparison:
+        return []
+    flipped = comparison.get("flipped")  # regression runs compare errors, not right and wrong
+    lines = [f"## Compared with run {md_code(comparison['run'])}", ""]
+    lines += [
+        f"{comparison['rows_compared']} rows compared"
+        + (f" (matched on {comparison['matched_on']})" if comparison.get("matched_on") else "")
+        + (
+            f": {flipped['right_to_wrong']} right -> wrong, {flipped['wrong_to_right']} wrong -> right, "
+            f"{flipped['other']} wrong in both with another prediction; McNemar exact p = {comparison['mcnemar_p']:.4g}."
+            if flipped
+            else "."
+        ),
+        "",
+    ]
+    for name, d in comparison.items():  # a regression comparison's paired error changes
+        if isinstance(d, dict) and {"this", "other", "delta", "ci"} <= d.keys():
+            lines += [
+                f"{name.upper()} change {signed(d['delta'])} ({fmt(d['this'])} vs {fmt(d['other'])}), paired bootstrap 95% interval {ci(d['ci'])}.",
+                "",
+            ]
+    if comparison.get("accuracy_delta_ci"):
+        paired = comparison.get("accuracy_delta_paired")
+        change = f" {paired:+.4f} over the rows both runs scored," if isinstance(paired, float) else ""
+        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {ci(comparison['accuracy_delta_ci'])}.", ""]
+    lines += ["| metric | change (this - other) |", "|---|---|"]
+    lines += [f"| {k} | {signed(v)} |" for k, v in comparison["deltas"].items()] + [""]
+    return lines
+
+
+def _environment():
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    env = Environment(
+        loader=FileSystemLoader(Path(__file__).with_name("templates")),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["fmt"] = fmt
+    env.filters["signed"] = signed
+    env.filters["ci"] = ci
+    env.filters["key"] = lambda path: json.dumps(list(path), ensure_ascii=False)
+    env.filters["raw"] = lambda value: "" if value is None else repr(value)
+    env.filters["pvalue"] = pvalue
+    env.filters["mark"] = mark
+    return env
+
+
+def render_html(metrics: dict, run_info: dict) -> str:
+    from markupsafe import Markup
+
+    svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
+    names, _, grouped = plots.confusion_cells(metrics)
+    gates = metrics.get("gates") or []
+    facts = run_facts(metrics, run_info)
+    shown = SLICE_METRICS[head_of(metrics)]
+    slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.get("slices") or {}).items()}
+    slice_intervals = any(
+        s.get(interval) for values in (metrics.get("slices") or {}).values() for s in values.values() for _, interval, _ in shown
+    )
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            m=metrics,
+            run=run_info,
+            svg=svgs,
+            facts=facts,
+            headline_cards=cards(metrics),
+            gates=gates,
+            gate_tests=any(g.get("method") for g in gates),
+            tests_sentence=tests_sentence(metrics["comparison"]) if (metrics.get("comparison") or {}).get("metric_tests") else "",
+            audit_names=audit_matrix(metrics["label_audit"])[0] if metrics.get("label_audit") else [],
+            failed_gates=[g for g in gates if not g["passed"]],
+            slices=slices,
+            slice_metrics=shown,
+            slice_intervals=slice_intervals,
+            slice_note=slice_note(metrics, head_of(metrics), slice_intervals),
+            confusion_grouped=grouped,
+            confusion_shown=len(names) - (1 if grouped else 0),
+            compared=[(k, metric_value(metrics, k), v) for k, v in ((metrics.get("comparison") or {}).get("deltas") or {}).items()],
+            lower_is_better=lower_is_better(head_of(metrics)),
+            history_columns=history_metrics(head_of(metrics)),
+            group_header=GROUP_HEADER,
+            groups=group_rows(run_info.get("throughput") or metrics.get("scoring")),
+            max_curves=plots.MAX_CURVES,
+            per_label_header=PER_LABEL_HEADER,
+            per_label=per_label_rows(metrics),
+            regression_table=REGRESSION_TABLE,
+            regression_plots=_regression_svgs(metrics, svgs),
+        )
+    )
+
+
+def _slice_table(metrics: dict, shown, values: dict) -> dict:
+    """One slice column's HTML table: its groups worst first, each with its bar, and the bars' scale."""
+    from markupsafe import Markup
+
+    key, interval, _ = shown[0]
+    groups = sorted_slices(values, key)
+    scale = slice_scale(key, groups, metrics.get(key))
+    bars = [Markup(plots.interval_svg(s.get(key), s.get(interval), metrics.get(key), scale=scale)) for _, s in groups]
+    return {"scale": scale, "groups": [(v, s, bar) for (v, s), bar in zip(groups, bars)]}
+
+
+def _regression_svgs(metrics: dict, svgs: dict) -> dict[str, list]:
+    """Per regression output, its plots in REGRESSION_PLOTS' order."""
+    outputs = metrics.get("outputs") or []
+    return {
+        output: [
+            svgs[stem] for kind in REGRESSION_PLOTS if (stem := regression_plot_name(kind, i, len(outputs)).removesuffix(".svg")) in svgs
+        ]
+        for i, output in enumerate(outputs)
+    }
+
+
+def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
+    """What ran, on what, and how fast: (name, text) pairs for the report's last section."""
+    scoring = metrics.get("scoring") or run_info.get("throughput") or {}
+    facts = [("run", run_info["run_id"]), ("input", run_info["input_uri"])]
+    if run_info.get("input_fingerprint"):
+        facts.append(("input fingerprint", run_info["input_fingerprint"]))
+    facts.append(("model", run_info["model_uri"]))
+    if run_info.get("model_fingerprint"):
+        facts.append(("model fingerprint", run_info["model_fingerprint"]))
+    if run_info.get("adapter_uri"):
+        merged = "merged into the weights" if run_info.get("merge_adapter", True) else "not merged"
+        facts.append(("adapter", f"{run_info['adapter_uri']} ({merged})"))
+        if run_info.get("adapter_fingerprint"):
+            facts.append(("adapter fingerprint", run_info["adapter_fingerprint"]))
+    facts.append(("rows", f"{metrics['rows']:,} in the input, {metrics['scored']:,} scored, {metrics['evaluated']:,} evaluated"))
+    if metrics.get("ground_truth_source"):
+        facts.append(("ground truth", metrics["ground_truth_source"]))
+    facts.append(
+        (
+            "mode",
+            f"{run_info['mode']}, {run_info['num_processes']} process(es)"
+            + (f", dtype {dtype}" if (dtype := scoring.get("dtype") or _groups_dtype(scoring) or run_info.get("dtype")) else ""),
+        )
+    )
+    if scoring.get("precision_check"):
+        facts.append(("precision check", precision_sentence(scoring["precision_check"])))
+    if scoring.get("rows_scored") is not None:
+        facts.append(
+            (
+                "scoring",
+                f"{scoring['rows_scored']:,} rows this attempt in {scoring['seconds']:.1f} s: "
+                f"{scoring['rows_per_s']:,.1f} rows/s, {scoring['tokens_per_s']:,.0f} tokens/s",
+            )
+        )
+        if scoring.get("rows_scored") != metrics["scored"]:
+            facts.append(("resumed", f"{metrics['scored'] - scoring['rows_scored']:,} rows were scored by an earlier attempt"))
+        if scoring.get("padded_tokens"):
+            facts.append(
+                (
+                    "padding",
+                    f"{scoring['tokens']:,} tokens of {scoring['padded_tokens']:,} padded ({scoring['tokens'] / scoring['padded_tokens']:.1%} useful)",
+                )
+            )
+        facts.append(("truncated", f"{scoring.get('truncated', 0):,} texts cut to the model's maximum length"))
+    for pipe in scoring.get("pipeline", []):
+        facts.append(
+            (
+                f"pipeline {pipe.get('pipeline', 0)}",
+                f"stages {pipe.get('stages')}, {pipe.get('microbatches')} micro-batches, bubble "
+                f"{fmt(pipe.get('bubble_measured'), 3)} measured vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical",
+            )
+        )
+    for step, seconds in (run_info.get("durations") or {}).items():
+        facts.append((f"{step} time", f"{seconds:.1f} s"))
+    if metrics.get("null_text_rows"):
+        facts.append(("null texts", f"{metrics['null_text_rows']:,} rows scored as empty text"))
+    if run_info.get("slice_columns"):
+        facts.append(("slice columns", ", ".join(run_info["slice_columns"])))
+    return facts
+
+
+def precision_sentence(check: dict) -> str:
+    """The precision check (boundary.PrecisionCheck) in words, for the report."""
+    parts = [f"{check['rows']:,} rows of this {check['dtype']} run scored again in float32"]
+    for key, words in (
+        ("max_probability_difference", "largest |probability difference|"),
+        ("max_prediction_difference", "largest |prediction difference|"),
+        ("changed_predictions", "predictions changed"),
+        ("changed_label_decisions", "label decisions changed"),
+    ):
+        if check.get(key) is not None:
+            parts.append(f"{words} {check[key]:.2e}" if key.startswith("max_") else f"{check[key]:,} {words}")
+    if check.get("skipped"):
+        parts.append(f"skipped in part: {check['skipped']}")
+    return ", ".join(parts)
+
+
+def _groups_dtype(scoring: dict) -> str | None:
+    """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
+    used = {g.get("dtype") for g in scoring.get("groups") or [] if g.get("dtype")}
+    return ", ".join(sorted(used)) or None
+
+
+def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> dict[str, str]:
+    """Write the plots, report.md, report.html and metrics.json (last), then the completion record
+    (scorekeeper/report/publish.py); returns their URIs. Every file is rendered from the document as
+    metrics.json holds it, so none can disagree with it."""
+    from datetime import UTC, datetime
+
+    from scorekeeper.report.publish import publish_complete
+
+    document = metrics.as_dict()
+    files = {name: svg.encode() for name, svg in plot_files(document).items()}
+    files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
+    files["metrics.json"] = metrics.to_json_bytes()
+    finished = document.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds")
+    return publish_complete(run, files, finished)

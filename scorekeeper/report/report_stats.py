@@ -1,0 +1,111 @@
+"""The report's view of the paired tests and the label audit: report.md's sections, the gate line,
+and the counts report.html and the Prefect summary show. Pure functions on metrics.json's content.
+
+A delta is marked significant (SIGNIFICANT_MARK) when its p-value is below 0.05: the headline
+metrics' own p, and for the per-class and per-slice families Holm's adjusted p only, so what is
+marked survives the correction for the number of deltas tested (paired_tests.significant).
+"""
+
+from __future__ import annotations
+
+from scorekeeper.evaluation.paired_tests import significant
+from scorekeeper.report.render import ci, fmt, md, signed
+
+SIGNIFICANT_MARK = "✱"
+
+
+def pvalue(p) -> str:
+    if p is None:
+        return "n/a"
+    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
+
+
+def mark(test: dict | None, holm: bool = False) -> str:
+    return SIGNIFICANT_MARK if significant(test, holm) else ""
+
+
+def tests_sentence(comparison: dict) -> str:
+    n = comparison.get("tests_counted") or {}
+    hits = n.get("significant") or {}
+    tested = [n.get(k, 0) for k in ("metric_tests", "per_class_tests", "slice_tests")]
+    return (
+        f"{sum(tested)} deltas tested: {tested[0]} headline metrics, {tested[1]} per-class (Holm-adjusted within F1, "
+        f"within precision and within recall), {tested[2]} per-slice accuracies (Holm-adjusted together). "
+        f"{SIGNIFICANT_MARK} = significant at the 5% level (per class and per slice: after the correction): "
+        f"{hits.get('metric_tests', 0)} headline, {hits.get('per_class_tests', 0)} per-class, {hits.get('slice_tests', 0)} per-slice."
+    )
+
+
+def gate_test_text(gate: dict) -> str:
+    """A comparison gate's test for the gate line: p, method, the detectable change."""
+    if not gate.get("method"):
+        return ""
+    return f"p {pvalue(gate.get('p'))} ({gate['method']}), detectable change {fmt(gate.get('detectable_change'))}"
+
+
+def comparison_tests_markdown(comparison: dict | None) -> list[str]:
+    """report.md's paired tests: headline deltas, per class, per slice, each with its interval."""
+    if not comparison or not comparison.get("metric_tests"):
+        return []
+    lines = ["### Paired tests (this - other, 95% intervals)", "", tests_sentence(comparison), ""]
+    lines += ["| metric | change | 95% CI | p | test | |", "|---|---|---|---|---|---|"]
+    for name, t in comparison["metric_tests"].items():
+        lines.append(f"| {name} | {signed(t['delta'])} | {ci(t['ci'])} | {pvalue(t['p'])} | {t['method']} | {mark(t)} |")
+    lines.append("")
+    per_class = comparison.get("per_class_tests") or {}
+    if per_class:
+        lines += ["| label | F1 change | 95% CI | p (Holm) | precision change (p Holm) | recall change (p Holm) | |"]
+        lines += ["|---|---|---|---|---|---|---|"]
+        for label, tests in per_class.items():
+            f1, pr, rc = tests["f1"], tests["precision"], tests["recall"]
+            lines.append(
+                f"| {md(label)} | {signed(f1['delta'])} | {ci(f1['ci'])} | {pvalue(f1['p_holm'])} "
+                f"| {signed(pr['delta'])} ({pvalue(pr['p_holm'])}) | {signed(rc['delta'])} ({pvalue(rc['p_holm'])}) "
+                f"| {mark(f1, True) or mark(pr, True) or mark(rc, True)} |"
+            )
+        lines.append("")
+    slices = comparison.get("slice_tests") or {}
+    if any(slices.values()):
+        lines += ["| column | value | accuracy change | 95% CI | p | p (Holm) | |", "|---|---|---|---|---|---|---|"]
+        for column, groups in slices.items():
+            for value, t in groups.items():
+                lines.append(
+                    f"| {md(column)} | {md(value)} | {signed(t['delta'])} | {ci(t['ci'])} | {pvalue(t['p'])} "
+                    f"| {pvalue(t['p_holm'])} | {mark(t, True)} |"
+                )
+        lines.append("")
+    return lines
+
+
+def audit_matrix(audit: dict) -> tuple[list[str], list[list[int]]]:
+    """The suspected rows as a (given x suggested) matrix over the labels that occur in it."""
+    names = sorted({g for g in audit["by_pair"]} | {s for row in audit["by_pair"].values() for s in row})
+    return names, [[audit["by_pair"].get(g, {}).get(s, 0) for s in names] for g in names]
+
+
+def label_audit_markdown(audit: dict | None, evaluated: int, accuracy) -> list[str]:
+    """report.md's label audit: the count, the accuracy without the suspected rows, the pairs and rows."""
+    if not audit:
+        return []
+    share = f" ({audit['suspected'] / evaluated:.1%} of {evaluated} evaluated rows)" if evaluated else ""
+    lines = ["## Label audit (confident learning)", ""]
+    lines += [
+        f"{audit['suspected']} rows{share} carry a label the model contradicts with confidence: some class reaches its "
+        "threshold (the mean probability the model gives that class on the rows labelled with it), and the most "
+        "probable such class is not the given label. Accuracy without them: "
+        f"{fmt(audit['accuracy_excluding_suspected'])} (with them: {fmt(accuracy)}).",
+        "",
+    ]
+    if audit["by_pair"]:
+        names, counts = audit_matrix(audit)
+        lines += ["| given \\ suggested | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
+        lines += [f"| **{md(g)}** | " + " | ".join(str(c) if c else "" for c in counts[i]) + " |" for i, g in enumerate(names)]
+        lines.append("")
+    if audit["rows"]:
+        lines += ["| row | id | text | given | suggested | margin |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"| {r['row_index']} | {md(r['id'])} | {md(r['text'] or '')} | {md(r['given'])} | {md(r['suggested'])} | {fmt(r['margin'], 3)} |"
+            for r in audit["rows"]
+        ]
+        lines.append("")
+    return lines

@@ -1,0 +1,20 @@
+"""The published outputs of a fixed set of evaluations (bench/golden.py: every head kind, ground
+truth from the label column and from files, slices, comparisons with their paired tests, gates, the
+history, the label audit) are those of tests/golden/snapshot.json: the same metrics.json keys and
+values (floats to 1e-6) and the same bytes of report.md, report.html and every SVG. A change that
+means to change an output stores a new snapshot (`bench/golden.py --snapshot`) in the same commit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.golden import compare_snapshot
+
+SNAPSHOT = Path(__file__).with_name("golden") / "snapshot.json"
+
+
+def test_the_golden_evaluations_publish_what_the_snapshot_holds(golden_build):
+    out, _ = golden_build  # tests/conftest.py: bench/golden.py's build, once per session
+    problems = compare_snapshot(out, json.loads(SNAPSHOT.read_text()))
+    assert not problems, "\n".join(problems[:40])

@@ -1,0 +1,92 @@
+"""The evaluation's SQL files (scorekeeper/evaluation/sql/<folder>/<name>.sql): each opens with
+`-- reads: ...` and `-- creates: ...`, the headers say what the SQL reads and makes, and when the
+driver runs them (every kind of head, with comparisons, slices and the label audit: the golden
+evaluations of bench/golden.py) every table a file reads exists by then and every table it
+creates exists after it. No SQL is built with an f-string: names reach it through duck.statement."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from scorekeeper.evaluation import duck
+from tests.sql_check import header
+
+ROOT = Path(__file__).resolve().parents[1]
+SQL = ROOT / "scorekeeper" / "evaluation" / "sql"
+FILES = sorted(SQL.rglob("*.sql"))
+
+CREATE = re.compile(
+    r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?(?:TABLE|VIEW|MACRO)\s+(\{?[A-Za-z_][A-Za-z0-9_]*\}?)", re.IGNORECASE
+)
+READ = re.compile(r"\b(?:FROM|JOIN)\s+(\{?[A-Za-z_][A-Za-z0-9_]*\}?)", re.IGNORECASE)
+CTE = re.compile(r"(?:\bWITH\s+(?:RECURSIVE\s+)?|,\s*)([A-Za-z_][A-Za-z0-9_]*)\s+AS\s*(?:NOT\s+)?(?:MATERIALIZED\s+)?\(", re.IGNORECASE)
+NOT_TABLES = {"select", "unnest", "range", "generate_series", "lateral"}
+
+
+def parsed(path: Path) -> tuple[set[str], set[str]]:
+    """What the SQL itself reads and creates, comments left out; `{macro}` written `<macro>`."""
+    body = "\n".join(line.split("--")[0] for line in path.read_text().splitlines())
+    creates = {m.group(1) for m in CREATE.finditer(body)}
+    ctes = {m.group(1).lower() for m in CTE.finditer(body)}
+    reads = set()
+    for m in READ.finditer(body):
+        after = body[m.end() :].lstrip()
+        if after.startswith("(") or body[m.end() : m.end() + 1] == "." or m.group(1).lower() in ctes | NOT_TABLES:
+            continue
+        reads.add(m.group(1))
+    angle = {name: re.sub(r"\{(\w+)\}", r"<\1>", name) for name in reads | creates}
+    return {angle[n] for n in reads - creates} | ({"<grouped>"} if "{grouped}" in body else set()), {angle[n] for n in creates}
+
+
+# The folders the driver's files live in: one per kind of head and the shared ones. Other folders
+# (a library module's own SQL) are checked by the header tests and by their module's tests.
+DRIVER_FOLDERS = {"single_label", "multi_label", "regression", "shared", "truth", "label_audit"}
+
+
+def test_the_files_have_unique_names_in_one_folder_per_kind_and_shared_ones():
+    assert DRIVER_FOLDERS <= {p.parent.name for p in FILES}
+    assert all(p.parent.parent == SQL for p in FILES)
+    assert len({p.name for p in FILES}) == len(FILES) == len(duck.sql_files())
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_a_files_header_says_what_it_reads_and_creates(path):
+    reads, creates = header(path)
+    assert (set(reads), set(creates)) == parsed(path)
+
+
+def test_the_header_check_sees_a_table_the_header_leaves_out(tmp_path):
+    wrong = tmp_path / "wrong.sql"
+    wrong.write_text("-- reads: truth\n-- creates: nothing\nCREATE TEMP TABLE x AS SELECT * FROM truth JOIN labels AS l ON true;\n")
+    assert parsed(wrong) == ({"truth", "labels"}, {"x"}) != tuple(set(n) for n in header(wrong))
+
+
+def test_every_file_reads_only_what_the_driver_made_before_it(golden_build):
+    """golden_build (tests/conftest.py) runs the golden evaluations through a connection that checks
+    each file's header when the file runs (tests/sql_check.py)."""
+    _, ran = golden_build
+    # the golden evaluations run every file of the driver's folders but the predicted-vs-true density
+    # (past SCATTER_POINTS rows)
+    driver_files = {p.name for p in FILES if p.parent.name in DRIVER_FOLDERS}
+    assert driver_files - set(ran) == {"regression_density.sql"}
+
+
+def test_no_sql_is_built_with_an_f_string():
+    sources = [p for folder in ("scorekeeper/evaluation", "tasks") for p in (ROOT / folder).rglob("*.py")]
+    pattern = re.compile(r"""(execute|executemany|statement|sql)\(\s*f["']|f["']{3}\s*\n\s*(CREATE|SELECT|WITH|INSERT)""")
+    found = [str(p.relative_to(ROOT)) for p in sources if pattern.search(p.read_text())]
+    assert not found
+
+
+def test_a_name_reaches_sql_only_quoted_after_its_check():
+    assert duck.identifier("slice_0") == '"slice_0"'
+    assert (
+        duck.statement("SELECT {c} FROM {t}", c="truth", t=duck.Fragment("(SELECT 1 AS truth)"))
+        == 'SELECT "truth" FROM (SELECT 1 AS truth)'
+    )
+    for bad in ('x"; DROP TABLE truth; --', "a b", "", "1abc"):
+        with pytest.raises(ValueError, match="not a plain SQL name"):
+            duck.statement("SELECT {c}", c=bad)
