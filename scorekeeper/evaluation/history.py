@@ -43,7 +43,7 @@ def completed_runs(output: Location) -> list[dict]:
         plan = plans.get(run_id) or {}
         if recorded.finished_at is None:
             recorded.finished_at = completions[run_id].get("finished_at")
-        entry = history_entry(run_id, recorded, plan).model_dump()
+        entry = history_entry(run_id, recorded, plan).record()
         records.append(entry | {"input_files": [f.get("fingerprint") for f in plan.get("files", [])] if plan else None})
     return sorted(records, key=lambda r: (r["finished_at"] or "", r["run_id"]))
 

@@ -73,6 +73,7 @@ class Metric:
     history: bool = False  # recorded per run in metrics.json `history`
     summary: bool = False  # printed on the command's last line
     scope: Scope = Scope.RUN
+    monitoring: bool = False  # of `drift` / `estimated` (drift_reference): absent from a run's history line without it
 
     @property
     def label(self) -> str:
@@ -189,6 +190,20 @@ METRICS: tuple[Metric, ...] = (
     Metric("evaluated", ("evaluated",), Direction.HIGHER, EVERY_HEAD, count=True),
     Metric("missing_predictions", ("missing_predictions",), Direction.LOWER, EVERY_HEAD, headline=Headline.ALWAYS, count=True),
     Metric("unmatched_predictions", ("unmatched_predictions",), Direction.LOWER, EVERY_HEAD, headline=Headline.ALWAYS, count=True),
+    # -- monitoring against drift_reference (docs/drift.md): present only when the run has one ---------
+    Metric("drifted_signals", ("drift", "drifted_signals"), Direction.LOWER, EVERY_HEAD, count=True, history=True, monitoring=True),
+    Metric(
+        "estimated_accuracy",
+        ("estimated", "accuracy"),
+        Direction.HIGHER,
+        SINGLE,
+        interval=("estimated", "accuracy_ci"),
+        history=True,
+        monitoring=True,
+    ),
+    Metric("estimated_macro_f1", ("estimated", "macro_f1"), Direction.HIGHER, CLASSIFIERS, monitoring=True),
+    Metric("estimated_micro_f1", ("estimated", "micro_f1"), Direction.HIGHER, MULTI, monitoring=True),
+    Metric("estimated_mae", ("estimated", "mae"), Direction.LOWER, REGRESSION, monitoring=True),
     # -- statistics of the comparison with another run (compare_to) -----------------------------------
     Metric("mcnemar_p", ("comparison", "mcnemar_p"), Direction.NEITHER, SINGLE, scope=Scope.COMPARISON),
     Metric("right_to_wrong", ("comparison", "flipped", "right_to_wrong"), Direction.LOWER, SINGLE, scope=Scope.COMPARISON, count=True),
@@ -244,6 +259,13 @@ def headline_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> lis
 
 def history_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     return [m for m in run_metrics(head) if m.history]
+
+
+def history_columns(head: HeadKind | str | None, history: Iterable[Mapping[str, Any]]) -> list[Metric]:
+    """The history metrics a report shows for these history lines: a monitoring one only when some
+    line has it (a history without drift_reference reads as before)."""
+    lines = list(history)
+    return [m for m in history_metrics(head) if not m.monitoring or any(line.get(m.name) is not None for line in lines)]
 
 
 def summary_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:

@@ -11,7 +11,7 @@ import base64
 import math
 
 from scorekeeper.escape import html_text
-from scorekeeper.metrics.registry import head_of, history_metrics
+from scorekeeper.metrics.registry import head_of, history_columns
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#7f7f7f"]
@@ -346,7 +346,9 @@ def model_of(run: dict) -> tuple:
 def history_svg(metrics: dict) -> str:
     """The history metrics (accuracy and macro F1 of a single-label run) of the completed runs
     under the same output, oldest first."""
-    names = [m.name for m in history_metrics(head_of(metrics))]
+    shown = history_columns(head_of(metrics), metrics.get("history") or [])
+    names = [m.name for m in shown if not m.count]
+    counts = [m.name for m in shown if m.count]  # drifted_signals: marked on the axis, not drawn
     runs = [r for r in metrics.get("history") or [] if names and r.get(names[0]) is not None]
     if len(runs) < 2:
         return ""
@@ -365,6 +367,9 @@ def history_svg(metrics: dict) -> str:
         x = a.px(i)
         c.line(x, a.y + a.h, x, a.y + a.h + 4, MUTED)
         c.text(x + 3, a.y + a.h + 14, short(r["run_id"], 24), size=9, anchor="end", rotate=-30, color=MUTED, title=r["run_id"])
+        for name in counts:
+            if r.get(name):
+                c.text(x, a.y + a.h - 6, f"⚠{r[name]:g}", size=10, anchor="middle", color=WRONG, title=f"{r['run_id']}: {name} {r[name]:g}")
         if i and model_of(r) != model_of(runs[i - 1]):
             c.line(x, a.y, x, a.y + a.h, "#bbb", dash="3 3")
             c.text(x, a.y - 3, "▲", size=9, anchor="middle", color=MUTED, title="model changed")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
+from scorekeeper.metrics.registry import HeadKind, head_of, history_columns, lower_is_better, metric_value, run_metrics
 from scorekeeper.report import plots
 from scorekeeper.report.render import (
     GROUP_HEADER,
@@ -47,7 +47,7 @@ from scorekeeper.report.report_stats import (
 from scorekeeper.run_folder import RunFolder
 
 # The per-output table of a regression run: every metric only a regression head has, in the registry's order.
-REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION})
+REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION} and not m.monitoring)
 REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
@@ -274,7 +274,7 @@ def render_html(metrics: dict, run_info: dict) -> str:
             confusion_shown=len(names) - (1 if grouped else 0),
             compared=[(k, metric_value(metrics, k), v) for k, v in ((metrics.get("comparison") or {}).get("deltas") or {}).items()],
             lower_is_better=lower_is_better(head_of(metrics)),
-            history_columns=history_metrics(head_of(metrics)),
+            history_columns=history_columns(head_of(metrics), metrics.get("history") or []),
             group_header=GROUP_HEADER,
             groups=group_rows(run_info.get("throughput") or metrics.get("scoring")),
             max_curves=plots.MAX_CURVES,
