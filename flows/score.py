@@ -20,6 +20,7 @@ from scorekeeper.redact import install_log_redaction, redact_uri, redacted_excep
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials, with_handed_uris
+from scorekeeper.tasks.drift import resolve_drift_reference_task
 from scorekeeper.tasks.evaluation import evaluate_task
 from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gates import check_gates_task
@@ -61,6 +62,7 @@ def _score(request: ScoreRequest) -> dict:
                 check_fan_out_task(request)
             context = open_run_task(request)
             baseline = resolve_baseline_task(request, context)
+            drift_reference = resolve_drift_reference_task(request, context)
             manifest = read_inputs_task(request, context)
             job = plan_run_task(request, context, manifest)
             if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
@@ -68,7 +70,7 @@ def _score(request: ScoreRequest) -> dict:
             else:
                 throughput = score_ranges_task(context, job, processes)
             gathered = gather_task(context, job)
-            metrics = evaluate_task(request, context, manifest, baseline)
+            metrics = evaluate_task(request, context, manifest, baseline, drift_reference)
             files = report_task(request, context, metrics, throughput)
             check_gates_task(context, metrics)
             check_precision_task(request, context, throughput)

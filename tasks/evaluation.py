@@ -21,9 +21,12 @@ from scorekeeper.tasks.runlog import run_logger
 
 @task(name="evaluate", **IO_RETRIES)
 @raises_redacted
-def evaluate_task(request: ScoreRequest, context: RunContext, manifest: StagedManifest, baseline: str | None = None) -> MetricsDocument:
+def evaluate_task(
+    request: ScoreRequest, context: RunContext, manifest: StagedManifest, baseline: str | None = None, drift_reference: str | None = None
+) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
-    `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
+    `baseline` run, measure drift and estimate performance against the `drift_reference` run, add the
+    run history and the quality gates' verdicts (enforced after the report)."""
     output = Location.from_uri(request.output_uri)
     baseline_run = output.child(baseline) if baseline else None
     metrics = evaluate_run(
@@ -36,6 +39,8 @@ def evaluate_task(request: ScoreRequest, context: RunContext, manifest: StagedMa
         request.thresholds,
         truth_column=request.label_column or "label",
         log=run_logger("scorekeeper.evaluation"),
+        drift_reference=output.child(drift_reference) if drift_reference else None,
+        drift_min_psi=request.drift_min_psi,
     )
     metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if request.gates:
