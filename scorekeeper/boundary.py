@@ -227,7 +227,8 @@ class ScoringSummary(BaseModel):
     """The scoring step's numbers (metrics.json `scoring`, the report's run facts): what this
     attempt scored and how fast, from the worker's events (launch/progress.py) or, for a fanned-out
     run, from the groups' commit records (tasks/fan_out.py). Built by `measured`, the one place the
-    rates are computed; the steps hand on `as_dict()`."""
+    rates are computed, and handed on as it is (metrics.json `scoring` is `as_dict()`; a scoring group's
+    record and the flows' results, which are JSON, hold `as_dict()` too)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -241,7 +242,7 @@ class ScoringSummary(BaseModel):
     pipeline: list[dict] | None = None  # one per pipeline of a pipeline-mode run
     engine: dict | None = None  # rank 0's EngineFacts
     dtype: str | None = None  # the compute dtype rank 0 loaded the model in
-    precision_check: dict | None = None  # PrecisionCheck.merged of a reduced-dtype run
+    precision_check: PrecisionCheck | None = None  # PrecisionCheck.merged of a reduced-dtype run
     processes: int | None = None
     fan_out: int | None = None
     groups: list[dict] | None = None  # one per fan-out group

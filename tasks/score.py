@@ -10,7 +10,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from scorekeeper import progress_bar
-from scorekeeper.boundary import Job
+from scorekeeper.boundary import Job, ScoringSummary
 from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
@@ -22,12 +22,12 @@ from scorekeeper.tasks.open_run import RunContext
 
 @task(name="score ranges", cache_policy=NO_CACHE)
 @raises_redacted
-def score_ranges_task(context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
+def score_ranges_task(context: RunContext, job: Job, processes: ScoringProcesses) -> ScoringSummary:
     """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
     return score_job(job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}", processes)
 
 
-def score_job(job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> dict:
+def score_job(job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> ScoringSummary:
     """Hand the job file at `job_uri` to `processes` (started ahead by whoever owns them) and follow
     them to the end; without any, launch this job's own (as its `launch` settings say, on this
     machine) and stop them on the way out."""

@@ -30,8 +30,8 @@ def test_a_runs_progress_summary_is_a_scoring_summary():
     progress = Progress(total_rows=4)
     progress.rows_done, progress.tokens = 4, 40
     summary = progress.summary(processes=1)
-    assert ScoringSummary.model_validate(summary).as_dict() == summary
-    assert summary["processes"] == 1 and "pipeline" not in summary
+    assert isinstance(summary, ScoringSummary) and ScoringSummary.model_validate(summary.as_dict()) == summary
+    assert summary.processes == 1 and "pipeline" not in summary.as_dict()
 
 
 def test_only_the_boundary_computes_the_rates():

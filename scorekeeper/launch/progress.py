@@ -66,7 +66,7 @@ class Progress:
             f"{self.rows_done / self.elapsed:.1f} rows/s, {self.tokens / self.elapsed:.0f} tokens/s"
         )
 
-    def summary(self, processes: int | None = None) -> dict:
+    def summary(self, processes: int | None = None) -> ScoringSummary:
         """The scoring summary (boundary.ScoringSummary) of what the events reported, by `processes` processes."""
         check = PrecisionCheck.merged(self.precision_checks)
         return ScoringSummary.measured(
@@ -78,6 +78,6 @@ class Progress:
             pipeline=self.pipeline or None,
             engine=self.engine or None,
             dtype=self.dtype or None,
-            precision_check=check.model_dump(exclude_none=True) if check else None,
+            precision_check=check,
             processes=processes,
-        ).as_dict()
+        )
