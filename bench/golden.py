@@ -199,7 +199,7 @@ def build(out: Path) -> None:
 
 
 def _build(out: Path, publish_report) -> None:
-    from scorekeeper.boundary import ScoringSummary
+    from scorekeeper.scoring_summary import ScoringSummary
 
     if out.exists():
         shutil.rmtree(out)

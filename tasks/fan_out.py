@@ -29,13 +29,14 @@ from uuid import UUID
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.boundary import Job, ScoringSummary
+from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ScoringFailed
 from scorekeeper.launch.clock import RunningClock
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.report.render import spans
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
 from scorekeeper.tasks.open_run import RunContext

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.boundary import Job, ScoringSummary
+from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ModelError, RunConflict
 from scorekeeper.model_folder import check_safetensors_folder
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.storage import Location
 from scorekeeper.tasks.open_run import folder_fingerprint, localize_folder
 from scorekeeper.tasks.plan import committed_ranges

@@ -11,10 +11,10 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.boundary import PrecisionCheck, ScoringSummary
 from scorekeeper.errors import GateFailed
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
+from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 from scorekeeper.tasks.open_run import RunContext
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from prefect import task
 
-from scorekeeper.boundary import ScoringSummary
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.report.report import publish_report
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES

@@ -10,11 +10,12 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from scorekeeper import progress_bar
-from scorekeeper.boundary import Job, ScoringSummary
+from scorekeeper.boundary import Job
 from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.open_run import RunContext

@@ -25,13 +25,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from scorekeeper.boundary import ScoringSummary
 from scorekeeper.cli import main
 from scorekeeper.errors import ScoringFailed
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.report.report import groups_markdown, render_html
 from scorekeeper.run_folder import cut_ranges
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
 from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, stop_process_group

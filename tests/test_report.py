@@ -240,3 +240,29 @@ def test_publish_report_writes_every_file(tmp_path, full):
     written = publish_report(RunFolder.from_uri(str(tmp_path)), MetricsDocument.model_validate(metrics), run_info)
     assert set(written) == {"metrics.json", "report.md", "report.html"} | set(plot_files(document(metrics)))
     assert SCRIPT_TEXT not in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_the_slice_tables_metrics_and_their_directions_are_the_registrys():
+    """Each head's slice metrics are registry metrics of that head (their direction orders the groups)
+    whose value and interval are fields of that head's slice groups."""
+    import typing
+
+    from scorekeeper.metrics.registry import BY_NAME, Direction
+    from scorekeeper.report.render import SLICE_METRICS
+
+    slices = typing.get_args(MetricsDocument.model_fields["slices"].annotation)[0]  # {column: {value: group}}
+    groups = typing.get_args(typing.get_args(typing.get_args(slices)[1])[1])
+    for head, shown in SLICE_METRICS.items():
+        for s in shown:
+            assert BY_NAME[s.key] is s.metric and head in s.metric.heads
+            assert s.lower_is_better == (s.metric.direction == Direction.LOWER)
+            assert any({s.key, s.interval} <= set(g.model_fields) for g in groups), (head, s.key, s.interval)
+
+
+def test_the_report_layer_renders_the_typed_document():
+    """No module of the report layer turns the document back into a dict to read it by key."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    modules = [*(root / "scorekeeper" / "report").glob("*.py"), root / "tasks" / "artifacts.py", root / "tasks" / "report.py"]
+    assert [str(p.relative_to(root)) for p in modules if ".as_dict()" in p.read_text()] == []

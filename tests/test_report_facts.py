@@ -10,10 +10,11 @@ import re
 
 import pytest
 
-from scorekeeper.boundary import ModelLoaded, ScoringSummary
+from scorekeeper.boundary import ModelLoaded
 from scorekeeper.launch.progress import Progress
 from scorekeeper.report import plots
 from scorekeeper.report.report import render_html, run_facts
+from scorekeeper.scoring_summary import ScoringSummary
 from tests.helpers import make_rows, run_flow, write_rows
 from tests.report_fixture import document, full_metrics
 

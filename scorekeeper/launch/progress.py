@@ -10,12 +10,11 @@ from scorekeeper.boundary import (
     Failed,
     ModelLoaded,
     PipelineReport,
-    PrecisionCheck,
     PrecisionChecked,
     RangeDone,
-    ScoringSummary,
     Started,
 )
+from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 
 
 @dataclass
@@ -67,7 +66,7 @@ class Progress:
         )
 
     def summary(self, processes: int | None = None) -> ScoringSummary:
-        """The scoring summary (boundary.ScoringSummary) of what the events reported, by `processes` processes."""
+        """The scoring summary (scoring_summary.ScoringSummary) of what the events reported, by `processes` processes."""
         check = PrecisionCheck.merged(self.precision_checks)
         return ScoringSummary.measured(
             self.rows_done,

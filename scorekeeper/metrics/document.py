@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer
 
-from scorekeeper.boundary import ScoringSummary
 from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
+from scorekeeper.scoring_summary import ScoringSummary
 
 Number = float | None
 GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column

@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scorekeeper.boundary import ScoringSummary
 from scorekeeper.escape import md_text
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import LabelSliceGroup, MetricsDocument, RegressionSliceGroup, SliceGroup
 from scorekeeper.metrics.registry import BY_NAME, Direction, Headline, Metric, headline_metrics, number_at, value_at
 from scorekeeper.report import plots
+from scorekeeper.scoring_summary import ScoringSummary
 
 Group = SliceGroup | LabelSliceGroup | RegressionSliceGroup
 

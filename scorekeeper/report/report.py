@@ -3,7 +3,7 @@
 Rendering is pure: the typed metrics document as metrics.json holds it (`MetricsDocument.finite`:
 its parts are typed records, read by attribute) and run facts in, text out; the text helpers are
 scorekeeper/report/render.py's. The scoring step's numbers are the document's `scoring`
-(boundary.ScoringSummary). metrics.json itself is the typed document's own writer's
+(scoring_summary.ScoringSummary). metrics.json itself is the typed document's own writer's
 (scorekeeper/metrics/document.py), so every file shows the same numbers. report.html is a Jinja template
 (templates/report.html.j2) with autoescaping on, so every text from the data (labels, ids, row
 texts) is escaped; plots come from plots.py. Every section is shown only when its field is in the
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scorekeeper.boundary import PrecisionCheck, ScoringSummary
 from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
 from scorekeeper.metrics.registry import HeadKind, history_metrics, lower_is_better, metric_value, number_at, run_metrics, value_at
@@ -51,6 +50,7 @@ from scorekeeper.report.report_stats import (
     tests_sentence,
 )
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 
 # The per-output table of a regression run: every metric only a regression head has, in the registry's order.
 REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION})
@@ -421,7 +421,7 @@ def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]
 
 
 def precision_sentence(check: PrecisionCheck) -> str:
-    """The precision check (boundary.PrecisionCheck) in words, for the report."""
+    """The precision check (scoring_summary.PrecisionCheck) in words, for the report."""
     parts = [f"{check.rows:,} rows of this {check.dtype} run scored again in float32"]
     if check.max_probability_difference is not None:
         parts.append(f"largest |probability difference| {check.max_probability_difference:.2e}")
