@@ -261,11 +261,11 @@ def history_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list
     return [m for m in run_metrics(head) if m.history]
 
 
-def history_columns(head: HeadKind | str | None, history: Iterable[Mapping[str, Any]]) -> list[Metric]:
-    """The history metrics a report shows for these history lines: a monitoring one only when some
-    line has it (a history without drift_reference reads as before)."""
+def history_columns(head: HeadKind | str | None, history: Iterable[Any]) -> list[Metric]:
+    """The history metrics a report shows for these history lines (HistoryEntry or parsed JSON): a
+    monitoring one only when some line has it (a history without drift_reference reads as before)."""
     lines = list(history)
-    return [m for m in history_metrics(head) if not m.monitoring or any(line.get(m.name) is not None for line in lines)]
+    return [m for m in history_metrics(head) if not m.monitoring or any(value_at(line, (m.name,)) is not None for line in lines)]
 
 
 def summary_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
