@@ -184,6 +184,8 @@ def groups_markdown(scoring: ScoringSummary | None) -> list[str]:
 
 def plot_files(metrics: MetricsDocument) -> dict[str, str]:
     """The report's plots by file name; absent data gives no file."""
+    from scorekeeper.report.drift_report import drift_svg
+
     made = {
         "confusion.svg": plots.confusion_svg(metrics),
         "reliability.svg": plots.reliability_svg(metrics),
@@ -193,6 +195,7 @@ def plot_files(metrics: MetricsDocument) -> dict[str, str]:
         "coverage.svg": plots.coverage_svg(metrics),
         "history.svg": plots.history_svg(metrics),
         "label_calibration.svg": plots.label_calibration_svg(metrics),
+        "drift.svg": drift_svg(metrics),  # a run with drift_reference only
     }
     outputs = metrics.outputs or []
     for i, output in enumerate(outputs):

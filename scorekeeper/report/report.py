@@ -20,6 +20,7 @@ from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
 from scorekeeper.metrics.registry import HeadKind, history_columns, lower_is_better, metric_value, number_at, run_metrics, value_at
 from scorekeeper.report import plots
+from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, estimate_rows
 from scorekeeper.report.render import (
     GROUP_HEADER,
     SLICE_METRICS,
@@ -65,6 +66,7 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
         lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
     dtype = scoring.dtype if scoring else None
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
+    lines += drift_markdown(metrics)  # a run with drift_reference opens with its alarm
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
     gates = metrics.gates
@@ -298,6 +300,8 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             per_label=per_label_rows(metrics),
             regression_table=REGRESSION_TABLE,
             regression_plots=_regression_svgs(metrics, svgs),
+            drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
+            estimates=estimate_rows(metrics),
         )
     )
 
