@@ -11,7 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scorekeeper.report.drift_report import alarm_sentence, drift_svg, estimate_rows
+from scorekeeper.report.drift_plot import drift_svg
+from scorekeeper.report.drift_report import alarm_sentence, estimate_rows
 from scorekeeper.report.report import render_html, render_markdown
 from scorekeeper.tasks.artifacts import summary_markdown
 from tests.test_estimate import evaluate

@@ -17,7 +17,7 @@ from scorekeeper.escape import md_text
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import LabelSliceGroup, MetricsDocument, RegressionSliceGroup, SliceGroup
 from scorekeeper.metrics.registry import BY_NAME, Direction, Headline, Metric, headline_metrics, number_at, value_at
-from scorekeeper.report import plots
+from scorekeeper.report import drift_plot, plots
 from scorekeeper.scoring_summary import ScoringSummary
 
 Group = SliceGroup | LabelSliceGroup | RegressionSliceGroup
@@ -184,8 +184,6 @@ def groups_markdown(scoring: ScoringSummary | None) -> list[str]:
 
 def plot_files(metrics: MetricsDocument) -> dict[str, str]:
     """The report's plots by file name; absent data gives no file."""
-    from scorekeeper.report.drift_report import drift_svg
-
     made = {
         "confusion.svg": plots.confusion_svg(metrics),
         "reliability.svg": plots.reliability_svg(metrics),
@@ -195,7 +193,7 @@ def plot_files(metrics: MetricsDocument) -> dict[str, str]:
         "coverage.svg": plots.coverage_svg(metrics),
         "history.svg": plots.history_svg(metrics),
         "label_calibration.svg": plots.label_calibration_svg(metrics),
-        "drift.svg": drift_svg(metrics),  # a run with drift_reference only
+        "drift.svg": drift_plot.drift_svg(metrics),  # a run with drift_reference only
     }
     outputs = metrics.outputs or []
     for i, output in enumerate(outputs):
