@@ -367,6 +367,14 @@ class HistoryEntry(Part):
     input_fingerprint: str | None
 
 
+class LeftOutRun(Part):
+    """A completed run the history left out (metrics.json `history_left_out`): its files are not the
+    ones its complete.json vouches for (scorekeeper/run_seal.py), and `reason` says which and how."""
+
+    run_id: str
+    reason: str
+
+
 class GateResult(Part):
     """One quality gate's verdict. A comparison gate adds its metric's test (`method`, `p`, `ci` of
     the gate's value) and `detectable_change`, with a `warning` when its limit is below that; an
@@ -471,6 +479,7 @@ class MetricsDocument(Part):
     label_audit: LabelAudit | None = None
     comparison: Comparison | None = None
     history: list[HistoryEntry] | None = None
+    history_left_out: list[LeftOutRun] | None = None  # set only when a completed run was left out
     gates: list[GateResult] | None = None
     scoring: dict[str, Any] | None = None
 
