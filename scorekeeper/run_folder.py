@@ -208,7 +208,7 @@ class RunFolder(Location):
     STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"
     STAGED_MANIFEST: ClassVar[str] = "work/staged.json"
     JOB: ClassVar[str] = "work/job.json"
-    LEASE: ClassVar[str] = "work/lease.json"
+    LEASE_DIR: ClassVar[str] = "work/lease"  # {generation}.json, scorekeeper/lease.py
     SHARD_DIR: ClassVar[str] = "work/shards"
     COMMIT_DIR: ClassVar[str] = "work/commits"
     GROUP_DIR: ClassVar[str] = "work/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json

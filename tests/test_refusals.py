@@ -268,7 +268,7 @@ def test_a_one_logit_head_without_problem_type_is_refused_naming_both_choices(tm
 
 
 def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
-    from scorekeeper.lease import run_lease
+    from scorekeeper.lease import generation_name, lease_holder, run_lease
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -280,9 +280,9 @@ def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
         "started": time.time() - 5,
         "renewed_at": time.time(),
     }
-    run.publish_json(record, RunFolder.LEASE)
+    run.publish_json(record, generation_name(0))
     with run_lease(run, "run", owner="me"):
-        assert json.loads(run.read_bytes(RunFolder.LEASE))["owner"] == "me"
+        assert lease_holder(run)["owner"] == "me"
     # a live owner (this very process) still blocks
     with run_lease(run, "run", owner="first"):
         with pytest.raises(RunConflict, match="is being written by another job"):
