@@ -1,8 +1,9 @@
 """`scorekeeper run ...`: the flow on the command line (docs/contracts.md, section 4).
 
 Every ScoreRequest field is an option (--snake-case with dashes), generated from the model so the
-CLI, the Prefect form and the worker can never disagree. A problem the user can fix prints one
-line on stderr and exits non-zero, without a traceback.
+CLI, the Prefect form and the worker can never disagree. The options are parsed once: the CLI
+builds the ScoreRequest and hands the flow its JSON-mode dump (`parse_request`). A problem the user
+can fix prints one line on stderr and exits non-zero, without a traceback.
 """
 
 from __future__ import annotations
@@ -114,12 +115,19 @@ def request_options(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def parse_request(options: dict[str, Any]) -> tuple[ScoreRequest, dict[str, Any]]:
+    """The parsed options as the validated request, and the flow's parameters: the request's
+    JSON-mode dump, so the flow run receives exactly the values every validator produced (a JSON
+    text of --thresholds arrives as the object, a comma list as the list), never the CLI's text."""
+    request = ScoreRequest(**request_options(options))
+    return request, request.model_dump(mode="json")
+
+
 def _run(options: dict[str, Any]) -> int:
     from scorekeeper.errors import Interrupted, ScorekeeperError
 
     try:
-        options = request_options(options)
-        request = ScoreRequest(**options)
+        request, parameters = parse_request(options)
         from scorekeeper.launch import ScoringProcesses, offering, visible_gpus
 
         # Fanned out, each group's machine resolves its own process count (its GPUs), not this one.
@@ -160,7 +168,7 @@ def _run(options: dict[str, Any]) -> int:
         _hide_known_tracebacks()
         install_log_redaction()
         # Credentials in a URI never become a flow-run parameter: the flow gets them out of band.
-        parameters, handed = hand_over_uris(options)
+        parameters, handed = hand_over_uris(parameters)
         with _api(server), progress_display(), offering(ahead), handed_uris(handed):
             result = score_dataset(**parameters)
     except Interrupted as exc:
