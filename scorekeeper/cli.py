@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from scorekeeper.evaluation.matching import why_nothing_evaluated
+from scorekeeper.numbers import readable
 from scorekeeper.params import ScoreRequest
 
 NONE_WORDS = {"none", "null"}
@@ -210,7 +211,7 @@ def summary_line(result: dict) -> str:
         truth = metrics.get("ground_truth_rows")
         if metrics.get("ground_truth_source") == "ground_truth_uri" and truth is not None:
             line += f" (ground truth: {truth - metrics['missing_predictions']} of {truth} rows matched an input row)"
-        numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
+        numbers = ", ".join(f"{k} {readable(v)}" for k, v in metrics.items() if isinstance(v, float))
         if numbers:
             line += f"; {numbers}"
         evaluated, unknown = metrics.get("evaluated") or 0, metrics.get("unknown_label_rows") or 0

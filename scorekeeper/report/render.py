@@ -9,18 +9,16 @@ metric registry (scorekeeper/metrics/registry.py).
 
 from __future__ import annotations
 
-import math
-
 from scorekeeper.escape import md_text
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, lower_is_better, number_at, value_at
+from scorekeeper.numbers import readable
 from scorekeeper.report import plots
 
 
 def fmt(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    """A value as the report shows it (scorekeeper/numbers.py: scientific past 1e6 or below 1e-4)."""
+    return readable(value, digits) if isinstance(value, float) or value is None else str(value)
 
 
 def ci(interval, digits: int = 4) -> str:
