@@ -144,6 +144,12 @@ def _run(options: dict[str, Any]) -> int:
         from scorekeeper.tasks.fan_out import needs_orchestration
 
         return _fail(needs_orchestration(request), 2)
+    from scorekeeper.precheck import precheck, prechecked
+
+    try:
+        precheck(request)  # the input's schema, ids and encodings, before anything starts
+    except ScorekeeperError as exc:
+        return _fail(str(exc), exc.exit_code)
 
     # Ctrl-C (SIGINT to the whole foreground process group), SIGTERM and SIGHUP stop the run the
     # same way: the first one raises KeyboardInterrupt here, the flow stops its scoring processes
@@ -170,7 +176,7 @@ def _run(options: dict[str, Any]) -> int:
         install_log_redaction()
         # Credentials in a URI never become a flow-run parameter: the flow gets them out of band.
         parameters, handed = hand_over_uris(parameters)
-        with _api(server), progress_display(), offering(ahead), handed_uris(handed):
+        with _api(server), progress_display(), offering(ahead), handed_uris(handed), prechecked():
             result = score_dataset(**parameters)
     except Interrupted as exc:
         return _interrupted(str(exc))

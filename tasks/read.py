@@ -14,6 +14,7 @@ import shutil
 from prefect import task
 
 from scorekeeper.errors import InputError, RunConflict
+from scorekeeper.evaluation.duplicates import duplicate_ids_message, first_duplicate_ids
 from scorekeeper.model_folder import SAMPLE_ROWS, check_tokenizer_on_rows
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
@@ -28,19 +29,6 @@ from scorekeeper.tasks.runlog import run_logger
 __all__ = ["first_duplicate_ids", "list_input_files", "read_inputs", "read_inputs_task", "staging_key"]
 
 log = logging.getLogger(__name__)
-
-
-def first_duplicate_ids(parquet_path: str, limit: int = SHOWN) -> list[tuple]:
-    """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
-    In the staged input a row's position in the file is its row_index."""
-    from scorekeeper.evaluation import duck
-
-    with duck.connect() as con:
-        return con.execute(
-            "SELECT id, count(*) AS n, min(file_row_number) AS first FROM read_parquet(?, file_row_number = true) "
-            "GROUP BY id HAVING count(*) > 1 ORDER BY first LIMIT ?",
-            [parquet_path, limit],
-        ).fetchall()
 
 
 def staged_sample(path: str, has_text_pair: bool, limit: int = SAMPLE_ROWS) -> list[tuple[int, str, str | None]]:
@@ -112,10 +100,9 @@ def read_inputs(request: ScoreRequest, run: RunFolder, tokenizer_folder: str | N
     try:
         staged = stage_input(request, files, workdir, listing.partitions)
         if request.id_column:
-            dupes = first_duplicate_ids(staged.local_path)
-            if dupes:
-                shown = "; ".join(f"{i!r} x{n} (first at row_index {first})" for i, n, first in dupes)
-                raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
+            message = duplicate_ids_message(staged.local_path, request.id_column, [f.uri for f in files], staged.file_rows)
+            if message:
+                raise InputError(message)
         ground_truth = None
         if truth is not None:  # listed where request.ground_truth_uri is set
             gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir, truth.partitions)
