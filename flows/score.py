@@ -68,14 +68,14 @@ def _score(request: ScoreRequest) -> dict:
             manifest = read_inputs_task(request, context)
             job = plan_run_task(request, context, manifest)
             if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
-                throughput = score_groups_task(request, context, job)
+                scoring = score_groups_task(request, context, job)
             else:
-                throughput = score_ranges_task(context, job, processes)
+                scoring = score_ranges_task(context, job, processes)
             gathered = gather_task(context, job)
             metrics = evaluate_task(request, context, manifest, baseline)
-            files = report_task(request, context, metrics, throughput)
+            files = report_task(request, context, metrics, scoring)
             check_gates_task(context, metrics)
-            check_precision_task(request, context, throughput)
+            check_precision_task(request, context, scoring)
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
         raise interrupted(request, run_id) from None
     return {
@@ -84,7 +84,7 @@ def _score(request: ScoreRequest) -> dict:
         "predictions": redact_uri(context.run.uri_of(RunFolder.PREDICTIONS)),
         "rows": gathered["rows"],
         "metrics": metrics.summary(),
-        "throughput": throughput,
+        "throughput": scoring.as_dict(),  # the flow's result is JSON
         "report": redact_uri(files.get("report.html")),
     }
 
