@@ -151,6 +151,7 @@ def labelled_run(root: Path, name: str, rng: np.random.Generator, n: int, concep
 
 def evaluate(run: Path, reference: Path | None = None):
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.report.publish import publish_complete
     from scorekeeper.run_folder import RunFolder, StagedManifest
     from scorekeeper.storage import Location
 
@@ -163,8 +164,7 @@ def evaluate(run: Path, reference: Path | None = None):
         RunFolder.from_uri(str(run)), LABELS, manifest, [], None, "single_label",
         drift_reference=Location.from_uri(str(reference)) if reference else None,
     )  # fmt: skip
-    (run / "report").mkdir(exist_ok=True)
-    (run / "report" / "metrics.json").write_bytes(document.to_json_bytes())
+    publish_complete(RunFolder.from_uri(str(run)), {"metrics.json": document.to_json_bytes()}, "2026-12-01T00:00:00+00:00")
     return document
 
 

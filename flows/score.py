@@ -7,6 +7,8 @@ defaults live in params.py alone and the Prefect UI renders the model as the run
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from prefect import flow
@@ -16,6 +18,7 @@ from pydantic import Field
 from scorekeeper.errors import Interrupted, storage_error
 from scorekeeper.lease import run_lease
 from scorekeeper.params import ScoreRequest
+from scorekeeper.precheck import precheck, was_prechecked
 from scorekeeper.redact import install_log_redaction, redact_uri, redacted_exception
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
@@ -56,6 +59,7 @@ def _score(request: ScoreRequest) -> dict:
         with (
             storage_credentials(request.storage_block),
             run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
+            _prechecked(request),
             scoring_processes(request) as processes,
         ):
             if request.fan_out > 1:
@@ -85,6 +89,15 @@ def _score(request: ScoreRequest) -> dict:
         "throughput": scoring.as_dict(),  # the flow's result is JSON
         "report": redact_uri(files.get("report.html")),
     }
+
+
+@contextmanager
+def _prechecked(request: ScoreRequest) -> Iterator[None]:
+    """The input's schema, ids and encodings checked before the scoring processes start, unless the
+    CLI checked them before it started anything (scorekeeper/precheck.py)."""
+    if not was_prechecked():
+        precheck(request)
+    yield
 
 
 def interrupted(request: ScoreRequest, run_id: str) -> Interrupted:

@@ -161,21 +161,32 @@ class CommitRecord(BaseModel):
         return cls.model_validate_json(data)
 
 
+class FileSeal(BaseModel):
+    """One output as its run published it (complete.json `outputs[name]`, scorekeeper/run_seal.py)."""
+
+    sha256: str
+    bytes: int | None = None  # None for a report file, whose record holds its sha256 alone
+    rows: int | None = None  # Parquet files: the row count their footer holds
+
+
 class CompletionRecord(BaseModel):
     """complete.json: written last, atomically, once every output of the run is published; removed
     before they are published again. History, `compare_to` (a name or `previous`) and anything
     else that asks "did this run complete?" read this record and nothing else: a metrics.json
     without it is what a failure while publishing left behind.
 
-    `files` holds the sha256 of each report file as published, so a reader can tell that the
-    files it reads are the ones the record vouches for."""
+    `files` holds the sha256 of each report file as published, and `outputs` the seal (sha256,
+    size, Parquet row count) of predictions.parquet, plan.json and request.json, so a reader can
+    tell that the files it reads are the ones the record vouches for (scorekeeper/run_seal.py).
+    A record written before `outputs` existed has none: it vouches for its report alone."""
 
     run_id: str
     finished_at: str
     files: dict[str, str]
+    outputs: dict[str, FileSeal] | None = None
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.model_dump(), indent=2, sort_keys=True).encode() + b"\n"
+        return json.dumps(self.model_dump(exclude_none=True), indent=2, sort_keys=True).encode() + b"\n"
 
 
 def row_index_checksum(row_index: np.ndarray) -> str:
@@ -197,7 +208,7 @@ class RunFolder(Location):
     STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"
     STAGED_MANIFEST: ClassVar[str] = "work/staged.json"
     JOB: ClassVar[str] = "work/job.json"
-    LEASE: ClassVar[str] = "work/lease.json"
+    LEASE_DIR: ClassVar[str] = "work/lease"  # {generation}.json, scorekeeper/lease.py
     SHARD_DIR: ClassVar[str] = "work/shards"
     COMMIT_DIR: ClassVar[str] = "work/commits"
     GROUP_DIR: ClassVar[str] = "work/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json

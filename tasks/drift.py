@@ -8,11 +8,12 @@ import logging
 from prefect import task
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.history import completed_runs, is_complete
+from scorekeeper.evaluation.history import completed_runs
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
@@ -21,9 +22,10 @@ log = logging.getLogger(__name__)
 
 
 def resolve_drift_reference(request: ScoreRequest, run_id: str, model_fingerprint: str, adapter_fingerprint: str | None) -> str | None:
-    """The run `drift_reference` names, checked before anything is scored: it exists, it completed,
-    it is not this run, and it has predictions; `previous` is the latest completed run under
-    output_uri scored with the same model and adapter (their folders' fingerprints)."""
+    """The run `drift_reference` names, checked before anything is scored: it exists, it completed
+    and vouches for every file the drift step reads (scorekeeper/run_seal.py), and it is not this
+    run; `previous` is the latest completed run under output_uri scored with the same model and
+    adapter (their folders' fingerprints)."""
     name = request.drift_reference
     if name is None:
         return None
@@ -40,12 +42,8 @@ def resolve_drift_reference(request: ScoreRequest, run_id: str, model_fingerprin
             )
         name = same[-1]["run_id"]  # oldest first: the last is the latest
         log.info("measuring drift against the previous run of this model: %s (finished %s)", name, same[-1]["finished_at"])
-    other = RunFolder(output.fs, output.join(name))
-    if not is_complete(other):
-        state = f"has not completed (no {RunFolder.COMPLETION})" if other.exists() else "does not exist"
-        raise InputError(f"drift_reference: run {name!r} under {output.uri} {state}")
-    if not other.exists(RunFolder.PREDICTIONS) or not other.exists(RunFolder.PLAN):
-        raise InputError(f"drift_reference: run {name!r} under {output.uri} has no predictions.parquet or plan.json to measure against")
+    subject = f"drift_reference {request.drift_reference!r}" if request.drift_reference == "previous" else "drift_reference"
+    refuse_unverified(RunFolder(output.fs, output.join(name)), subject)
     return name
 
 

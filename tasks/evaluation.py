@@ -6,7 +6,7 @@ from __future__ import annotations
 from prefect import task
 
 from scorekeeper.evaluation.driver import evaluate_run
-from scorekeeper.evaluation.history import run_history
+from scorekeeper.evaluation.history import history_and_left_out
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
@@ -42,7 +42,9 @@ def evaluate_task(
         drift_reference=output.child(drift_reference) if drift_reference else None,
         drift_min_psi=request.drift_min_psi,
     )
-    metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    if left_out:
+        metrics.history_left_out = left_out
     if request.gates:
         metrics.gates = evaluate_gates(request.gates, metrics)
     release_memory(manifest.total_rows)  # the DuckDB connection's pages, before the report is rendered

@@ -70,3 +70,18 @@ def test_drift_parameters_are_checked_up_front():
         input_uri="in.csv", model_uri="m", output_uri="out", drift_reference="previous", gates={"estimated_accuracy": ">=0.8"}
     )
     assert ok.drift_min_psi == 0.1
+
+
+def test_a_reference_whose_predictions_changed_since_it_completed_is_refused(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "base").mkdir()
+    pq.write_table(pa.table({"row_index": [0, 1, 2]}), tmp_path / "base" / RunFolder.PREDICTIONS)
+    (tmp_path / "base" / RunFolder.PLAN).write_text(json.dumps({"files": [], "model_fingerprint": "m"}))
+    metrics = {"rows": 3, "scored": 3, "evaluated": 0, "head": "single_label"}
+    publish_complete(RunFolder.from_uri(str(tmp_path / "base")), {"metrics.json": json.dumps(metrics).encode()}, "2026-01-01")
+    assert resolve_drift_reference(request(tmp_path, "base"), "new", "m", None) == "base"
+    pq.write_table(pa.table({"row_index": [0, 1]}), tmp_path / "base" / RunFolder.PREDICTIONS)
+    with pytest.raises(InputError, match="drift_reference: run 'base' .*predictions.parquet has 2 rows"):
+        resolve_drift_reference(request(tmp_path, "base"), "new", "m", None)

@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorekeeper.evaluation.driver import evaluate_run
+from scorekeeper.report.publish import publish_complete
+from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from tests import drift_reference as ref
 
@@ -34,14 +36,12 @@ PROFILE = settings(
 def evaluate(root: Path, name: str, head: str, reference: str | None = None):
     run = Location.from_uri(str(root / name))
     labels = json.loads((root / name / "plan.json").read_text())["labels"]
-    from scorekeeper.run_folder import RunFolder
-
     document = evaluate_run(
         RunFolder.from_uri(str(root / name)), labels, golden._manifest(root / name), ["source"], None, head, 0.5,
         drift_reference=Location.from_uri(str(root)).child(reference) if reference else None,
     )  # fmt: skip
-    (root / name / "report").mkdir(exist_ok=True)
-    (root / name / "report" / "metrics.json").write_bytes(document.to_json_bytes())
+    # published as a run publishes: its completion record seals what a later run reads
+    publish_complete(RunFolder.from_uri(str(root / name)), {"metrics.json": document.to_json_bytes()}, "2026-12-01T00:00:00+00:00")
     assert run.exists("predictions.parquet")
     return document
 
@@ -128,7 +128,9 @@ def test_a_reference_without_ground_truth_gives_no_estimate_and_says_why(tmp_pat
     evaluate(tmp_path, "ref", "single_label")
     recorded = json.loads((tmp_path / "ref" / "report" / "metrics.json").read_text())
     del recorded["calibration_by_label"]  # as an older version wrote it
-    (tmp_path / "ref" / "report" / "metrics.json").write_text(json.dumps(recorded))
+    publish_complete(
+        RunFolder.from_uri(str(tmp_path / "ref")), {"metrics.json": json.dumps(recorded).encode()}, "2026-12-01T00:00:00+00:00"
+    )
     got = evaluate(tmp_path, "cur", "single_label", "ref")
     assert got.estimated is not None and got.estimated.accuracy is None and "calibration_by_label" in (got.estimated.unavailable or "")
     assert got.drift is not None and {"predicted_label", "score"} <= set(got.drift.signals)

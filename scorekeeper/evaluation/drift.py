@@ -29,6 +29,7 @@ from scorekeeper.evaluation.duck import parquet_uri, sql
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Drift, DriftBin, DriftRows, DriftSignal, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
 
 DEFAULT_MIN_PSI = 0.1
@@ -53,15 +54,21 @@ class RunSide:
 
 
 def open_reference(con, reference: Location) -> RunSide:
-    """The reference run's predictions (and staged input, when it is still there) as views on `con`."""
+    """The reference run's predictions (and staged input, when it is still there and holds one row
+    per prediction) as views on `con`, once the run vouches for the files read here
+    (scorekeeper/run_seal.py: checked as they are now, not only when the run started)."""
+    refuse_unverified(RunFolder(reference.fs, reference.path), "drift_reference")
     con.read_parquet(parquet_uri(reference, RunFolder.PREDICTIONS)).create_view("reference_predictions")
     plan = reference.read_json(RunFolder.PLAN) if reference.exists(RunFolder.PLAN) else {}
     request = reference.read_json(RunFolder.REQUEST) if reference.exists(RunFolder.REQUEST) else {}
     staged, slices = None, None
     if reference.exists(RunFolder.STAGED_INPUT):
+        # work/ is not sealed: its slice columns are used only when it still holds the predicted rows
         con.read_parquet(parquet_uri(reference, RunFolder.STAGED_INPUT)).create_view("reference_staged")
-        staged = "reference_staged"
-        slices = {column: f"slice_{i}" for i, column in enumerate(request.get("slice_columns") or [])}
+        rows = con.execute(sql("drift_staged_rows.sql")).fetchone()
+        if rows[0] == rows[1]:
+            staged = "reference_staged"
+            slices = {column: f"slice_{i}" for i, column in enumerate(request.get("slice_columns") or [])}
     return RunSide("reference", "reference_predictions", columns_of(con, "reference_predictions"), plan.get("labels") or [], staged, slices)
 
 

@@ -396,6 +396,14 @@ class HistoryEntry(Part):
         return self.model_dump(exclude=unset)
 
 
+class LeftOutRun(Part):
+    """A completed run the history left out (metrics.json `history_left_out`): its files are not the
+    ones its complete.json vouches for (scorekeeper/run_seal.py), and `reason` says which and how."""
+
+    run_id: str
+    reason: str
+
+
 class GateResult(Part):
     """One quality gate's verdict. A comparison gate adds its metric's test (`method`, `p`, `ci` of
     the gate's value) and `detectable_change`, with a `warning` when its limit is below that; an
@@ -591,6 +599,7 @@ class MetricsDocument(Part):
     drift: Drift | None = None
     estimated: Estimated | None = None
     history: list[HistoryEntry] | None = None
+    history_left_out: list[LeftOutRun] | None = None  # set only when a completed run was left out
     gates: list[GateResult] | None = None
     scoring: ScoringSummary | None = None
 

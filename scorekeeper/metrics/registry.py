@@ -112,8 +112,10 @@ METRICS: tuple[Metric, ...] = (
         history=True,
         summary=True,
     ),
-    Metric("subset_accuracy", ("subset_accuracy",), Direction.HIGHER, MULTI, compared=Pairing.COUNT, headline=Headline.ALWAYS),
-    Metric("micro_f1", ("micro_f1",), Direction.HIGHER, MULTI, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS),
+    Metric(
+        "subset_accuracy", ("subset_accuracy",), Direction.HIGHER, MULTI, compared=Pairing.COUNT, headline=Headline.ALWAYS, summary=True
+    ),
+    Metric("micro_f1", ("micro_f1",), Direction.HIGHER, MULTI, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
     Metric(
         "macro_f1",
         ("macro_f1",),

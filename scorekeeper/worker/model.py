@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 from scorekeeper.errors import ModelError
 from scorekeeper.head_kind import AUTO, HeadKind
 from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-exported for the worker's callers)
-    ORDINARY_TEXT,
     adapter_mismatch_message,
     adapter_supplies,
-    check_encodes_text,
     check_pad_token,
+    check_rows_encode,
     check_safetensors_folder,
+    check_vocabulary,
     labels_from_config,
     missing_weights_message,
     model_max_length,
@@ -107,7 +107,7 @@ def load_tokenizer(model_path: str, trust_remote_code: bool):
     special = {i for i in tokenizer.all_special_ids if i is not None}
     if tokenizer.unk_token_id is not None:
         special.add(tokenizer.unk_token_id)
-    check_encodes_text(tokenizer(ORDINARY_TEXT, add_special_tokens=False)["input_ids"], special, len(tokenizer), model_path)
+    check_vocabulary(special, len(tokenizer), model_path)
     return tokenizer
 
 
