@@ -68,7 +68,9 @@ def _score(request: ScoreRequest) -> dict:
             else:
                 throughput = score_ranges_task(context, job, processes)
             gathered = gather_task(context, job)
-            metrics = evaluate_task(request, context, manifest, baseline)
+            if gathered.get("long_text"):  # summed over every committed range: metrics.json scoring.long_text
+                throughput = throughput | {"long_text": gathered["long_text"]}
+            metrics = evaluate_task(request, context, manifest, baseline, long_text=gathered.get("long_text"))
             files = report_task(request, context, metrics, throughput)
             check_gates_task(context, metrics)
             check_precision_task(request, context, throughput)
