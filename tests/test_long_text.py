@@ -325,3 +325,28 @@ def test_length_impact_is_accuracy_within_and_over_the_window(tmp_path_factory, 
             assert impact[side]["accuracy"] is None
     # without the run's max length (or the tokens column) there is nothing to split
     assert "length_impact" not in evaluate_run(run, labels, manifest, []).as_dict()
+
+
+class _OddFrame(_FakeTokenizer):
+    """Puts a special token inside the content (mask 0 1 0 1): not a frame around it."""
+
+    def __call__(self, texts, add_special_tokens: bool = True, return_special_tokens_mask: bool = False, **_):
+        if not add_special_tokens:
+            return {"input_ids": [9, 9]}
+        return {"input_ids": [9, 1, 9, 2], "special_tokens_mask": [0, 1, 0, 1]}
+
+
+def test_a_tokenizer_framing_a_text_otherwise_only_truncates():
+    from types import SimpleNamespace
+
+    from scorekeeper.errors import ModelError
+    from scorekeeper.worker.model import LoadedModel
+    from scorekeeper.worker.windows import text_frame_or_none
+
+    odd = _OddFrame([])
+    assert text_frame_or_none(odd) is None
+    loaded = LoadedModel(model=None, tokenizer=odd, max_length=16, pad_token_id=0, labels=["a"], uses_token_type_ids=False)  # type: ignore[arg-type]
+    loaded.use_long_text(SimpleNamespace(long_text="truncate"))  # the tokenizer's own truncation, as ever
+    for mode in ("chunk", "head_tail"):
+        with pytest.raises(ModelError, match="does not frame a text"):
+            loaded.use_long_text(SimpleNamespace(long_text=mode))

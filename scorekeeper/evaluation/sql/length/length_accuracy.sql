@@ -1,4 +1,4 @@
--- reads: evaluated, length_rows, wilson
+-- reads: evaluated, length_rows
 -- creates: nothing
 -- A single-label run's evaluated rows within and over the window: rows, accuracy and its Wilson
 -- 95% interval per side (the interval of accuracy and of the slices' accuracy).
