@@ -13,6 +13,7 @@ cannot have), and the counts a committed range carries, summed into metrics.json
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -81,6 +82,7 @@ class LongTextCounts(BaseModel):
     tokens_dropped: int  # content tokens never fed to the model
     chunks: int | None = None  # windows scored (chunk mode)
     rows_capped: int | None = None  # rows needing more than max_chunks windows (chunk mode)
+    windows_per_row: dict[str, int] | None = None  # chunk mode: rows scored on each number of windows
 
     @classmethod
     def summed(cls, parts: Iterable[LongTextCounts]) -> LongTextCounts | None:
@@ -92,11 +94,18 @@ class LongTextCounts(BaseModel):
         first = parts[0]
         if any((p.mode, p.max_length, p.window) != (first.mode, first.max_length, first.window) for p in parts):
             raise ValueError("the ranges' long-text counts were made with different modes or windows")
-        total = {
+        total: dict[str, Any] = {
             name: sum(getattr(p, name) or 0 for p in parts)
             for name in ("rows_over_length", "tokens_content", "tokens_scored", "tokens_dropped")
         }
-        chunked = {name: sum(getattr(p, name) or 0 for p in parts) for name in ("chunks", "rows_capped")} if first.mode == CHUNK else {}
+        chunked: dict[str, Any] = {}
+        if first.mode == CHUNK:
+            chunked = {name: sum(getattr(p, name) or 0 for p in parts) for name in ("chunks", "rows_capped")}
+            histogram: dict[str, int] = {}
+            for p in parts:
+                for windows, rows in (p.windows_per_row or {}).items():
+                    histogram[windows] = histogram.get(windows, 0) + rows
+            chunked["windows_per_row"] = dict(sorted(histogram.items(), key=lambda kv: int(kv[0])))
         return cls(mode=first.mode, max_length=first.max_length, window=first.window, **total, **chunked)
 
     def as_dict(self) -> dict:

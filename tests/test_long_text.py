@@ -111,6 +111,8 @@ def test_the_counts_are_their_definitions(lengths, window, data, mode):
     assert counts.tokens_dropped == sum(lengths) - sum(kept)
     if mode == "chunk":
         assert counts.chunks == len(encoded.ids) and counts.rows_capped == sum(capped for _, capped in want)
+        per_row = [len(ws) for ws, _ in want]
+        assert counts.windows_per_row == {str(k): per_row.count(k) for k in sorted(set(per_row))}
         assert encoded.truncated == counts.rows_capped
     else:
         assert counts.chunks is None and counts.rows_capped is None and encoded.truncated == counts.rows_over_length
@@ -264,13 +266,13 @@ def test_the_run_refuses_them_before_anything_is_written(tmp_path, tokenizers, p
 
 def test_counts_sum_over_ranges_and_refuse_mixed_windows():
     a = LongTextCounts(mode="chunk", max_length=32, window=30, rows_over_length=2, tokens_content=100, tokens_scored=120,
-                       tokens_dropped=4, chunks=7, rows_capped=1)  # fmt: skip
+                       tokens_dropped=4, chunks=7, rows_capped=1, windows_per_row={"1": 2, "2": 1, "3": 1})  # fmt: skip
     b = LongTextCounts(mode="chunk", max_length=32, window=30, rows_over_length=1, tokens_content=40, tokens_scored=40,
-                       tokens_dropped=0, chunks=3, rows_capped=0)  # fmt: skip
+                       tokens_dropped=0, chunks=3, rows_capped=0, windows_per_row={"10": 0, "2": 1, "1": 1})  # fmt: skip
     total = LongTextCounts.summed([a, b])
     assert total is not None and total.as_dict() == {
         "mode": "chunk", "max_length": 32, "window": 30, "rows_over_length": 3, "tokens_content": 140, "tokens_scored": 160,
-        "tokens_dropped": 4, "chunks": 10, "rows_capped": 1,
+        "tokens_dropped": 4, "chunks": 10, "rows_capped": 1, "windows_per_row": {"1": 3, "2": 2, "3": 1, "10": 0},
     }  # fmt: skip
     truncated = LongTextCounts(
         mode="truncate", max_length=32, window=30, rows_over_length=0, tokens_content=1, tokens_scored=1, tokens_dropped=0
@@ -350,3 +352,45 @@ def test_a_tokenizer_framing_a_text_otherwise_only_truncates():
     for mode in ("chunk", "head_tail"):
         with pytest.raises(ModelError, match="does not frame a text"):
             loaded.use_long_text(SimpleNamespace(long_text=mode))
+
+
+def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over(tmp_path):
+    import json
+    import re
+
+    from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.report.report import render_html, render_markdown
+    from tests.evaluation_runs import write_run
+
+    rng = np.random.default_rng(1)
+    labels = ["a", "b"]
+    probs = rng.dirichlet(np.ones(2), size=30)
+    run, manifest, _ = write_run(tmp_path, "r", probs, labels, pa.array([labels[t] for t in rng.integers(0, 2, 30)]), complete=False)
+    predictions = pq.read_table(run.path + "/predictions.parquet")
+    tokens = np.where(np.arange(30) % 3 == 0, 40, 10).astype(np.int32)
+    predictions = predictions.append_column("tokens", pa.array(tokens)).append_column("unknown_tokens", pa.array(np.zeros(30, np.int32)))
+    pq.write_table(predictions, run.path + "/predictions.parquet")
+    long_text = {"mode": "chunk", "max_length": 16, "window": 14, "rows_over_length": 10, "tokens_content": 640, "tokens_scored": 700,
+                 "tokens_dropped": 0, "chunks": 50, "rows_capped": 0, "windows_per_row": {"1": 20, "3": 10}}  # fmt: skip
+    document = evaluate_run(run, labels, manifest, [], max_length=16)
+    document.scoring = {"long_text": long_text}
+    metrics = document.as_dict()
+    info = {"run_id": "r", "input_uri": "in", "model_uri": "m", "mode": "replica", "num_processes": 1}
+    html, md = render_html(metrics, info), render_markdown(metrics, info)
+    assert "What the length costs" in html and "## What the length costs" in md and "Windows per row" in html
+    shown = re.findall(r'data-key="([^"]*(?:length|long_text)[^"]*)" data-value="([^"]*)"', html)
+    assert len(shown) == 2 * 4 + 2  # two sides: rows, value and the interval's ends; two window counts
+    for key, value in shown:
+        path = json.loads(key.replace("&#34;", '"'))
+        at = metrics
+        for part in path:
+            at = at[part]
+        assert repr(at) == value.replace("&#39;", "'"), path
+    assert metrics["length_impact"]["over"]["rows"] == 10 and "| over the window | 10 |" in md
+    assert "long texts" in html and "chunk: 10 rows are longer than the window of 14" in html
+    # a truncate run with nothing over the window: no section, no fact
+    document = evaluate_run(run, labels, manifest, [], max_length=64)
+    document.scoring = {"long_text": long_text | {"mode": "truncate", "rows_over_length": 0, "windows_per_row": None}}
+    metrics = document.as_dict()
+    assert "length_impact" not in metrics
+    assert "What the length costs" not in render_html(metrics, info) and "length" not in render_markdown(metrics, info).lower()

@@ -87,6 +87,7 @@ def _check_lengths(result, texts, tokenizer, specials, w, mode, counts, overlap=
     if mode == "chunk":
         assert table.column("chunks").to_pylist() == counts.tolist() and table.schema.field("chunks").type == pa.int32()
         assert long_text["chunks"] == int(counts.sum())
+        assert long_text["windows_per_row"] == {str(k): int((counts == k).sum()) for k in sorted(set(counts.tolist()))}
         step = w - overlap
         needed = [1 + -(-(n - w) // step) if n > w else 1 for n in lengths]
         assert long_text["rows_capped"] == sum(k > cap for k in needed) > 0

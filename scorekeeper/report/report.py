@@ -18,6 +18,7 @@ from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
 from scorekeeper.report import plots
+from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
     SLICE_METRICS,
@@ -94,6 +95,7 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
     lines += _markdown_comparison(metrics.get("comparison"))
     lines += comparison_tests_markdown(metrics.get("comparison"))
     lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
+    lines += length_markdown(metrics)
     if metrics.get("unknown_labels"):
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
@@ -282,6 +284,7 @@ def render_html(metrics: dict, run_info: dict) -> str:
             per_label=per_label_rows(metrics),
             regression_table=REGRESSION_TABLE,
             regression_plots=_regression_svgs(metrics, svgs),
+            length=length_section(metrics),
         )
     )
 
@@ -352,6 +355,8 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
                 )
             )
         facts.append(("truncated", f"{scoring.get('truncated', 0):,} texts cut to the model's maximum length"))
+    if (fact := long_text_fact(metrics)) is not None:
+        facts.append(fact)
     for pipe in scoring.get("pipeline", []):
         facts.append(
             (

@@ -213,6 +213,7 @@ def encode_windows(tokenizer, texts: list[str], frame: TextFrame, settings: Wind
         tokens_dropped=dropped,
         chunks=len(ids) if chunk_mode else None,
         rows_capped=capped if chunk_mode else None,
+        windows_per_row={str(k): int(v) for k, v in enumerate(np.bincount(chunks)) if v} if chunk_mode else None,
     )
     encoded.truncated = over if settings.mode != CHUNK else capped
     return encoded, RowLengths(tokens, unknown, chunks, counts)
