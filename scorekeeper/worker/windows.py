@@ -167,7 +167,8 @@ def encode_windows(tokenizer, texts: list[str], frame: TextFrame, settings: Wind
     contents = content_tokens(tokenizer, texts)
     n = len(contents)
     ids: list[list[int]] = []
-    type_ids: list[list[int]] | None = [] if with_type_ids else None
+    zero_types = with_type_ids and not any(frame.prefix_types) and not any(frame.suffix_types) and frame.content_type == 0
+    type_ids: list[list[int]] | None = [] if with_type_ids and not zero_types else None
     tokens = np.empty(n, dtype=np.int64)
     unknown = np.zeros(n, dtype=np.int64)
     chunks = np.empty(n, dtype=np.int64)
@@ -201,7 +202,7 @@ def encode_windows(tokenizer, texts: list[str], frame: TextFrame, settings: Wind
         dropped += length - _covered_fast(length, windows, settings)
         capped += was_capped
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-    encoded = Encoded(ids=ids, type_ids=type_ids, lengths=lengths, truncated=0)
+    encoded = Encoded(ids=ids, type_ids=type_ids, lengths=lengths, truncated=0, zero_type_ids=zero_types)
     chunk_mode = settings.mode == CHUNK
     counts = LongTextCounts(
         mode=settings.mode,
