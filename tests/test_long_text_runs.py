@@ -184,3 +184,40 @@ def test_regression_decoder_in_pipeline_mode(tmp_path, long_models):
     for side, mask in (("within", lengths <= w), ("over", lengths > w)):
         assert impact[side]["rows"] == int(mask.sum())
         assert impact[side]["mae"] == pytest.approx(np.abs(got[mask, 0] - score[mask]).mean(), abs=1e-9)
+
+
+def _gpt2_like(folder, texts: list[str]) -> str:
+    """A tiny GPT-2 classifier whose tokenizer adds no special token (s = 0: windows of max_length)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GPT2Config, GPT2ForSequenceClassification, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"], show_progress=False,
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))  # fmt: skip
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>", model_max_length=64)
+    fast.save_pretrained(folder)
+    torch.manual_seed(5)
+    config = GPT2Config(vocab_size=len(fast), n_positions=64, n_embd=32, n_layer=2, n_head=2, pad_token_id=fast.pad_token_id,
+                        num_labels=3, id2label={0: "negative", 1: "neutral", 2: "positive"},
+                        label2id={"negative": 0, "neutral": 1, "positive": 2}, initializer_range=0.3)  # fmt: skip
+    GPT2ForSequenceClassification(config).eval().save_pretrained(folder)
+    return str(folder)
+
+
+def test_a_decoder_without_special_tokens_chunks_over_the_whole_window(tmp_path):
+    rows = make_rows(9, seed=74, max_words=45)
+    texts = [r["text"] for r in rows]
+    model = _gpt2_like(tmp_path / "gpt2", [r["text"] for r in make_rows(200, seed=1)])
+    data = write_rows(tmp_path / "data" / "rows.csv", rows)
+    result = run_flow(
+        1, input_uri=str(data), model_uri=model, output_uri=str(tmp_path / "runs"), run_name="g", label_column=None,
+        rows_per_range=4, tokens_per_batch=64, max_length=MAX_LENGTH, long_text="chunk", chunk_overlap=4, max_chunks=4,
+    )  # fmt: skip
+    want, counts, w, specials, tokenizer = reference(model, texts, "single_label", "chunk", overlap=4, cap=4)
+    assert specials == 0 and w == MAX_LENGTH  # nothing around a window: it holds max_length content tokens
+    assert np.abs(_values(result.predictions, "probabilities") - want).max() < TOLERANCE
+    _check_lengths(result, texts, tokenizer, specials, w, "chunk", counts, overlap=4, cap=4)
+    assert "length_impact" not in result.metrics  # no ground truth: nothing to split
