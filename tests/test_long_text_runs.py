@@ -35,14 +35,18 @@ def long_models(tmp_path_factory):
     }
 
 
-def reference(model_dir: str, texts: list[str], head: str, mode: str, head_tokens=128, overlap=0, cap=64, how="mean"):
-    """Each row from its windows, built and scored one at a time with transformers directly;
-    returns the head's values and the windows per row."""
+def reference(model_dir: str, texts: list[str], head: str, mode: str, head_tokens=128, overlap=0, cap=64, how="mean", adapter=None):
+    """Each row from its windows, built and scored one at a time with transformers directly (an
+    adapter unmerged); returns the head's values and the windows per row."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir).eval()
+    if adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter).eval()
     framed = tokenizer("good", return_special_tokens_mask=True)
     mask, ids = framed["special_tokens_mask"], framed["input_ids"]
     lead = mask.index(0)
@@ -164,7 +168,10 @@ def test_multi_label_chunks_with_overlap_at_the_cap_aggregated_by_max(tmp_path, 
         assert impact[side]["micro_f1"] == pytest.approx(f1_score(y[mask], p[mask], average="micro", zero_division=0), abs=1e-12)
 
 
-def test_regression_decoder_in_pipeline_mode(tmp_path, long_models):
+def test_regression_decoder_with_an_unmerged_adapter_in_pipeline_mode(tmp_path, long_models):
+    from tests.models import build_lora_adapter
+
+    adapter = str(build_lora_adapter(long_models["regression"], tmp_path / "adapter", seed=64))
     rows = make_rows(10, seed=73, max_words=45)
     texts = [r["text"] for r in rows]
     score = np.random.default_rng(4).normal(size=len(rows))
@@ -173,9 +180,13 @@ def test_regression_decoder_in_pipeline_mode(tmp_path, long_models):
     result = run_flow(
         2, input_uri=str(path), model_uri=long_models["regression"], output_uri=str(tmp_path / "runs"), run_name="reg",
         label_column="score", rows_per_range=4, tokens_per_batch=48, max_length=MAX_LENGTH, mode="pipeline",
-        long_text="chunk", chunk_overlap=2, max_chunks=3,
+        long_text="chunk", chunk_overlap=2, max_chunks=3, adapter_uri=adapter, merge_adapter=False,
     )  # fmt: skip
-    want, counts, w, specials, tokenizer = reference(long_models["regression"], texts, "regression", "chunk", overlap=2, cap=3)
+    want, counts, w, specials, tokenizer = reference(
+        long_models["regression"], texts, "regression", "chunk", overlap=2, cap=3, adapter=adapter
+    )
+    plain, _, _, _, _ = reference(long_models["regression"], texts, "regression", "chunk", overlap=2, cap=3)
+    assert np.abs(plain - want).max() > 10 * TOLERANCE  # the adapter changes the predictions: its use is seen
     got = _values(result.predictions, "prediction")
     assert specials == 1  # the decoder's frame: a BOS before the content, nothing after
     assert np.abs(got - want).max() < TOLERANCE
@@ -221,3 +232,26 @@ def test_a_decoder_without_special_tokens_chunks_over_the_whole_window(tmp_path)
     assert np.abs(_values(result.predictions, "probabilities") - want).max() < TOLERANCE
     _check_lengths(result, texts, tokenizer, specials, w, "chunk", counts, overlap=4, cap=4)
     assert "length_impact" not in result.metrics  # no ground truth: nothing to split
+
+
+def test_the_precision_check_scores_its_sample_with_the_same_windows(tmp_path, long_models):
+    """bfloat16 (this CPU computes it natively), chunk mode: the check's float32 reference of each
+    sampled row is that row's windows, so its largest difference is at most the largest difference
+    between the committed values and the float32 windows of every row (truncated rows would differ
+    by far more)."""
+    rows = make_rows(12, seed=75, max_words=45)
+    texts = [r["text"] for r in rows]
+    data = write_rows(tmp_path / "data" / "rows.csv", rows)
+    result = run_flow(
+        1, input_uri=str(data), model_uri=long_models["bert"], output_uri=str(tmp_path / "runs"), run_name="bf16",
+        label_column=None, rows_per_range=6, tokens_per_batch=64, max_length=MAX_LENGTH, dtype="bfloat16",
+        precision_check_rows=12, long_text="chunk", chunk_overlap=3,
+    )  # fmt: skip
+    check = result.metrics["scoring"]["precision_check"]
+    assert check["rows"] == 12
+    got = _values(result.predictions, "probabilities")
+    windows, _, _, _, _ = reference(long_models["bert"], texts, "single_label", "chunk", overlap=3)
+    truncated, _, _, _, _ = reference(long_models["bert"], texts, "single_label", "truncate")
+    bound = np.abs(got - windows).max()
+    assert check["max_probability_difference"] <= bound + 1e-6
+    assert np.abs(got - truncated).max() > 2 * bound  # a check against truncated rows would not pass the line above
