@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.redact import redact_uri
 from scorekeeper.storage import Location, digest_of
 
@@ -152,9 +153,10 @@ class CommitRecord(BaseModel):
     tokens: int = 0
     truncated: int = 0
     attempt: str = ""
+    long_text: LongTextCounts | None = None  # the range's lengths and windows (scorekeeper/long_text.py)
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.model_dump(), sort_keys=True).encode() + b"\n"
+        return json.dumps(self.model_dump(exclude_none=True), sort_keys=True).encode() + b"\n"
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CommitRecord:

@@ -1,6 +1,6 @@
 """The scoring step's numbers as typed records: `ScoringSummary` (metrics.json `scoring`, the report's
 run facts) and the precision check it carries (`PrecisionCheck`, also a worker event's payload in
-scorekeeper/boundary.py). Imports nothing of the project, so the worker's boundary, the scoring
+scorekeeper/boundary.py). Imports only scorekeeper/long_text.py's counts, so the worker's boundary, the scoring
 steps, the metrics document and the report all use the one definition.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict
+
+from scorekeeper.long_text import LongTextCounts
 
 
 class PrecisionCheck(BaseModel):
@@ -79,6 +81,7 @@ class ScoringSummary(BaseModel):
     processes: int | None = None
     fan_out: int | None = None
     groups: list[dict] | None = None  # one per fan-out group
+    long_text: LongTextCounts | None = None  # every committed range's long-text counts summed (tasks/gather.py)
 
     @classmethod
     def measured(cls, rows: int, tokens: int, padded_tokens: int, truncated: int, seconds: float, **more: Any) -> Self:

@@ -415,6 +415,26 @@ class GateResult(Part):
     passed: bool
 
 
+class LengthSide(Part):
+    """The evaluated rows on one side of the window (length_impact.within / .over): their count and
+    the head's length metric (accuracy, micro_f1 or mae) with its 95% interval."""
+
+    rows: int
+    accuracy: Number = None
+    accuracy_ci: list[float] | None = None
+    micro_f1: Number = None
+    micro_f1_ci: list[float] | None = None
+    mae: Number = None
+    mae_ci: list[float] | None = None
+
+
+class LengthImpact(Part):
+    """What the length costs (docs/long_text.md): evaluated rows with L <= W and with L > W."""
+
+    within: LengthSide
+    over: LengthSide
+
+
 # -- the document ----------------------------------------------------------------------------------------
 
 
@@ -497,6 +517,8 @@ class MetricsDocument(Part):
     predicted_vs_true: dict[str, PredictedPoints | PredictedDensity] | None = None
     calibration_deciles: dict[str, list[Decile]] | None = None
     largest_errors: dict[str, list[LargestError]] | None = None
+    # every kind: the head's metric within and over the window, when rows are over (docs/long_text.md)
+    length_impact: LengthImpact | None = None
     # filled in after the evaluation: compare_to, the history, the gates, the scoring step's facts
     label_audit: LabelAudit | None = None
     comparison: Comparison | None = None
