@@ -17,7 +17,7 @@ from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import LabelSliceGroup, MetricsDocument, RegressionSliceGroup, SliceGroup
 from scorekeeper.metrics.registry import BY_NAME, Direction, Headline, Metric, headline_metrics, number_at, value_at
 from scorekeeper.numbers import readable
-from scorekeeper.report import plots
+from scorekeeper.report import drift_plot, plots
 from scorekeeper.scoring_summary import ScoringSummary
 
 Group = SliceGroup | LabelSliceGroup | RegressionSliceGroup
@@ -192,6 +192,7 @@ def plot_files(metrics: MetricsDocument) -> dict[str, str]:
         "coverage.svg": plots.coverage_svg(metrics),
         "history.svg": plots.history_svg(metrics),
         "label_calibration.svg": plots.label_calibration_svg(metrics),
+        "drift.svg": drift_plot.drift_svg(metrics),  # a run with drift_reference only
     }
     outputs = metrics.outputs or []
     for i, output in enumerate(outputs):
