@@ -35,29 +35,10 @@ def models(tmp_path_factory):
     return built
 
 
-def pytest_xdist_make_scheduler(config, log):
-    """./test.sh's `--dist loadfile`, with the modules that take `deployed` (tests/prefect_deployed.py
-    DEPLOYED_MODULES) as one unit: one worker runs them all, so the server starts and deploys once
-    per session instead of once per worker that draws one of them (about 30 s on 2 cores)."""
-    if config.getoption("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    from tests.prefect_deployed import DEPLOYED_MODULES, DEPLOYED_UNIT
-
-    class DeployedTogether(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            scope = super()._split_scope(nodeid)
-            return DEPLOYED_UNIT if scope in DEPLOYED_MODULES else scope
-
-    return DeployedTogether(config, log)
-
-
 @pytest.fixture(scope="session")
 def deployed(tmp_path_factory):
     """One `prefect server start` with the project's deployments, shared by the tests of
-    deployments, fan-out and the process-pool path (tests/prefect_deployed.py DEPLOYED_MODULES,
-    which one xdist worker runs together)."""
+    deployments, fan-out and the process-pool path (tests/prefect_deployed.py)."""
     from tests.prefect_deployed import start_and_deploy
 
     found = start_and_deploy(tmp_path_factory.mktemp("prefect-deployed") / "prefect-home")

@@ -31,10 +31,6 @@ from tests.s3server import isolated_aws_environment
 from tests.waiting import wait_for_server
 
 REPO = Path(__file__).resolve().parents[1]
-# The test modules whose tests take the session's `deployed` server (tests/conftest.py): one
-# pytest-xdist work unit, DEPLOYED_UNIT (tests/test_deployments.py holds the list to the modules).
-DEPLOYED_MODULES = ("tests/test_deployments.py", "tests/test_fan_out.py", "tests/test_process_path.py")
-DEPLOYED_UNIT = "tests/prefect_deployed.py: the modules of the deployed server"
 PREFECT = str(Path(sys.executable).with_name("prefect"))
 K8S_TEMPLATE = REPO / "infra" / "kubernetes" / "base-job-template.json"
 

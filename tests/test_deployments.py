@@ -39,21 +39,6 @@ def _deployments() -> dict[str, dict]:
     return {d["name"]: d for d in config["deployments"]}
 
 
-def test_the_modules_that_take_the_deployed_server_are_one_xdist_unit():
-    """DEPLOYED_MODULES are the test modules with a test or fixture taking `deployed`, so that one
-    xdist worker starts that server for all of them (tests/conftest.py)."""
-    import ast
-
-    from tests.prefect_deployed import DEPLOYED_MODULES
-
-    taking = set()
-    for path in sorted((REPO / "tests").glob("test_*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef) and "deployed" in [a.arg for a in node.args.args]:
-                taking.add(f"tests/{path.name}")
-    assert taking == set(DEPLOYED_MODULES)
-
-
 def test_prefect_yaml_defines_a_scheduled_and_an_adhoc_deployment_of_the_flow():
     from prefect.flows import load_flow_from_entrypoint
     from prefect.utilities.callables import parameter_schema
