@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_serializer, field_validator
 
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.params import Dtype, Head, Mode, ScoreRequest, resolve_num_processes
+from scorekeeper.params import ChunkAggregate, Dtype, Head, LongText, Mode, ScoreRequest, resolve_num_processes
 from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.scoring_summary import EngineFacts, PipelineFacts, PrecisionCheck
@@ -60,6 +60,12 @@ class ScoringSettings(_Section):
     # same way from the config); defaults: what job files written before them meant
     head: Head = Field(HeadKind.SINGLE_LABEL.value)
     thresholds: float | dict[str, float] = 0.5
+    # long documents (scorekeeper/long_text.py); defaults: what job files written before them meant
+    long_text: LongText = "truncate"
+    head_tokens: int = 128
+    chunk_overlap: int = 0
+    chunk_aggregate: ChunkAggregate = "mean"
+    max_chunks: int = 64
 
 
 class LaunchSettings(_Section):

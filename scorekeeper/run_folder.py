@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.redact import redact_uri
 from scorekeeper.storage import Location, digest_of
 
@@ -152,13 +153,22 @@ class CommitRecord(BaseModel):
     tokens: int = 0
     truncated: int = 0
     attempt: str = ""
+    long_text: LongTextCounts | None = None  # the range's lengths and windows (scorekeeper/long_text.py)
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.model_dump(), sort_keys=True).encode() + b"\n"
+        return json.dumps(self.model_dump(exclude_none=True), sort_keys=True).encode() + b"\n"
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CommitRecord:
         return cls.model_validate_json(data)
+
+
+class FileSeal(BaseModel):
+    """One output as its run published it (complete.json `outputs[name]`, scorekeeper/run_seal.py)."""
+
+    sha256: str
+    bytes: int | None = None  # None for a report file, whose record holds its sha256 alone
+    rows: int | None = None  # Parquet files: the row count their footer holds
 
 
 class CompletionRecord(BaseModel):
@@ -167,15 +177,18 @@ class CompletionRecord(BaseModel):
     else that asks "did this run complete?" read this record and nothing else: a metrics.json
     without it is what a failure while publishing left behind.
 
-    `files` holds the sha256 of each report file as published, so a reader can tell that the
-    files it reads are the ones the record vouches for."""
+    `files` holds the sha256 of each report file as published, and `outputs` the seal (sha256,
+    size, Parquet row count) of predictions.parquet, plan.json and request.json, so a reader can
+    tell that the files it reads are the ones the record vouches for (scorekeeper/run_seal.py).
+    A record written before `outputs` existed has none: it vouches for its report alone."""
 
     run_id: str
     finished_at: str
     files: dict[str, str]
+    outputs: dict[str, FileSeal] | None = None
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.model_dump(), indent=2, sort_keys=True).encode() + b"\n"
+        return json.dumps(self.model_dump(exclude_none=True), indent=2, sort_keys=True).encode() + b"\n"
 
 
 def row_index_checksum(row_index: np.ndarray) -> str:
@@ -197,7 +210,7 @@ class RunFolder(Location):
     STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"
     STAGED_MANIFEST: ClassVar[str] = "work/staged.json"
     JOB: ClassVar[str] = "work/job.json"
-    LEASE: ClassVar[str] = "work/lease.json"
+    LEASE_DIR: ClassVar[str] = "work/lease"  # {generation}.json, scorekeeper/lease.py
     SHARD_DIR: ClassVar[str] = "work/shards"
     COMMIT_DIR: ClassVar[str] = "work/commits"
     GROUP_DIR: ClassVar[str] = "work/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json

@@ -1,15 +1,18 @@
 """The scoring step's numbers as typed records: `ScoringSummary` (metrics.json `scoring`, the report's
 run facts) and what it carries: rank 0's `EngineFacts`, each pipeline's `PipelineFacts`, the
-`PrecisionCheck` (the last three are also payloads of the worker's events in scorekeeper/boundary.py)
-and a fanned-out run's `GroupSummary` per group. Imports nothing of the project, so the worker's
-boundary, the scoring steps, the metrics document and the report all use the one definition.
+`PrecisionCheck` (the last three are also payloads of the worker's events in scorekeeper/boundary.py),
+a fanned-out run's `GroupSummary` per group and the summed long-text counts. Imports only
+scorekeeper/long_text.py's counts, so the worker's boundary, the scoring steps, the metrics document
+and the report all use the one definition.
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, field_serializer, model_serializer
+
+from scorekeeper.long_text import LongTextCounts
 
 
 class EngineFacts(BaseModel):
@@ -162,6 +165,11 @@ class ScoringSummary(BaseModel):
     processes: int | None = None
     fan_out: int | None = None
     groups: list[GroupSummary] | None = None  # one per fan-out group
+    long_text: LongTextCounts | None = None  # every committed range's long-text counts summed (tasks/gather.py)
+
+    @field_serializer("long_text")
+    def _long_text(self, counts: LongTextCounts | None) -> dict[str, Any] | None:
+        return None if counts is None else counts.model_dump(exclude_none=True)  # chunk mode's counts only in chunk mode
 
     @classmethod
     def measured(cls, rows: int, tokens: int, padded_tokens: int, truncated: int, seconds: float, **more: Any) -> Self:
@@ -179,5 +187,6 @@ class ScoringSummary(BaseModel):
 
     def as_dict(self) -> dict[str, Any]:
         """metrics.json's `scoring`: the fields that are not None, each part whole (a pipeline's
-        unmeasured bubble is null; a precision check holds the figures it has)."""
+        unmeasured bubble is null), except that a precision check and the long-text counts hold
+        the figures they have."""
         return {k: v for k, v in self.model_dump().items() if v is not None}

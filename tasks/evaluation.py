@@ -6,7 +6,7 @@ from __future__ import annotations
 from prefect import task
 
 from scorekeeper.evaluation.driver import evaluate_run
-from scorekeeper.evaluation.history import run_history
+from scorekeeper.evaluation.history import history_and_left_out
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
@@ -21,9 +21,12 @@ from scorekeeper.tasks.runlog import run_logger
 
 @task(name="evaluate", **IO_RETRIES)
 @raises_redacted
-def evaluate_task(request: ScoreRequest, context: RunContext, manifest: StagedManifest, baseline: str | None = None) -> MetricsDocument:
+def evaluate_task(
+    request: ScoreRequest, context: RunContext, manifest: StagedManifest, baseline: str | None = None, long_text: dict | None = None
+) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
-    `baseline` run, add the run history and the quality gates' verdicts (enforced after the report)."""
+    `baseline` run, add the run history and the quality gates' verdicts (enforced after the report).
+    `long_text` (the gather's scoring.long_text) gives the window length_impact splits the rows at."""
     output = Location.from_uri(request.output_uri)
     baseline_run = output.child(baseline) if baseline else None
     metrics = evaluate_run(
@@ -36,8 +39,11 @@ def evaluate_task(request: ScoreRequest, context: RunContext, manifest: StagedMa
         request.thresholds,
         truth_column=request.label_column or "label",
         log=run_logger("scorekeeper.evaluation"),
+        max_length=long_text["max_length"] if long_text else None,
     )
-    metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    if left_out:
+        metrics.history_left_out = left_out
     if request.gates:
         metrics.gates = evaluate_gates(request.gates, metrics)
     release_memory(manifest.total_rows)  # the DuckDB connection's pages, before the report is rendered

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from prefect import task
 
 from scorekeeper.errors import GatherError
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
 from scorekeeper.tasks.memory import release_memory
@@ -76,7 +77,17 @@ def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str
         if writer is not None:
             writer.close()
         os.unlink(local)
-    return {"rows": total_rows, "ranges": len(records), "tokens": tokens, "truncated": truncated}
+    return {"rows": total_rows, "ranges": len(records), "tokens": tokens, "truncated": truncated, "long_text": long_text_of(records)}
+
+
+def long_text_of(records: Sequence[CommitRecord]) -> dict | None:
+    """metrics.json `scoring.long_text`: every committed range's counts summed (this attempt's and
+    earlier ones'), so they hold for all rows; None when a range was committed by a version that
+    did not count them."""
+    if any(r.long_text is None for r in records):
+        return None
+    summed = LongTextCounts.summed(r.long_text for r in records if r.long_text is not None)
+    return summed.as_dict() if summed else None
 
 
 def _read_verified_shard(run: RunFolder, record: CommitRecord):

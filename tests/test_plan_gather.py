@@ -99,3 +99,25 @@ def test_commits_of_other_settings_do_not_count(tmp_path):
     _commit(run, 0, 0, 4, fingerprint="old")
     with pytest.raises(GatherError, match=r"rows \[0, 4\) have no prediction"):
         gather_predictions(run, 4, "new")
+
+
+def test_scoring_long_text_is_every_committed_ranges_counts_summed(tmp_path):
+    """An earlier attempt's ranges count too (a resume); a range committed without counts (a version
+    before them) leaves the sum unknown rather than short."""
+    from scorekeeper.long_text import LongTextCounts
+    from scorekeeper.run_folder import IndexRange
+
+    run = RunFolder.from_uri(str(tmp_path / "run"))
+    for index, (start, end) in enumerate([(0, 3), (3, 6)]):
+        rows = pa.table({"row_index": pa.array(range(start, end), pa.int64()), "id": pa.array(range(start, end), pa.int64())})
+        counts = LongTextCounts(mode="chunk", max_length=8, window=6, rows_over_length=index + 1, tokens_content=10 * (index + 1),
+                                tokens_scored=12 * (index + 1), tokens_dropped=index, chunks=4 + index, rows_capped=index,
+                                windows_per_row={"1": 2 - index, "2": 1 + index})  # fmt: skip
+        commit_shard(run, IndexRange(index, start, end), prediction_table(rows, np.full((3, 2), 0.5), ["a", "b"]),
+                     scoring_fingerprint="fp", attempt=f"attempt{index}", tokens=1, truncated=0, long_text=counts)  # fmt: skip
+    assert gather_predictions(run, 6, "fp")["long_text"] == {
+        "mode": "chunk", "max_length": 8, "window": 6, "rows_over_length": 3, "tokens_content": 30, "tokens_scored": 36,
+        "tokens_dropped": 1, "chunks": 9, "rows_capped": 1, "windows_per_row": {"1": 3, "2": 3},
+    }  # fmt: skip
+    _commit(run, 2, 6, 8)  # without counts
+    assert gather_predictions(run, 8, "fp")["long_text"] is None

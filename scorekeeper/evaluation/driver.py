@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
 from scorekeeper.evaluation.duck import connect_run, parquet_uri, sql
 from scorekeeper.evaluation.kinds import evaluation_for
+from scorekeeper.evaluation.length_impact import length_impact
 from scorekeeper.evaluation.truth import label_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import MetricsDocument
@@ -51,10 +52,12 @@ def evaluate_run(
     thresholds: float | dict[str, float] = 0.5,
     truth_column: str = "label",
     log: Logger | None = None,
+    max_length: int | None = None,
 ) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
     in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
-    ground-truth column (for messages); `log` the run's logger (the module's by default)."""
+    ground-truth column (for messages); `log` the run's logger (the module's by default);
+    `max_length` the length the run was scored at (scoring.long_text), for `length_impact`."""
     kind = evaluation_for(head)
     con = open_evaluation(run, labels)
     try:
@@ -65,6 +68,10 @@ def evaluate_run(
         coverage = Coverage(source, column, int(truth_rows), int(missing), int(unmatched), int(scored))
         fields = kind.metrics(ev, coverage)
         slices, truncated = kind.slices(ev) if fields["evaluated"] else ({}, {})
+        if max_length is not None and fields["evaluated"]:
+            impact = length_impact(con, kind.kind, max_length)
+            if impact is not None:  # only when evaluated rows are over the window
+                fields = fields | {"length_impact": impact}
         document = MetricsDocument.model_validate(
             {
                 "head": kind.kind,

@@ -19,6 +19,8 @@ and `per_output` holds each output's. The comparison's paired rows and tests are
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -47,6 +49,25 @@ RESIDUAL_BINS = 30
 LARGEST_ERRORS = 20
 
 REGRESSION_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.REGRESSION))
+
+# regression_metrics.sql's columns in the output's scale, and the power of the scale they carry
+SCALED = {"mae": 1, "mse": 2, "rmse": 1, "max_error": 1, "median_absolute_error": 1, "mean_truth": 1, "mean_prediction": 1}
+
+
+def unscale(value, scale: float, power: int = 1) -> float | None:
+    """A value computed in units of `scale`, multiplied back (`power` times, one factor at a time so
+    that no intermediate overflows before the result would); None when the result is not a
+    representable double: it overflows, or underflows below the smallest normal double (a
+    subnormal holds too few bits to be right to 1e-6)."""
+    if value is None or math.isnan(float(value)):
+        return None
+    scaled = float(value)
+    result = scaled
+    for _ in range(power):
+        result *= scale
+    if not math.isfinite(result) or (scaled != 0.0 and abs(result) < sys.float_info.min):
+        return None
+    return result
 
 
 def regression_metrics(con, outputs: list[str]) -> dict:
@@ -80,10 +101,13 @@ def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
     shape (row_index, output_id, truth, prediction): the run's own rows, or a comparison's paired rows."""
     per_output = {i: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for i in range(outputs)}
     for fields in records(con.execute(sql("regression_metrics.sql", cells=cells))):
-        # every scalar but the correlations, which the queries below fill in
-        per_output[fields["output_id"]] |= {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | {
-            "mape_rows": int(fields["mape_rows"])
-        }
+        # every scalar but the correlations, which the queries below fill in; the `_s` columns are in
+        # the output's scale (regression_metrics.sql) and are multiplied back here
+        scale = float(fields["scale"])
+        unscaled = {k: unscale(fields[f"{k}_s"], scale, power) for k, power in SCALED.items()}
+        per_output[fields["output_id"]] |= (
+            {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | unscaled | {"mape_rows": int(fields["mape_rows"])}
+        )
     for output_id, r in con.execute(sql("regression_correlation.sql", x="truth", y="prediction", source=cells)).fetchall():
         per_output[output_id]["pearson"] = _number(r)
     ranks = f"{cells}_ranks"
@@ -125,9 +149,9 @@ def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
     """The data of the regression report's plots and tables, per output name."""
     residuals: dict[str, dict] = {}
     for output_id, lo, hi, b, n in con.execute(sql("regression_residuals.sql"), {"bins": RESIDUAL_BINS}).fetchall():
-        width = (hi - lo) / RESIDUAL_BINS if hi > lo else 0.0
+        half = (hi * 0.5 - lo * 0.5) / RESIDUAL_BINS if hi > lo else 0.0  # on halves: hi - lo may overflow
         hist = residuals.setdefault(
-            outputs[output_id], {"edges": [lo + k * width for k in range(RESIDUAL_BINS)] + [hi], "counts": [0] * RESIDUAL_BINS}
+            outputs[output_id], {"edges": [(lo * 0.5 + k * half) * 2 for k in range(RESIDUAL_BINS)] + [hi], "counts": [0] * RESIDUAL_BINS}
         )
         hist["counts"][b] = int(n)
     scatter: dict[str, dict] = {}

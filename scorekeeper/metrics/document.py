@@ -397,6 +397,14 @@ class HistoryEntry(Part):
     input_fingerprint: str | None
 
 
+class LeftOutRun(Part):
+    """A completed run the history left out (metrics.json `history_left_out`): its files are not the
+    ones its complete.json vouches for (scorekeeper/run_seal.py), and `reason` says which and how."""
+
+    run_id: str
+    reason: str
+
+
 class GateResult(Part):
     """One quality gate's verdict. A comparison gate adds its metric's test (`method`, `p`, `ci` of
     the gate's value) and `detectable_change`, with a `warning` when its limit is below that; an
@@ -413,6 +421,26 @@ class GateResult(Part):
     warning: str | None = None
     significant: bool | None = None
     passed: bool
+
+
+class LengthSide(Part):
+    """The evaluated rows on one side of the window (length_impact.within / .over): their count and
+    the head's length metric (accuracy, micro_f1 or mae) with its 95% interval."""
+
+    rows: int
+    accuracy: Number = None
+    accuracy_ci: list[float] | None = None
+    micro_f1: Number = None
+    micro_f1_ci: list[float] | None = None
+    mae: Number = None
+    mae_ci: list[float] | None = None
+
+
+class LengthImpact(Part):
+    """What the length costs (docs/long_text.md): evaluated rows with L <= W and with L > W."""
+
+    within: LengthSide
+    over: LengthSide
 
 
 # -- the document ----------------------------------------------------------------------------------------
@@ -497,10 +525,13 @@ class MetricsDocument(Part):
     predicted_vs_true: dict[str, PredictedPoints | PredictedDensity] | None = None
     calibration_deciles: dict[str, list[Decile]] | None = None
     largest_errors: dict[str, list[LargestError]] | None = None
+    # every kind: the head's metric within and over the window, when rows are over (docs/long_text.md)
+    length_impact: LengthImpact | None = None
     # filled in after the evaluation: compare_to, the history, the gates, the scoring step's facts
     label_audit: LabelAudit | None = None
     comparison: Comparison | None = None
     history: list[HistoryEntry] | None = None
+    history_left_out: list[LeftOutRun] | None = None  # set only when a completed run was left out
     gates: list[GateResult] | None = None
     scoring: ScoringSummary | None = None
 

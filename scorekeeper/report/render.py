@@ -10,13 +10,13 @@ come from the metric registry (scorekeeper/metrics/registry.py).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from scorekeeper.escape import md_text
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import LabelSliceGroup, MetricsDocument, RegressionSliceGroup, SliceGroup
 from scorekeeper.metrics.registry import BY_NAME, Direction, Headline, Metric, headline_metrics, number_at, value_at
+from scorekeeper.numbers import readable
 from scorekeeper.report import plots
 from scorekeeper.scoring_summary import ScoringSummary
 
@@ -24,9 +24,8 @@ Group = SliceGroup | LabelSliceGroup | RegressionSliceGroup
 
 
 def fmt(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    """A value as the report shows it (scorekeeper/numbers.py: scientific past 1e6 or below 1e-4)."""
+    return readable(value, digits) if isinstance(value, float) or value is None else str(value)
 
 
 def ci(interval, digits: int = 4) -> str:

@@ -20,6 +20,7 @@ from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
 from scorekeeper.metrics.registry import HeadKind, history_metrics, lower_is_better, metric_value, number_at, run_metrics, value_at
 from scorekeeper.report import plots
+from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
     SLICE_METRICS,
@@ -98,6 +99,7 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
     lines += _markdown_comparison(metrics.comparison)
     lines += comparison_tests_markdown(metrics.comparison)
     lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
+    lines += length_markdown(metrics)
     if metrics.unknown_labels:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {md(k)} | {v} |" for k, v in metrics.unknown_labels.items()] + [""]
@@ -295,6 +297,7 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             per_label=per_label_rows(metrics),
             regression_table=REGRESSION_TABLE,
             regression_plots=_regression_svgs(metrics, svgs),
+            length=length_section(metrics),
         )
     )
 
@@ -403,6 +406,8 @@ def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]
                 )
             )
         facts.append(("truncated", f"{scoring.truncated:,} texts cut to the model's maximum length"))
+    if (fact := long_text_fact(metrics)) is not None:
+        facts.append(fact)
     for pipe in (scoring.pipeline if scoring else None) or []:
         facts.append(
             (

@@ -9,19 +9,21 @@ from typing import TYPE_CHECKING
 
 from scorekeeper.errors import ModelError
 from scorekeeper.head_kind import AUTO, HeadKind
+from scorekeeper.long_text import window_size
 from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-exported for the worker's callers)
-    ORDINARY_TEXT,
     adapter_mismatch_message,
     adapter_supplies,
-    check_encodes_text,
     check_pad_token,
+    check_rows_encode,
     check_safetensors_folder,
+    check_vocabulary,
     labels_from_config,
     missing_weights_message,
     model_max_length,
     read_json,
     tensors,
 )
+from scorekeeper.worker.windows import TextFrame, WindowSettings, text_frame, text_frame_or_none, window_settings
 
 if TYPE_CHECKING:  # torch is imported where it is used
     import torch
@@ -88,6 +90,18 @@ class LoadedModel:
     labels: list[str]
     uses_token_type_ids: bool
     head: str = HeadKind.SINGLE_LABEL  # scorekeeper.heads: single_label, multi_label or regression
+    # how a text becomes model inputs (windows.py): the tokenizer's frame around one text's
+    # content (None: it frames texts otherwise), and the long-text settings (truncate unless told)
+    frame: TextFrame | None = None
+    windows: WindowSettings | None = None
+
+    def use_long_text(self, scoring) -> None:
+        """Cut long texts as the job's ScoringSettings say (refused when the window has no room)."""
+        if self.frame is None:
+            if scoring.long_text != "truncate":
+                text_frame(self.tokenizer)  # raises, saying how this tokenizer frames a text
+            return
+        self.windows = window_settings(scoring, self.max_length, self.frame)
 
 
 def import_model_code() -> None:
@@ -107,7 +121,7 @@ def load_tokenizer(model_path: str, trust_remote_code: bool):
     special = {i for i in tokenizer.all_special_ids if i is not None}
     if tokenizer.unk_token_id is not None:
         special.add(tokenizer.unk_token_id)
-    check_encodes_text(tokenizer(ORDINARY_TEXT, add_special_tokens=False)["input_ids"], special, len(tokenizer), model_path)
+    check_vocabulary(special, len(tokenizer), model_path)
     return tokenizer
 
 
@@ -178,6 +192,7 @@ def load_model(
         model = attach_adapter(model, adapter_path, model_path, set(adapter), merge=merge_adapter)
     model.to(device)
     model.eval()
+    frame = text_frame_or_none(tokenizer)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
@@ -186,6 +201,8 @@ def load_model(
         labels=labels,
         head=head,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),
+        frame=frame,
+        windows=None if frame is None else WindowSettings(mode="truncate", window=window_size(max_length, frame.specials)),
     )
 
 

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from scorekeeper.boundary import Job, RangeDone
 from scorekeeper.errors import ModelError
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder, row_index_checksum
 from scorekeeper.worker.runtime import emit
 
@@ -108,6 +109,7 @@ def commit_shard(
     attempt: str,
     tokens: int,
     truncated: int,
+    long_text: LongTextCounts | None = None,
 ) -> bool:
     """Publish the shard, then create its commit record; False if the range was committed already."""
     shard = RunFolder.shard_name(r.index, attempt)
@@ -125,6 +127,7 @@ def commit_shard(
         tokens=tokens,
         truncated=truncated,
         attempt=attempt,
+        long_text=long_text,
     )
     if run.create_commit(record):
         return True
@@ -158,19 +161,24 @@ class RangeCommits:
             for w in self._writes:
                 w.result()
 
-    def submit(self, r: IndexRange, table: pa.Table, *, tokens: int, padded_tokens: int, truncated: int) -> None:
+    def submit(
+        self, r: IndexRange, table: pa.Table, *, tokens: int, padded_tokens: int, truncated: int, long_text: LongTextCounts | None = None
+    ) -> None:
         """Commit and report a scored range in the background (refused here, before anything of it
         is written, if a score is not finite)."""
         refuse_non_finite(r, table)
-        self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated))
+        self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated, long_text))
         for done in [w for w in self._writes if w.done()]:
             done.result()
             self._writes.remove(done)
 
-    def _commit(self, r: IndexRange, table: pa.Table, tokens: int, padded_tokens: int, truncated: int) -> None:
+    def _commit(
+        self, r: IndexRange, table: pa.Table, tokens: int, padded_tokens: int, truncated: int, long_text: LongTextCounts | None
+    ) -> None:
         committed = commit_shard(
-            self.run, r, table, scoring_fingerprint=self.job.scoring_fingerprint, attempt=self.attempt, tokens=tokens, truncated=truncated
-        )
+            self.run, r, table, scoring_fingerprint=self.job.scoring_fingerprint, attempt=self.attempt, tokens=tokens,
+            truncated=truncated, long_text=long_text,
+        )  # fmt: skip
         if committed:
             self.committed += 1
             if self.fault_after and self.committed >= self.fault_after:
