@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from scorekeeper.boundary import ModelLoaded, PipelineReport, PrecisionChecked, RangeDone, Started
 from scorekeeper.launch.progress import Progress
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.scoring_summary import EngineFacts, GroupSummary, PrecisionCheck, ScoringSummary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +74,11 @@ def test_the_typed_parts_keep_metrics_json_scoring_as_the_events_said_it():
     group |= {"rows_per_s": None, "dtype": None, "attempts": 2, "runs": [run | {"state": "COMPLETED"}, lost]}
     fanned = ScoringSummary.measured(4, 40, 48, 0, 2.0, processes=2, fan_out=2, groups=[GroupSummary.model_validate(group)])
     assert fanned.as_dict()["groups"] == [group]  # the completed run has no `error` key, nulls kept
-    for summary in (progress.summary(processes=2), fanned):
+    counts = LongTextCounts(
+        mode="truncate", max_length=16, window=14, rows_over_length=1, tokens_content=9, tokens_scored=8, tokens_dropped=1
+    )
+    truncated = ScoringSummary.measured(4, 40, 48, 1, 2.0, long_text=counts)
+    assert truncated.as_dict()["long_text"] == counts.model_dump(exclude_none=True)  # no chunk-mode keys in a truncate run
+    for summary in (progress.summary(processes=2), fanned, truncated):
         again = ScoringSummary.model_validate(json.loads(json.dumps(summary.as_dict())))
         assert again == summary and again.as_dict() == summary.as_dict()
