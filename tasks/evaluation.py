@@ -37,9 +37,10 @@ def evaluate_task(
         baseline_run,
         context.head,
         request.thresholds,
-        truth_column=request.label_column or "label",
+        truth_column=", ".join(request.label_columns) if request.label_columns else request.label_column or "label",
         log=run_logger("scorekeeper.evaluation"),
         max_length=long_text["max_length"] if long_text else None,
+        label_columns=request.label_columns or None,
     )
     metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if left_out:

@@ -158,6 +158,9 @@ def load_model(
 ) -> LoadedModel:
     """Tokenizer + sequence-classification model (+ PEFT adapter), in eval mode on `device`."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # its "Loading weights" bar is noise on the run's stderr, once per process
 
     from scorekeeper.heads import resolve_head
 
