@@ -315,13 +315,21 @@ class FamilyTest(Part):
     method: str
 
 
+class SignificantCounts(Part):
+    """Of each family's deltas, those significant at the 5% level (per class and per slice: after Holm)."""
+
+    metric_tests: int
+    per_class_tests: int
+    slice_tests: int
+
+
 class TestsCounted(Part):
     """Deltas that carry a p-value, and those significant (the families: after Holm)."""
 
     metric_tests: int
     per_class_tests: int
     slice_tests: int
-    significant: dict[str, int]
+    significant: SignificantCounts
 
 
 class Comparison(Part):

@@ -92,9 +92,9 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
         lines += [f"Precision check: {md(precision_sentence(scoring.precision_check))}.", ""]
     for pipe in (scoring.pipeline if scoring else None) or []:
         lines += [
-            f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
-            f"{pipe.get('microbatches')} micro-batches, bubble {fmt(pipe.get('bubble_measured'), 3)} measured "
-            f"vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
+            f"Pipeline {pipe.pipeline}: stages (layer ranges) {pipe.stages}, "
+            f"{pipe.microbatches} micro-batches, bubble {fmt(pipe.bubble_measured, 3)} measured "
+            f"vs {fmt(pipe.bubble_theoretical, 3)} theoretical.",
             "",
         ]
     lines += groups_markdown(scoring)
@@ -418,9 +418,9 @@ def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]
     for pipe in (scoring.pipeline if scoring else None) or []:
         facts.append(
             (
-                f"pipeline {pipe.get('pipeline', 0)}",
-                f"stages {pipe.get('stages')}, {pipe.get('microbatches')} micro-batches, bubble "
-                f"{fmt(pipe.get('bubble_measured'), 3)} measured vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical",
+                f"pipeline {pipe.pipeline}",
+                f"stages {pipe.stages}, {pipe.microbatches} micro-batches, bubble "
+                f"{fmt(pipe.bubble_measured, 3)} measured vs {fmt(pipe.bubble_theoretical, 3)} theoretical",
             )
         )
     for step, seconds in (run_info.get("durations") or {}).items():
@@ -450,7 +450,7 @@ def precision_sentence(check: PrecisionCheck) -> str:
 
 def _groups_dtype(scoring: ScoringSummary) -> str | None:
     """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
-    used = {str(g["dtype"]) for g in scoring.groups or [] if g.get("dtype")}
+    used = {g.dtype for g in scoring.groups or [] if g.dtype}
     return ", ".join(sorted(used)) or None
 
 
