@@ -17,6 +17,7 @@ from pydantic import Field
 
 from scorekeeper.errors import Interrupted, storage_error
 from scorekeeper.lease import run_lease
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.params import ScoreRequest
 from scorekeeper.precheck import precheck, was_prechecked
 from scorekeeper.redact import install_log_redaction, redact_uri, redacted_exception
@@ -74,7 +75,9 @@ def _score(request: ScoreRequest) -> dict:
             else:
                 scoring = score_ranges_task(context, job, processes)
             gathered = gather_task(context, job)
-            metrics = evaluate_task(request, context, manifest, baseline, drift_reference)
+            if gathered.get("long_text"):  # summed over every committed range: metrics.json scoring.long_text
+                scoring = scoring.model_copy(update={"long_text": LongTextCounts(**gathered["long_text"])})
+            metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.get("long_text"))
             files = report_task(request, context, metrics, scoring)
             check_gates_task(context, metrics)
             check_precision_task(request, context, scoring)

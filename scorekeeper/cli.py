@@ -206,7 +206,12 @@ def _api_url_configured() -> bool:
 def summary_line(result: dict) -> str:
     """The run's last line: rows, how many were evaluated (and matched), the headline metrics."""
     metrics = result["metrics"]
-    line = f"scorekeeper: run {result['run_id']} scored {result['rows']} rows"
+    rows = result["rows"]
+    scored = (result.get("throughput") or {}).get("rows_scored")
+    if isinstance(scored, int) and scored < rows:  # a resume: the rest was committed by an earlier attempt
+        line = f"scorekeeper: run {result['run_id']} scored {scored} rows and reused {rows - scored} committed earlier ({rows} rows)"
+    else:
+        line = f"scorekeeper: run {result['run_id']} scored {rows} rows"
     if metrics.get("scoring_only"):
         line += "; scoring only"
     else:

@@ -19,7 +19,8 @@ from collections.abc import Set
 from types import SimpleNamespace
 from typing import NoReturn
 
-from scorekeeper.errors import ModelError
+from scorekeeper.errors import InputError, ModelError
+from scorekeeper.long_text import aggregate_problem, window_problem
 from scorekeeper.worker.families import find_family, pipeline_family
 
 log = logging.getLogger(__name__)
@@ -355,6 +356,33 @@ def check_tokenizer_on_rows(folder: str, rows: list[tuple[int, str, str | None]]
     encodings = tokenizer.encode_batch([(text, pair) if pair is not None else text for _, text, pair in rows], add_special_tokens=False)
     encoded = [(i, text, e.ids, e.tokens) for (i, text, _), e in zip(rows, encodings, strict=True)]
     check_rows_encode(encoded, special, tokenizer.get_vocab_size(with_added_tokens=True), folder)
+
+
+def special_tokens_per_text(folder: str) -> int | None:
+    """s: the special tokens the folder's tokenizer.json adds to one text (None without one, or in
+    a format the `tokenizers` library cannot read: the scoring processes check then)."""
+    path = os.path.join(folder, "tokenizer.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(path)
+    except Exception:  # a version of the format this library cannot read: transformers may
+        return None
+    return tokenizer.post_processor.num_special_tokens_to_add(False) if tokenizer.post_processor is not None else 0
+
+
+def check_long_text(folder: str, head: str, request) -> None:
+    """The long-text parameters against the model, before anything is written: an aggregation the
+    head cannot have, a head or an overlap that leaves the window no room (scorekeeper/long_text.py)."""
+    problem = aggregate_problem(request.long_text, request.chunk_aggregate, head)
+    specials = special_tokens_per_text(folder)
+    if problem is None and specials is not None:
+        max_length = declared_max_length(folder, request.max_length)
+        problem = window_problem(request.long_text, request.head_tokens, request.chunk_overlap, max_length, specials)
+    if problem:
+        raise InputError(problem)
 
 
 # -- max length ----------------------------------------------------------------------------------

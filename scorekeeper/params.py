@@ -23,6 +23,8 @@ from scorekeeper.redact import redact_uri
 Mode = Literal["replica", "pipeline"]
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 Head = HeadChoice  # scorekeeper/head_kind.py
+LongText = Literal["truncate", "head_tail", "chunk"]
+ChunkAggregate = Literal["mean", "max"]
 
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
@@ -291,6 +293,44 @@ class ScoreRequest(BaseModel):
         json_schema_extra=affects(STAGING, EVALUATION),
     )
 
+    # -- long documents (docs/long_text.md) ----------------------------------------------------------
+    # In the scoring fingerprint only when not the default (request_record.LATER_PARAMETERS), so
+    # runs made before these fields existed keep their fingerprint and resume.
+    long_text: LongText = Field(
+        "truncate",
+        description="A text longer than the window (max_length minus the tokenizer's special tokens): truncate "
+        "(its first tokens), head_tail (its first head_tokens and its last tokens), or chunk (windows over the whole "
+        "text, each scored, their raw outputs aggregated by chunk_aggregate). docs/long_text.md.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    head_tokens: int = Field(
+        128,
+        ge=0,
+        description="head_tail: content tokens kept from the start of a long text; the rest of the window is its end. "
+        "Must be below the window.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    chunk_overlap: int = Field(
+        0,
+        ge=0,
+        description="chunk: content tokens each window shares with the one before it. Must be below the window.",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    chunk_aggregate: ChunkAggregate = Field(
+        "mean",
+        description="chunk: how a row's windows' raw outputs (logits, regression values) become one, in float64 before "
+        "the head's activation: mean, or max (multi_label: a label any window shows; regression: the largest value; "
+        "refused for single_label).",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+    max_chunks: int = Field(
+        64,
+        ge=1,
+        description="chunk: the most windows a row is scored on; a longer row is scored on its first max_chunks "
+        "windows and counted (scoring.long_text.rows_capped).",
+        json_schema_extra=affects(PREDICTIONS),
+    )
+
     # -- fan-out over several machines (docs/contracts.md, section 5) ---------------------------
     fan_out: int = Field(
         0,
@@ -490,6 +530,14 @@ class ScoreRequest(BaseModel):
             raise ValueError(f"label_columns must differ from the text and id columns ({', '.join(overlap)})")
         if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
             raise ValueError("id_column must differ from the text columns")
+        if self.long_text != "truncate" and self.text_pair_column is not None:
+            raise ValueError(
+                f"long_text {self.long_text} cuts one text into windows; a text pair (text_pair_column) is scored with long_text truncate"
+            )
+        if self.head != AUTO:
+            from scorekeeper.long_text import check_aggregate
+
+            check_aggregate(self.long_text, self.chunk_aggregate, self.head)
         return self
 
     @property

@@ -83,7 +83,15 @@ def check_resumable(earlier: RequestRecord, now: RequestRecord) -> None:
 
 
 # Parameters that change predictions, added after runs existed, with the value every earlier run had.
-LATER_PARAMETERS = {"head": HeadKind.SINGLE_LABEL, "thresholds": 0.5}
+LATER_PARAMETERS = {
+    "head": HeadKind.SINGLE_LABEL,
+    "thresholds": 0.5,
+    "long_text": "truncate",
+    "head_tokens": 128,
+    "chunk_overlap": 0,
+    "chunk_aggregate": "mean",
+    "max_chunks": 64,
+}
 _NEVER = object()
 
 

@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_serializer
 
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.redact import redact_uri
 from scorekeeper.storage import Location, digest_of
 
@@ -152,9 +153,16 @@ class CommitRecord(BaseModel):
     tokens: int = 0
     truncated: int = 0
     attempt: str = ""
+    long_text: LongTextCounts | None = None  # the range's lengths and windows (scorekeeper/long_text.py)
+    shard_sha256: str | None = None  # the shard's bytes as published (None in records written before)
+    shard_bytes: int | None = None
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.model_dump(), sort_keys=True).encode() + b"\n"
+        data = self.model_dump()
+        for name in ("long_text", "shard_sha256", "shard_bytes"):  # a record written before them is written back as it was
+            if data.get(name) is None:
+                data.pop(name, None)
+        return json.dumps(data, sort_keys=True).encode() + b"\n"
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CommitRecord:

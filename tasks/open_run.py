@@ -18,7 +18,7 @@ from prefect.runtime import flow_run
 from scorekeeper.errors import InputError, RunConflict
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import check_head_options
-from scorekeeper.model_folder import check_model_folder, head_of
+from scorekeeper.model_folder import check_long_text, check_model_folder, head_of
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted, redact_uri
 from scorekeeper.request_record import RequestRecord, check_resumable, read_request_record
@@ -121,6 +121,7 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
     labels = check_model_folder(model_path, max_length=request.max_length, mode=request.mode, adapter_folder=adapter_path)
     head = head_of(model_path, request.head)
     check_head_options(head, labels, request.thresholds, request.label_columns, request.gates)
+    check_long_text(model_path, head, request)
     context = RunContext(
         run_id=run_id,
         run_uri=run.uri,

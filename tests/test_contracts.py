@@ -20,7 +20,7 @@ from scorekeeper.params import (
     affects,
     parameter_effects,
 )
-from scorekeeper.request_record import RequestRecord, check_resumable, publish_request_record, read_request_record
+from scorekeeper.request_record import LATER_PARAMETERS, RequestRecord, check_resumable, publish_request_record, read_request_record
 from scorekeeper.run_folder import CommitRecord, InputFile, Plan, RunFolder, StagedManifest
 from scorekeeper.tasks.read import list_input_files, read_inputs, staging_key
 from tests.helpers import make_rows, write_rows
@@ -67,9 +67,16 @@ def test_the_scoring_fingerprint_keeps_the_parameters_it_always_had():
         "input_uri", "text_column", "text_pair_column", "id_column", "model_uri", "adapter_uri", "merge_adapter", "mode",
         "output_uri", "dtype", "max_length", "rows_per_range", "tokens_per_batch", "max_batch_rows", "null_text",
         "pipeline_stages", "microbatches", "trust_remote_code", "head", "thresholds",
+        "long_text", "head_tokens", "chunk_overlap", "chunk_aggregate", "max_chunks",
     }  # fmt: skip
-    # the two added later enter the digest only off the value every earlier run had
+    # the ones added later enter the digest only off the value every earlier run had
     earlier = RequestRecord.of(ScoreRequest(**BASE), "r", "m", None)
+    for name in ("long_text", "head_tokens", "chunk_overlap", "chunk_aggregate", "max_chunks"):
+        assert name in SCORING_PARAMETERS and ScoreRequest.model_fields[name].default == LATER_PARAMETERS[name], name
+    for changed in ({"long_text": "chunk"}, {"long_text": "head_tail"}, {"max_chunks": 3}, {"chunk_overlap": 5}, {"head_tokens": 64}):
+        assert earlier.scoring_fingerprint("in") != RequestRecord.of(ScoreRequest(**BASE, **changed), "r", "m", None).scoring_fingerprint(
+            "in"
+        ), changed
     assert earlier.scoring_fingerprint("in") == RequestRecord.of(
         ScoreRequest(**BASE), "r", "m", None, head="single_label"
     ).scoring_fingerprint("in")

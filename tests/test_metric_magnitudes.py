@@ -15,6 +15,7 @@ import warnings
 from decimal import Decimal
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import kendalltau, pearsonr, spearmanr
@@ -65,10 +66,10 @@ def _at_scale(value: float | None, exponent: int, power: int) -> float | None:
         return None
     if value == 0:
         return 0.0
-    log = math.log10(abs(value)) + exponent * power
-    if log > 308 or log < math.log10(sys.float_info.min) + 1e-9:
+    exact = Decimal(value) * Decimal(10) ** (exponent * power)
+    if not Decimal(sys.float_info.min) <= abs(exact) <= Decimal(sys.float_info.max):
         return None
-    return float(Decimal(value) * Decimal(10) ** (exponent * power))
+    return float(exact)
 
 
 @settings(max_examples=60, deadline=None)
@@ -89,6 +90,7 @@ def test_regression_metrics_at_any_magnitude_are_right_or_null(seed, n, exponent
     assert np.isfinite(ys).all() and np.isfinite(ps).all()
     got = regression_metrics(make_con(ps.tolist(), ys.tolist()), ["value"])
     ref = _reference(y, p)
+    top = float(max(np.abs(y).max(), np.abs(p).max()))  # sums that cancel (a mean of 0) are right to this, times 1e-9
     for name, expected in ref.items():
         power = POWER.get(name, 0)
         want = _at_scale(expected, exponent, power) if power else expected
@@ -98,10 +100,8 @@ def test_regression_metrics_at_any_magnitude_are_right_or_null(seed, n, exponent
         elif value is None:
             raise AssertionError(f"{name}: null, expected {want!r} (10^{exponent})")
         else:
-            # A mean of first powers that cancels to 0 (rounded ties) is exact only to rounding at the data's scale.
-            spread = float(max(np.abs(ys).max(), np.abs(ps).max()))
-            tolerance = 1e-12 if not power else (1e-12 * spread if power == 1 else 0.0)
-            assert math.isclose(value, want, rel_tol=REL, abs_tol=tolerance), (name, value, want, exponent)
+            cancel = _at_scale(1e-9 * top**power, exponent, power) if power else 1e-12
+            assert math.isclose(value, want, rel_tol=REL, abs_tol=cancel or 0.0), (name, value, want, exponent)
 
 
 def test_pearson_of_values_whose_squares_overflow_is_the_scale_free_value():
@@ -117,3 +117,45 @@ def test_pearson_of_values_whose_squares_overflow_is_the_scale_free_value():
     tiny = regression_metrics(make_con((p * 1e-250).tolist(), (y * 1e-250).tolist()), ["value"])
     assert tiny["mse"] is None and math.isclose(tiny["mae"], mean_absolute_error(y, p) * 1e-250, rel_tol=1e-9)
     assert math.isclose(tiny["r2"], r2_score(y, p), rel_tol=1e-9)
+
+
+def _scaled_regression_runs(root, scale: float):
+    """Two golden-style regression runs (bench/golden.py) with truth and predictions times `scale`;
+    `b` evaluated against the completed `a`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bench.golden import _manifest, _regression
+    from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.run_folder import RunFolder
+    from scorekeeper.storage import Location
+    from tests.evaluation_runs import seal_complete
+
+    for name, noise in (("a", 0.8), ("b", 0.5)):
+        _regression(root / name, 3, noise, ["stars"])
+        for file, column in (("work/input.parquet", "label"), ("predictions.parquet", "prediction")):
+            table = pq.read_table(root / name / file)
+            scaled = pa.array(np.asarray(table.column(column).to_numpy(), dtype=np.float64) * scale)
+            pq.write_table(table.set_column(table.schema.get_field_index(column), column, scaled), root / name / file)
+    runs = {name: RunFolder.from_uri(str(root / name)) for name in ("a", "b")}
+    a = evaluate_run(runs["a"], ["stars"], _manifest(root / "a"), [], head="regression")
+    (root / "a" / "report").mkdir()
+    (root / "a" / "report" / "metrics.json").write_bytes(a.to_json_bytes())
+    seal_complete(runs["a"])
+    b = evaluate_run(runs["b"], ["stars"], _manifest(root / "b"), [], Location.from_uri(str(root / "a")), head="regression")
+    return a, b
+
+
+@pytest.mark.slow
+def test_a_regression_comparison_at_1e200_is_right_or_null(tmp_path):
+    """The comparison's deltas at 1e200 are the ordinary run's times 1e200 (r2's unchanged); its
+    paired tests, whose sums of squares are not doubles there, are left out rather than wrong."""
+    _, plain = _scaled_regression_runs(tmp_path / "plain", 1.0)
+    _, huge = _scaled_regression_runs(tmp_path / "huge", 1e200)
+    for name, power in (("mae", 1), ("rmse", 1), ("r2", 0), ("pearson", 0), ("mape", 0)):
+        want, got = plain.comparison.deltas[name], huge.comparison.deltas[name]
+        assert math.isclose(got, want * 1e200**power, rel_tol=1e-6), (name, got, want)
+    assert huge.comparison.deltas["mse"] is None  # 1e400: not a double
+    assert all(t.delta is not None for t in plain.comparison.metric_tests.values())
+    assert all(t.delta is None and t.ci is None and t.p is None for t in huge.comparison.metric_tests.values())
+    assert huge.comparison.rows_compared == plain.comparison.rows_compared

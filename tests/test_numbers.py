@@ -35,3 +35,11 @@ def test_the_last_line_prints_a_regression_run_at_1e300_as_metrics_json_holds_it
     line = summary_line({"run_id": "r", "rows": 3, "run_uri": "out/r", "metrics": metrics})
     assert "mae 2.500e+300" in line and "r2 0.2500" in line and "pearson 0.9400" in line and "mape 3.000e-07" in line
     assert "inf" not in line and len(line) < 200
+
+
+def test_the_last_line_of_a_resumed_run_says_what_it_scored_and_what_it_reused():
+    metrics = {"evaluated": 3000, "accuracy": 0.5}
+    resumed = {"run_id": "r", "rows": 3000, "run_uri": "out/r", "metrics": metrics, "throughput": {"rows_scored": 2000}}
+    assert summary_line(resumed).startswith("scorekeeper: run r scored 2000 rows and reused 1000 committed earlier (3000 rows);")
+    fresh = resumed | {"throughput": {"rows_scored": 3000}}
+    assert summary_line(fresh).startswith("scorekeeper: run r scored 3000 rows;")

@@ -17,12 +17,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from scorekeeper.errors import InputError, ModelError  # noqa: E402
+from scorekeeper.long_text import LongTextCounts  # noqa: E402
 from scorekeeper.run_folder import IndexRange, cut_ranges  # noqa: E402
 from scorekeeper.worker.batching import collate, cut_batches, encode  # noqa: E402
 from scorekeeper.worker.model import load_model  # noqa: E402
 from scorekeeper.worker.pipeline import RangeWork, TimedStage, bubble_theoretical, plan_layout  # noqa: E402
 from scorekeeper.worker.replica import score_batches  # noqa: E402
 from scorekeeper.worker.stages import balanced_boundaries, build_stage  # noqa: E402
+from scorekeeper.worker.windows import RowLengths  # noqa: E402
 from tests import models as demo  # noqa: E402
 from tests.helpers import make_rows, probabilities, reference_probabilities, run_flow, write_rows  # noqa: E402
 
@@ -168,10 +170,17 @@ def test_range_header_round_trip():
         padded_tokens=60,
         shapes=[(4, 9), (3, 5)],
         positions=[np.array([6, 0, 2, 1]), np.array([5, 3, 4])],
-    )
+        lengths=RowLengths(
+            tokens=np.array([3, 9, 4, 12, 5, 6, 7]), unknown=np.array([0, 1, 0, 0, 2, 0, 0]), chunks=np.array([1, 1, 1, 1, 1, 1, 1]),
+            counts=LongTextCounts(mode="chunk", max_length=9, window=7, rows_over_length=1, tokens_content=32, tokens_scored=30,
+                                  tokens_dropped=0, chunks=7, rows_capped=0),
+        ),
+    )  # fmt: skip
     back = RangeWork.from_header(work.header())
     assert (back.range, back.truncated, back.useful_tokens, back.padded_tokens, back.shapes) == (work.range, 1, 50, 60, [(4, 9), (3, 5)])
     assert [p.tolist() for p in back.positions] == [[6, 0, 2, 1], [5, 3, 4]]
+    assert back.lengths.tokens.tolist() == [3, 9, 4, 12, 5, 6, 7] and back.lengths.unknown.tolist() == [0, 1, 0, 0, 2, 0, 0]
+    assert back.lengths.chunks.tolist() == [1] * 7 and back.lengths.counts == work.lengths.counts
 
 
 def test_the_timed_stage_is_still_a_module_that_moves_and_times():

@@ -23,6 +23,8 @@ from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
 from scorekeeper.evaluation.duck import connect_run, parquet_uri, sql
 from scorekeeper.evaluation.estimate import monitor, reference_records
 from scorekeeper.evaluation.kinds import evaluation_for
+from scorekeeper.evaluation.length_impact import length_impact
+from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.evaluation.truth import label_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import MetricsDocument
@@ -56,12 +58,16 @@ def evaluate_run(
     thresholds: float | dict[str, float] = 0.5,
     truth_column: str = "label",
     log: Logger | None = None,
+    max_length: int | None = None,
+    label_columns: list[str] | None = None,
     drift_reference: Location | None = None,
     drift_min_psi: float = DEFAULT_MIN_PSI,
 ) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
     in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
     ground-truth column (for messages); `log` the run's logger (the module's by default);
+    `max_length` the length the run was scored at (scoring.long_text), for `length_impact`.
+    `label_columns` the 0/1 columns the ground truth came from, when it did (truth_matching says so).
     `drift_reference` a completed run to measure drift and estimate performance against."""
     kind = evaluation_for(head)
     con = open_evaluation(run, labels)
@@ -75,6 +81,10 @@ def evaluate_run(
         if fields["evaluated"]:
             fields |= reference_records(con, kind.kind, labels)
         slices, truncated = kind.slices(ev) if fields["evaluated"] else ({}, {})
+        if max_length is not None and fields["evaluated"]:
+            impact = length_impact(con, kind.kind, max_length)
+            if impact is not None:  # only when evaluated rows are over the window
+                fields = fields | {"length_impact": impact}
         document = MetricsDocument.model_validate(
             {
                 "head": kind.kind,
@@ -93,6 +103,8 @@ def evaluate_run(
         )
         if baseline is not None and document.evaluated:
             document.comparison = kind.comparison(ev, baseline, document)
+        if label_columns and document.truth_matching is not None:  # staged as names, given as one 0/1 column per label
+            document.truth_matching = document.truth_matching.model_copy(update={"column_type": ColumnKind.LABEL_COLUMNS})
         if drift_reference is not None:
             name = posixpath.basename(drift_reference.path.rstrip("/"))
             document.drift, document.estimated = monitor(con, kind.kind, labels, slice_columns, drift_reference, name, drift_min_psi)

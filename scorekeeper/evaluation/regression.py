@@ -19,6 +19,7 @@ and `per_output` holds each output's. The comparison's paired rows and tests are
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 from typing import Any
@@ -49,6 +50,10 @@ RESIDUAL_BINS = 30
 LARGEST_ERRORS = 20
 
 REGRESSION_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.REGRESSION))
+
+# The magnitudes (largest |truth or prediction|) between which the paired tests' sums of squares and
+# products stay normal doubles (squares of 1e150 are 1e300; of 1e-140, 1e-280).
+PAIRED_SAFE = (1e-140, 1e150)
 
 # regression_metrics.sql's columns in the output's scale, and the power of the scale they carry
 SCALED = {"mae": 1, "mse": 2, "rmse": 1, "max_error": 1, "median_absolute_error": 1, "mean_truth": 1, "mean_prediction": 1}
@@ -296,9 +301,21 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
             this_key=keys[1],
         )
     )
-    rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired").fetchone()[0]
+    rows, top = con.execute(
+        "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
+    ).fetchone()
     result: dict = {"rows_compared": int(rows)}
     if not rows:
+        return result
+    if top is not None and not PAIRED_SAFE[0] <= top <= PAIRED_SAFE[1]:
+        # The paired tests work on sums of squared errors and products of centred values, whose
+        # terms overflow past about 1e154 and underflow below about 1e-154: rather than a finite
+        # wrong interval, they are left out (the deltas of the metrics themselves are exact).
+        logging.getLogger(__name__).warning(
+            "compare_to: the paired tests of this regression comparison are left out: its values reach %.3e, where their sums "
+            "of squares are not representable; the metrics' deltas are given",
+            top,
+        )
         return result
     blocks = block_key(rows, BOOTSTRAP_BLOCKS)
     per_output = {}

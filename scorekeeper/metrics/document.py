@@ -315,13 +315,21 @@ class FamilyTest(Part):
     method: str
 
 
+class SignificantCounts(Part):
+    """Of each family's deltas, those significant at the 5% level (per class and per slice: after Holm)."""
+
+    metric_tests: int
+    per_class_tests: int
+    slice_tests: int
+
+
 class TestsCounted(Part):
     """Deltas that carry a p-value, and those significant (the families: after Holm)."""
 
     metric_tests: int
     per_class_tests: int
     slice_tests: int
-    significant: dict[str, int]
+    significant: SignificantCounts
 
 
 class Comparison(Part):
@@ -420,6 +428,26 @@ class GateResult(Part):
     warning: str | None = None
     significant: bool | None = None
     passed: bool
+
+
+class LengthSide(Part):
+    """The evaluated rows on one side of the window (length_impact.within / .over): their count and
+    the head's length metric (accuracy, micro_f1 or mae) with its 95% interval."""
+
+    rows: int
+    accuracy: Number = None
+    accuracy_ci: list[float] | None = None
+    micro_f1: Number = None
+    micro_f1_ci: list[float] | None = None
+    mae: Number = None
+    mae_ci: list[float] | None = None
+
+
+class LengthImpact(Part):
+    """What the length costs (docs/long_text.md): evaluated rows with L <= W and with L > W."""
+
+    within: LengthSide
+    over: LengthSide
 
 
 # -- monitoring without labels: the reference's calibration, drift and the estimate (docs/drift.md) -----
@@ -590,6 +618,9 @@ class MetricsDocument(Part):
     predicted_vs_true: dict[str, PredictedPoints | PredictedDensity] | None = None
     calibration_deciles: dict[str, list[Decile]] | None = None
     largest_errors: dict[str, list[LargestError]] | None = None
+    # every kind: the head's metric within and over the window, when rows are over (docs/long_text.md)
+    length_impact: LengthImpact | None = None
+
     # what a later run's estimate needs of this one (every run with ground truth; docs/drift.md)
     calibration_by_label: dict[str, list[LabelBinCount]] | None = None
     residual_bins: dict[str, ResidualBins] | None = None

@@ -73,6 +73,7 @@ class Metric:
     history: bool = False  # recorded per run in metrics.json `history`
     summary: bool = False  # printed on the command's last line
     scope: Scope = Scope.RUN
+    by_length: bool = False  # metrics.json `length_impact` splits it by the texts' length (one per head kind)
     monitoring: bool = False  # of `drift` / `estimated` (drift_reference): absent from a run's history line without it
 
     @property
@@ -111,11 +112,21 @@ METRICS: tuple[Metric, ...] = (
         interval=("accuracy_ci",),
         history=True,
         summary=True,
+        by_length=True,
     ),
     Metric(
         "subset_accuracy", ("subset_accuracy",), Direction.HIGHER, MULTI, compared=Pairing.COUNT, headline=Headline.ALWAYS, summary=True
     ),
-    Metric("micro_f1", ("micro_f1",), Direction.HIGHER, MULTI, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
+    Metric(
+        "micro_f1",
+        ("micro_f1",),
+        Direction.HIGHER,
+        MULTI,
+        compared=Pairing.RESAMPLED,
+        headline=Headline.ALWAYS,
+        summary=True,
+        by_length=True,
+    ),
     Metric(
         "macro_f1",
         ("macro_f1",),
@@ -173,7 +184,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("label_cardinality_predicted", ("label_cardinality", "predicted"), Direction.NEITHER, MULTI),
     Metric("rows_without_prediction", ("label_cardinality", "rows_without_prediction"), Direction.LOWER, MULTI, count=True),
     # -- regression ----------------------------------------------------------------------------------------
-    Metric("mae", ("mae",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS, summary=True),
+    Metric("mae", ("mae",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN, headline=Headline.ALWAYS, summary=True, by_length=True),
     Metric("mse", ("mse",), Direction.LOWER, REGRESSION, compared=Pairing.ROW_MEAN),
     Metric("rmse", ("rmse",), Direction.LOWER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
     Metric("r2", ("r2",), Direction.HIGHER, REGRESSION, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, summary=True),
@@ -272,6 +283,12 @@ def history_columns(head: HeadKind | str | None, history: Iterable[Any]) -> list
 
 def summary_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     return [m for m in run_metrics(head) if m.summary]
+
+
+def length_metric(head: HeadKind | str) -> str:
+    """The metric metrics.json `length_impact` shows within and over the window for this head."""
+    (metric,) = [m.name for m in run_metrics(head) if m.by_length]
+    return metric
 
 
 def lower_is_better(head: HeadKind | str | None = None) -> frozenset[str]:

@@ -167,8 +167,8 @@ def group_rows(scoring: ScoringSummary | None) -> list[tuple[str, ...]]:
     fast; none for a run scored on one machine."""
     rows: list[tuple[str, ...]] = []
     for g in (scoring.groups if scoring else None) or []:
-        where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
-        rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))
+        where = (g.worker or "?") + (f" ({g.machine})" if g.machine else "")
+        rows.append((str(g.group), where, spans(g.ranges), str(g.rows), fmt(g.rows_per_s, 1), str(g.attempts)))
     return rows
 
 

@@ -21,6 +21,7 @@ from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, Me
 from scorekeeper.metrics.registry import HeadKind, history_columns, lower_is_better, metric_value, number_at, run_metrics, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, estimate_rows
+from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
     SLICE_METRICS,
@@ -91,15 +92,16 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
         lines += [f"Precision check: {md(precision_sentence(scoring.precision_check))}.", ""]
     for pipe in (scoring.pipeline if scoring else None) or []:
         lines += [
-            f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
-            f"{pipe.get('microbatches')} micro-batches, bubble {fmt(pipe.get('bubble_measured'), 3)} measured "
-            f"vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
+            f"Pipeline {pipe.pipeline}: stages (layer ranges) {pipe.stages}, "
+            f"{pipe.microbatches} micro-batches, bubble {fmt(pipe.bubble_measured, 3)} measured "
+            f"vs {fmt(pipe.bubble_theoretical, 3)} theoretical.",
             "",
         ]
     lines += groups_markdown(scoring)
     lines += _markdown_comparison(metrics.comparison)
     lines += comparison_tests_markdown(metrics.comparison)
     lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
+    lines += length_markdown(metrics)
     if metrics.unknown_labels:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
         lines += [f"| {md(k)} | {v} |" for k, v in metrics.unknown_labels.items()] + [""]
@@ -300,6 +302,7 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             per_label=per_label_rows(metrics),
             regression_table=REGRESSION_TABLE,
             regression_plots=_regression_svgs(metrics, svgs),
+            length=length_section(metrics),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
             estimates=estimate_rows(metrics),
         )
@@ -410,12 +413,14 @@ def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]
                 )
             )
         facts.append(("truncated", f"{scoring.truncated:,} texts cut to the model's maximum length"))
+    if (fact := long_text_fact(metrics)) is not None:
+        facts.append(fact)
     for pipe in (scoring.pipeline if scoring else None) or []:
         facts.append(
             (
-                f"pipeline {pipe.get('pipeline', 0)}",
-                f"stages {pipe.get('stages')}, {pipe.get('microbatches')} micro-batches, bubble "
-                f"{fmt(pipe.get('bubble_measured'), 3)} measured vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical",
+                f"pipeline {pipe.pipeline}",
+                f"stages {pipe.stages}, {pipe.microbatches} micro-batches, bubble "
+                f"{fmt(pipe.bubble_measured, 3)} measured vs {fmt(pipe.bubble_theoretical, 3)} theoretical",
             )
         )
     for step, seconds in (run_info.get("durations") or {}).items():
@@ -445,7 +450,7 @@ def precision_sentence(check: PrecisionCheck) -> str:
 
 def _groups_dtype(scoring: ScoringSummary) -> str | None:
     """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
-    used = {str(g["dtype"]) for g in scoring.groups or [] if g.get("dtype")}
+    used = {g.dtype for g in scoring.groups or [] if g.dtype}
     return ", ".join(sorted(used)) or None
 
 

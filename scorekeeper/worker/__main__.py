@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         dtype = resolve_dtype(settings.dtype, ranks.device)
 
         def load(dtype: torch.dtype) -> LoadedModel:
-            return load_model(
+            loaded = load_model(
                 job.model_path,
                 job.adapter_path,
                 merge_adapter=settings.merge_adapter,
@@ -84,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
                 max_length=settings.max_length,
                 head=settings.head,
             )
+            loaded.use_long_text(settings)  # windows.py: how a long text is cut
+            return loaded
 
         loaded = load(dtype)
         # the dtype used ("auto" resolved on this device): the report's run facts show it

@@ -22,6 +22,7 @@ class Encoded:
     type_ids: list[list[int]] | None
     lengths: np.ndarray
     truncated: int
+    zero_type_ids: bool = False  # token type ids wanted, every one 0 (type_ids not listed: collate makes zeros)
 
 
 @dataclass
@@ -113,7 +114,9 @@ def collate(encoded: Encoded, positions: np.ndarray, pad_token_id: int, pin_memo
     input_ids = np.full((len(positions), width), pad_token_id, dtype=np.int64)
     input_ids[mask] = np.concatenate([encoded.ids[p] for p in positions]) if lengths.sum() else []
     token_type_ids = None
-    if encoded.type_ids is not None:
+    if encoded.zero_type_ids:
+        token_type_ids = np.zeros((len(positions), width), dtype=np.int64)
+    elif encoded.type_ids is not None:
         token_type_ids = np.zeros((len(positions), width), dtype=np.int64)
         if lengths.sum():
             token_type_ids[mask] = np.concatenate([encoded.type_ids[p] for p in positions])

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from scorekeeper.errors import ModelError
 from scorekeeper.head_kind import AUTO, HeadKind
+from scorekeeper.long_text import window_size
 from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-exported for the worker's callers)
     adapter_mismatch_message,
     adapter_supplies,
@@ -22,6 +23,7 @@ from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-ex
     read_json,
     tensors,
 )
+from scorekeeper.worker.windows import TextFrame, WindowSettings, text_frame, text_frame_or_none, window_settings
 
 if TYPE_CHECKING:  # torch is imported where it is used
     import torch
@@ -88,6 +90,18 @@ class LoadedModel:
     labels: list[str]
     uses_token_type_ids: bool
     head: str = HeadKind.SINGLE_LABEL  # scorekeeper.heads: single_label, multi_label or regression
+    # how a text becomes model inputs (windows.py): the tokenizer's frame around one text's
+    # content (None: it frames texts otherwise), and the long-text settings (truncate unless told)
+    frame: TextFrame | None = None
+    windows: WindowSettings | None = None
+
+    def use_long_text(self, scoring) -> None:
+        """Cut long texts as the job's ScoringSettings say (refused when the window has no room)."""
+        if self.frame is None:
+            if scoring.long_text != "truncate":
+                text_frame(self.tokenizer)  # raises, saying how this tokenizer frames a text
+            return
+        self.windows = window_settings(scoring, self.max_length, self.frame)
 
 
 def import_model_code() -> None:
@@ -144,6 +158,9 @@ def load_model(
 ) -> LoadedModel:
     """Tokenizer + sequence-classification model (+ PEFT adapter), in eval mode on `device`."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # its "Loading weights" bar is noise on the run's stderr, once per process
 
     from scorekeeper.heads import resolve_head
 
@@ -178,6 +195,7 @@ def load_model(
         model = attach_adapter(model, adapter_path, model_path, set(adapter), merge=merge_adapter)
     model.to(device)
     model.eval()
+    frame = text_frame_or_none(tokenizer)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
@@ -186,6 +204,8 @@ def load_model(
         labels=labels,
         head=head,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),
+        frame=frame,
+        windows=None if frame is None else WindowSettings(mode="truncate", window=window_size(max_length, frame.specials)),
     )
 
 

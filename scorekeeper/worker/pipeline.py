@@ -34,6 +34,7 @@ from torch import nn
 
 from scorekeeper.boundary import Job, PipelineReport
 from scorekeeper.errors import InputError
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.outputs import HeadOutputs, activate
@@ -41,6 +42,7 @@ from scorekeeper.worker.replica import PreparedRange, prepare_ranges
 from scorekeeper.worker.runtime import Ranks, emit, prefetch
 from scorekeeper.worker.shards import RangeCommits, StagedInput
 from scorekeeper.worker.stages import DecoderStage, EncoderStage, build_stage
+from scorekeeper.worker.windows import RowLengths, aggregate, with_lengths
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +111,8 @@ def pipeline_groups(layout: Layout) -> dist.ProcessGroup | None:
 
 @dataclass
 class RangeWork:
-    """A range as every stage of a pipeline sees it: its batches' shapes and rows' positions.
+    """A range as every stage of a pipeline sees it: its batches' shapes and windows' positions,
+    and its rows' lengths (the last stage aggregates each row's windows and writes the lengths).
 
     The first stage also has the collated batches (`prepared`); the others have only the shapes.
     """
@@ -119,8 +122,13 @@ class RangeWork:
     useful_tokens: int
     padded_tokens: int
     shapes: list[tuple[int, int]]  # (rows, width) per batch
-    positions: list[np.ndarray]  # row positions inside the range, per batch
+    positions: list[np.ndarray]  # window positions inside the range, per batch
+    lengths: RowLengths
     prepared: PreparedRange | None = None
+
+    @property
+    def windows(self) -> int:
+        return int(self.lengths.chunks.sum())
 
     @classmethod
     def from_prepared(cls, prepared: PreparedRange) -> RangeWork:
@@ -132,15 +140,20 @@ class RangeWork:
             padded_tokens=sum(b.padded_tokens for b in batches),
             shapes=[(len(b.positions), int(b.input_ids.shape[1])) for b in batches],
             positions=[np.asarray(b.positions, dtype=np.int64) for b in batches],
+            lengths=prepared.rows_lengths,
             prepared=prepared,
         )
 
     def header(self) -> np.ndarray:
-        r = self.range
+        r, counts = self.range, self.lengths.counts
         fixed = [r.index, r.start, r.end, self.truncated, self.useful_tokens, self.padded_tokens, len(self.shapes)]
         rows = [s[0] for s in self.shapes]
         widths = [s[1] for s in self.shapes]
-        return np.concatenate([np.asarray(fixed + rows + widths, dtype=np.int64), *self.positions])
+        per_row = [self.lengths.tokens, self.lengths.unknown, self.lengths.chunks]
+        return np.concatenate(
+            [np.asarray(fixed + rows + widths, dtype=np.int64), *self.positions, *(a.astype(np.int64) for a in per_row)]
+            + [np.frombuffer(counts.model_dump_json().encode(), dtype=np.uint8).astype(np.int64)]
+        )
 
     @classmethod
     def from_header(cls, header: np.ndarray) -> RangeWork:
@@ -149,6 +162,10 @@ class RangeWork:
         widths = header[7 + count : 7 + 2 * count].tolist()
         cuts = np.cumsum([0, *rows])
         flat = header[7 + 2 * count :]
+        n = end - start
+        per_row = flat[cuts[-1] :]
+        tokens, unknown, chunks = (per_row[k * n : (k + 1) * n].copy() for k in range(3))
+        counts = LongTextCounts.model_validate_json(per_row[3 * n :].astype(np.uint8).tobytes())
         return cls(
             range=IndexRange(index, start, end),
             truncated=truncated,
@@ -156,6 +173,7 @@ class RangeWork:
             padded_tokens=padded,
             shapes=list(zip(rows, widths)),
             positions=[flat[cuts[k] : cuts[k + 1]].copy() for k in range(count)],
+            lengths=RowLengths(tokens, unknown, chunks, counts),
         )
 
 
@@ -342,22 +360,28 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
     with RangeCommits(run, job, ranks.rank, attempt=f"{job.attempt}-p{layout.pipeline}") as commits:
         for work in pipeline_ranges(job, ranks, layout, group, loaded, staged):
             batches = work.prepared.batches if work.prepared is not None else None
-            probabilities = np.empty((work.range.rows, len(loaded.labels)), dtype=np.float64) if layout.is_last else None
+            windowed = work.windows != work.range.rows  # a row of several windows: raw outputs, aggregated below
+            probabilities = np.empty((work.windows, len(loaded.labels)), dtype=np.float64) if layout.is_last else None
             for k, (rows, width) in enumerate(work.shapes):
                 inputs = tuple(batches[k].model_inputs().values()) if batches is not None else None
                 logits = runner.run(rows, width, inputs)
                 if probabilities is not None:
                     assert logits is not None, "the last stage gets the logits"
-                    probabilities[work.positions[k]] = activate(loaded.head, logits).cpu().numpy()
+                    values = logits.double() if windowed else activate(loaded.head, logits)
+                    probabilities[work.positions[k]] = values.cpu().numpy()
             if layout.is_last:
                 assert probabilities is not None and staged is not None, "the last stage made both"
+                if windowed:
+                    how = settings.chunk_aggregate
+                    probabilities = activate(loaded.head, torch.from_numpy(aggregate(probabilities, work.lengths.chunks, how))).numpy()
                 rows_table = work.prepared.rows if work.prepared is not None else staged.read(work.range)
                 commits.submit(
                     work.range,
-                    outputs.table(rows_table, probabilities),
+                    with_lengths(outputs.table(rows_table, probabilities), work.lengths, loaded.windows),
                     tokens=work.useful_tokens,
                     padded_tokens=work.padded_tokens,
                     truncated=work.truncated,
+                    long_text=work.lengths.counts,
                 )
     report_pipeline(runner, layout, group, ranks.device, bounds, settings.microbatches)
 

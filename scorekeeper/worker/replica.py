@@ -22,7 +22,7 @@ from scorekeeper.boundary import Job, PrecisionChecked
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck
-from scorekeeper.worker.batching import Batch, collate, cut_batches, encode
+from scorekeeper.worker.batching import Batch, collate, cut_batches
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.model import LoadedModel, first_error_line
@@ -30,6 +30,7 @@ from scorekeeper.worker.outputs import HeadOutputs, activate
 from scorekeeper.worker.precision import PrecisionSample
 from scorekeeper.worker.runtime import Ranks, claim, emit, prefetch
 from scorekeeper.worker.shards import RangeCommits, StagedInput
+from scorekeeper.worker.windows import RowLengths, WindowSettings, aggregate, encode_rows, with_lengths
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ class PreparedRange:
     rows: pa.Table
     batches: list[Batch]
     truncated: int
-    lengths: np.ndarray  # each row's token count, row order
+    lengths: np.ndarray  # each row's token count as scored (its first window), row order
+    rows_lengths: RowLengths  # each row's length before any cut, its windows; the range's long-text counts
 
     @property
     def useful_tokens(self) -> int:
@@ -59,12 +61,14 @@ def prepare_range(
     """Tokenise one range (one batched fast-tokenizer call), sort it by length and collate its batches."""
     texts = rows.column("text").to_pylist()
     pairs = rows.column("text_pair").to_pylist() if "text_pair" in rows.column_names else None
-    encoded = encode(loaded.tokenizer, texts, pairs, loaded.max_length, loaded.uses_token_type_ids)
+    settings = loaded.windows or WindowSettings("truncate", window=0)  # no frame: the tokenizer truncates
+    encoded, lengths = encode_rows(loaded.tokenizer, texts, pairs, loaded.frame, settings, loaded.max_length, loaded.uses_token_type_ids)
     batches = [
         collate(encoded, positions, loaded.pad_token_id, pin_memory=pin)
         for positions in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows)
     ]
-    return PreparedRange(r, rows, batches, encoded.truncated, encoded.lengths)
+    first_window = np.minimum(lengths.tokens, loaded.max_length) if pairs is None else encoded.lengths
+    return PreparedRange(r, rows, batches, encoded.truncated, first_window, lengths)
 
 
 def prepare_ranges(job: Job, ranks: Ranks, staged: StagedInput, loaded: LoadedModel) -> Iterator[PreparedRange]:
@@ -108,24 +112,45 @@ def batch_runner(device: torch.device) -> Iterator[ThreadPoolExecutor | None]:
 
 
 def score_batches(
-    model: torch.nn.Module, batches: list[Batch], rows: int, num_labels: int, device: torch.device, head: str = HeadKind.SINGLE_LABEL
+    model: torch.nn.Module,
+    batches: list[Batch],
+    rows: int,
+    num_labels: int,
+    device: torch.device,
+    head: str = HeadKind.SINGLE_LABEL,
+    chunks: np.ndarray | None = None,
+    how: str = "mean",
 ) -> np.ndarray:
     """The head's outputs (float64: softmax, sigmoid or the raw values of the logits) for every row
-    of a range, in row order.
+    of a range, in row order. With `chunks` (windows per row), the batches hold windows, and each
+    row's windows' raw outputs are aggregated (`how`) before the activation.
 
     Logits stay on the device until the range is done and come back in one copy: a copy per
     batch would make the device wait for the host before every batch.
     """
-    return _probabilities(batches, [_forward(model, device, batch) for batch in batches], rows, num_labels, head)
+    return _probabilities(batches, [_forward(model, device, batch) for batch in batches], rows, num_labels, head, chunks, how)
 
 
-def _probabilities(batches: list[Batch], logits: list[torch.Tensor], rows: int, num_labels: int, head: str) -> np.ndarray:
+def _probabilities(
+    batches: list[Batch],
+    logits: list[torch.Tensor],
+    rows: int,
+    num_labels: int,
+    head: str,
+    chunks: np.ndarray | None = None,
+    how: str = "mean",
+) -> np.ndarray:
     probabilities = np.empty((rows, num_labels), dtype=np.float64)
-    if batches:
-        order = np.concatenate([batch.positions for batch in batches])
-        with torch.inference_mode():
+    if not batches:
+        return probabilities
+    order = np.concatenate([batch.positions for batch in batches])
+    with torch.inference_mode():
+        if chunks is None or len(order) == rows:  # a window a row: the row's own logits
             probabilities[order] = activate(head, torch.cat(logits)).cpu().numpy()
-    return probabilities
+            return probabilities
+        raw = np.empty((len(order), num_labels), dtype=np.float64)
+        raw[order] = torch.cat(logits).double().cpu().numpy()
+        return activate(head, torch.from_numpy(aggregate(raw, chunks, how))).numpy()
 
 
 def scored_ranges(
@@ -139,23 +164,24 @@ def scored_ranges(
     tokenisation, which runs meanwhile on this thread.
     """
     num_labels, head = len(loaded.labels), loaded.head
+    how = loaded.windows.aggregate if loaded.windows is not None else "mean"
     with batch_runner(device) as pool:
         if pool is None:
             for p in ahead_of_the_model(prepared, device):
-                yield p, score_batches(loaded.model, p.batches, p.range.rows, num_labels, device, head)
+                yield p, score_batches(loaded.model, p.batches, p.range.rows, num_labels, device, head, p.rows_lengths.chunks, how)
             return
         in_flight: tuple[PreparedRange, list[Future]] | None = None
         for p in prepared:
             queued = (p, [pool.submit(_forward, loaded.model, device, batch) for batch in p.batches])
             if in_flight is not None:
-                yield _finished(*in_flight, num_labels, head)
+                yield _finished(*in_flight, num_labels, head, how)
             in_flight = queued
         if in_flight is not None:
-            yield _finished(*in_flight, num_labels, head)
+            yield _finished(*in_flight, num_labels, head, how)
 
 
-def _finished(p: PreparedRange, futures: list[Future], num_labels: int, head: str) -> tuple[PreparedRange, np.ndarray]:
-    return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels, head)
+def _finished(p: PreparedRange, futures: list[Future], num_labels: int, head: str, how: str) -> tuple[PreparedRange, np.ndarray]:
+    return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels, head, p.rows_lengths.chunks, how)
 
 
 def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel, reference: Callable[[], LoadedModel] | None = None) -> None:
@@ -170,10 +196,11 @@ def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel, ref
         for prepared, probabilities in scored_ranges(prepare_ranges(job, ranks, staged, loaded), loaded, ranks.device):
             commits.submit(
                 prepared.range,
-                outputs.table(prepared.rows, probabilities),
+                with_lengths(outputs.table(prepared.rows, probabilities), prepared.rows_lengths, loaded.windows),
                 tokens=prepared.useful_tokens,
                 padded_tokens=prepared.padded_tokens,
                 truncated=prepared.truncated,
+                long_text=prepared.rows_lengths.counts,
             )
             sample.keep(prepared.range, prepared.rows, prepared.lengths, probabilities)
     if reference is not None and sample.ranges:

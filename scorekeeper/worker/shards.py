@@ -8,6 +8,7 @@ leaves an orphan shard that nothing refers to, never a half-counted range.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -19,6 +20,7 @@ import pyarrow.parquet as pq
 
 from scorekeeper.boundary import Job, RangeDone
 from scorekeeper.errors import ModelError
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder, row_index_checksum
 from scorekeeper.worker.runtime import emit
 
@@ -108,12 +110,14 @@ def commit_shard(
     attempt: str,
     tokens: int,
     truncated: int,
+    long_text: LongTextCounts | None = None,
 ) -> bool:
     """Publish the shard, then create its commit record; False if the range was committed already."""
     shard = RunFolder.shard_name(r.index, attempt)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    run.publish_bytes(sink.getvalue().to_pybytes(), shard)
+    data = sink.getvalue().to_pybytes()
+    run.publish_bytes(data, shard)
     record = CommitRecord(
         range_index=r.index,
         start=r.start,
@@ -125,6 +129,9 @@ def commit_shard(
         tokens=tokens,
         truncated=truncated,
         attempt=attempt,
+        long_text=long_text,
+        shard_sha256=hashlib.sha256(data).hexdigest(),
+        shard_bytes=len(data),
     )
     if run.create_commit(record):
         return True
@@ -158,19 +165,24 @@ class RangeCommits:
             for w in self._writes:
                 w.result()
 
-    def submit(self, r: IndexRange, table: pa.Table, *, tokens: int, padded_tokens: int, truncated: int) -> None:
+    def submit(
+        self, r: IndexRange, table: pa.Table, *, tokens: int, padded_tokens: int, truncated: int, long_text: LongTextCounts | None = None
+    ) -> None:
         """Commit and report a scored range in the background (refused here, before anything of it
         is written, if a score is not finite)."""
         refuse_non_finite(r, table)
-        self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated))
+        self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated, long_text))
         for done in [w for w in self._writes if w.done()]:
             done.result()
             self._writes.remove(done)
 
-    def _commit(self, r: IndexRange, table: pa.Table, tokens: int, padded_tokens: int, truncated: int) -> None:
+    def _commit(
+        self, r: IndexRange, table: pa.Table, tokens: int, padded_tokens: int, truncated: int, long_text: LongTextCounts | None
+    ) -> None:
         committed = commit_shard(
-            self.run, r, table, scoring_fingerprint=self.job.scoring_fingerprint, attempt=self.attempt, tokens=tokens, truncated=truncated
-        )
+            self.run, r, table, scoring_fingerprint=self.job.scoring_fingerprint, attempt=self.attempt, tokens=tokens,
+            truncated=truncated, long_text=long_text,
+        )  # fmt: skip
         if committed:
             self.committed += 1
             if self.fault_after and self.committed >= self.fault_after:
