@@ -24,6 +24,7 @@ from scorekeeper.redact import install_log_redaction, redact_uri, redacted_excep
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
 from scorekeeper.tasks.credentials import storage_credentials, with_handed_uris
+from scorekeeper.tasks.drift import resolve_drift_reference_task
 from scorekeeper.tasks.evaluation import evaluate_task
 from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gates import check_gates_task
@@ -66,6 +67,7 @@ def _score(request: ScoreRequest) -> dict:
                 check_fan_out_task(request)
             context = open_run_task(request)
             baseline = resolve_baseline_task(request, context)
+            drift_reference = resolve_drift_reference_task(request, context)
             manifest = read_inputs_task(request, context)
             job = plan_run_task(request, context, manifest)
             if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
@@ -75,7 +77,7 @@ def _score(request: ScoreRequest) -> dict:
             gathered = gather_task(context, job)
             if gathered.get("long_text"):  # summed over every committed range: metrics.json scoring.long_text
                 scoring = scoring.model_copy(update={"long_text": LongTextCounts(**gathered["long_text"])})
-            metrics = evaluate_task(request, context, manifest, baseline, long_text=gathered.get("long_text"))
+            metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.get("long_text"))
             files = report_task(request, context, metrics, scoring)
             check_gates_task(context, metrics)
             check_precision_task(request, context, scoring)

@@ -27,7 +27,7 @@ from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import ChunkAggregate, Dtype, Head, LongText, Mode, ScoreRequest, resolve_num_processes
 from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import IndexRange, RunFolder
-from scorekeeper.scoring_summary import PrecisionCheck
+from scorekeeper.scoring_summary import EngineFacts, PipelineFacts, PrecisionCheck
 
 EVENT_PREFIX = "@@scorekeeper "
 
@@ -158,19 +158,6 @@ class RankEvent(_Event):
     rank: int
 
 
-class EngineFacts(BaseModel):
-    """How a process feeds its device (worker/device.py engine_facts), for the run record."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    device: str
-    accelerator_path: bool
-    prefetch_thread: bool
-    pinned_memory: bool
-    batch_threads: int
-    tokens_per_batch: int
-
-
 class Started(RankEvent):
     event: Literal[EventKind.STARTED] = EventKind.STARTED
     world: int
@@ -209,27 +196,14 @@ class RangeDone(RankEvent):
     elapsed: float
 
 
-class PipelineReport(_Event):
+class PipelineReport(_Event, PipelineFacts):
     """One pipeline's stages and bubble, sent by its last stage once it is done."""
 
     event: Literal[EventKind.PIPELINE] = EventKind.PIPELINE
-    pipeline: int
-    ranks: list[int]
-    stages: list[list[int]]
-    microbatches: int
-    schedule: str
-    steps: int
-    short_steps: int
-    dummy_rows: int
-    schedules_built: int
-    stage_busy_s: list[float]
-    stage_step_s: list[float]
-    bubble_measured: float | None
-    bubble_theoretical: float
 
-    def record(self) -> dict:
-        """As the run's metrics keep it: the fields, without the kind and the time."""
-        return self.model_dump(mode="json", exclude={"event", "t"})
+    def record(self) -> PipelineFacts:
+        """As the run's metrics keep it: the facts, without the kind and the time."""
+        return PipelineFacts.model_validate(self.model_dump(exclude={"event", "t"}))
 
 
 class Finished(RankEvent):

@@ -4,7 +4,8 @@ A gate is `{metric: "OP NUMBER"}` with OP one of >=, >, <=, <, e.g. `{"accuracy"
 Metrics: the run's own metrics of the metric registry (scorekeeper/metrics/registry.py) and, with
 `compare_to`, the comparison's: `<metric>_drop` = other run - this run, `<metric>_delta` = this run
 - other run (for the metrics `comparison.deltas` holds), and the comparison's statistics
-(`mcnemar_p`, `right_to_wrong`, `wrong_to_right`). Every comparison gate carries its metric's
+(`mcnemar_p`, `right_to_wrong`, `wrong_to_right`); with `drift_reference`, `drifted_signals` and the
+estimates (`estimated_accuracy`, `estimated_macro_f1`, `estimated_micro_f1`, `estimated_mae`). Every comparison gate carries its metric's
 paired test (comparison.metric_tests; accuracy's for the statistics): `method`, `p`, `ci` (of the
 gate's value: a drop's interval is the delta's, negated) and the `detectable_change` at this row
 count. A comparison gate may end in `if significant` (or `when significant`): it then fails only
@@ -74,6 +75,8 @@ def gate_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> dict[st
 GATE_METRICS = gate_metrics(None)
 # The names that need compare_to (the parameter model refuses them without it).
 COMPARISON_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.comparison)
+# The names that need drift_reference (drift_signals, the estimates: docs/drift.md).
+MONITORING_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.metric.monitoring)
 OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 

@@ -217,6 +217,21 @@ class ScoreRequest(BaseModel):
         "head is refused too. Adds the comparison to metrics.json.",
         json_schema_extra=affects(EVALUATION),
     )
+    drift_reference: str | None = Field(
+        None,
+        description="A completed run to measure drift and estimate performance against: a run name under output_uri, "
+        "or 'previous' (the latest completed run under output_uri scored with the same model and adapter, this run "
+        "excluded). Checked before anything is scored: an unknown or unfinished run, or this run itself, is refused "
+        "(exit 2), as is another kind of head. Adds drift and estimated to metrics.json (docs/drift.md).",
+        json_schema_extra=affects(EVALUATION),
+    )
+    drift_min_psi: float = Field(
+        0.1,
+        ge=0,
+        description="The population stability index from which a signal's shift counts as drifted (when its "
+        "Holm-adjusted p is also below 0.05). docs/drift.md.",
+        json_schema_extra=affects(EVALUATION),
+    )
     gates: dict[str, str] = Field(
         default_factory=dict,
         description="Quality gates, checked once the report is published; a failed gate fails the run (CLI exit 4). "
@@ -419,6 +434,13 @@ class ScoreRequest(BaseModel):
             raise ValueError(f"compare_to {value!r} must be 'previous' or the name of a run under output_uri")
         return value
 
+    @field_validator("drift_reference")
+    @classmethod
+    def _drift_reference(cls, value: str | None) -> str | None:
+        if value is not None and value != "previous" and (not RUN_NAME_PATTERN.match(value) or ".." in value):
+            raise ValueError(f"drift_reference {value!r} must be 'previous' or the name of a run under output_uri")
+        return value
+
     @field_validator("gates")
     @classmethod
     def _gates(cls, value: dict[str, str]) -> dict[str, str]:
@@ -480,6 +502,14 @@ class ScoreRequest(BaseModel):
             )
         if self.compare_to is not None and self.compare_to == self.run_name:
             raise ValueError(f"compare_to names this run ({self.run_name!r}); name another run under output_uri, or 'previous'")
+        if self.drift_reference is not None and self.drift_reference == self.run_name:
+            raise ValueError(f"drift_reference names this run ({self.run_name!r}); name another run under output_uri, or 'previous'")
+        if self.drift_reference is None:
+            from scorekeeper.gates import MONITORING_METRICS
+
+            needing = [name for name in self.gates if name in MONITORING_METRICS]
+            if needing:
+                raise ValueError(f"gates {', '.join(needing)} measure against a reference run: set drift_reference too")
         if self.compare_to is None:
             from scorekeeper.gates import COMPARISON_METRICS
 

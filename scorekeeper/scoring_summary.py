@@ -1,16 +1,55 @@
 """The scoring step's numbers as typed records: `ScoringSummary` (metrics.json `scoring`, the report's
-run facts) and the precision check it carries (`PrecisionCheck`, also a worker event's payload in
-scorekeeper/boundary.py). Imports only scorekeeper/long_text.py's counts, so the worker's boundary, the scoring
-steps, the metrics document and the report all use the one definition.
+run facts) and what it carries: rank 0's `EngineFacts`, each pipeline's `PipelineFacts`, the
+`PrecisionCheck` (the last three are also payloads of the worker's events in scorekeeper/boundary.py),
+a fanned-out run's `GroupSummary` per group and the summed long-text counts. Imports only
+scorekeeper/long_text.py's counts, so the worker's boundary, the scoring steps, the metrics document
+and the report all use the one definition.
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, field_serializer, model_serializer
 
 from scorekeeper.long_text import LongTextCounts
+
+
+class EngineFacts(BaseModel):
+    """How a process feeds its device (worker/device.py engine_facts), for the run record."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    device: str
+    accelerator_path: bool
+    prefetch_thread: bool
+    pinned_memory: bool
+    batch_threads: int
+    tokens_per_batch: int
+
+
+class PipelineFacts(BaseModel):
+    """One pipeline's stages and bubble (worker/pipeline.py), sent by its last stage once it is done."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pipeline: int
+    ranks: list[int]
+    stages: list[list[int]]
+    microbatches: int
+    schedule: str
+    steps: int
+    short_steps: int
+    dummy_rows: int
+    schedules_built: int
+    stage_busy_s: list[float]
+    stage_step_s: list[float]
+    bubble_measured: float | None  # null when it could not be measured
+    bubble_theoretical: float
+
+
+def _without_none(value: BaseModel, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    return {k: v for k, v in handler(value).items() if v is not None}
 
 
 class PrecisionCheck(BaseModel):
@@ -28,6 +67,10 @@ class PrecisionCheck(BaseModel):
     changed_label_decisions: int | None = None
     max_prediction_difference: float | None = None
     skipped: str | None = None  # why a process checked nothing (its float32 model did not fit)
+
+    @model_serializer(mode="wrap")
+    def _figures(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_none(self, handler)  # the figures its head has, and `skipped` when set
 
     @property
     def max_difference(self) -> float | None:
@@ -58,6 +101,47 @@ class PrecisionCheck(BaseModel):
         return cls(**figures)
 
 
+class GroupRunSummary(BaseModel):
+    """One flow run of a fan-out group (tasks/fan_out.py): where it ran and what it committed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flow_run_id: str
+    flow_run_name: str
+    machine: str | None
+    worker: str | None
+    state: str
+    ranges: list[int]
+    rows: int
+    rows_per_s: float | None
+    dtype: str | None
+    error: str | None = None  # a run that did not complete: its message
+
+    @model_serializer(mode="wrap")
+    def _record(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return data if self.error is not None else {k: v for k, v in data.items() if k != "error"}
+
+
+class GroupSummary(BaseModel):
+    """One group of a fanned-out run (metrics.json `scoring.groups`): its last run's machine and rate,
+    its ranges and rows, and every run it took."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    group: int
+    status: str
+    machine: str | None
+    worker: str | None
+    flow_run_id: str
+    ranges: list[int]
+    rows: int
+    rows_per_s: float | None
+    dtype: str | None
+    attempts: int
+    runs: list[GroupRunSummary]
+
+
 class ScoringSummary(BaseModel):
     """The scoring step's numbers (metrics.json `scoring`, the report's run facts): what this
     attempt scored and how fast, from the worker's events (launch/progress.py) or, for a fanned-out
@@ -74,14 +158,18 @@ class ScoringSummary(BaseModel):
     seconds: float
     rows_per_s: float
     tokens_per_s: float
-    pipeline: list[dict] | None = None  # one per pipeline of a pipeline-mode run
-    engine: dict | None = None  # rank 0's EngineFacts
+    pipeline: list[PipelineFacts] | None = None  # one per pipeline of a pipeline-mode run
+    engine: EngineFacts | None = None  # how rank 0 fed its device
     dtype: str | None = None  # the compute dtype rank 0 loaded the model in
     precision_check: PrecisionCheck | None = None  # PrecisionCheck.merged of a reduced-dtype run
     processes: int | None = None
     fan_out: int | None = None
-    groups: list[dict] | None = None  # one per fan-out group
+    groups: list[GroupSummary] | None = None  # one per fan-out group
     long_text: LongTextCounts | None = None  # every committed range's long-text counts summed (tasks/gather.py)
+
+    @field_serializer("long_text")
+    def _long_text(self, counts: LongTextCounts | None) -> dict[str, Any] | None:
+        return None if counts is None else counts.model_dump(exclude_none=True)  # chunk mode's counts only in chunk mode
 
     @classmethod
     def measured(cls, rows: int, tokens: int, padded_tokens: int, truncated: int, seconds: float, **more: Any) -> Self:
@@ -98,5 +186,7 @@ class ScoringSummary(BaseModel):
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """metrics.json's `scoring`: the fields that are set."""
-        return self.model_dump(exclude_none=True)
+        """metrics.json's `scoring`: the fields that are not None, each part whole (a pipeline's
+        unmeasured bubble is null), except that a precision check and the long-text counts hold
+        the figures they have."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}

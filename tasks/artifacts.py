@@ -24,6 +24,7 @@ from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.registry import compared_metrics, metric_value
 from scorekeeper.redact import redact_uri
 from scorekeeper.report import plots
+from scorekeeper.report.drift_report import drift_markdown
 from scorekeeper.report.render import fmt, headline, plot_files, signed
 from scorekeeper.report.report_stats import tests_sentence
 from scorekeeper.tasks.open_run import RunContext
@@ -61,6 +62,10 @@ def summary_markdown(metrics: MetricsDocument, run_id: str, run_uri: str, svgs: 
     reach file:// or s3://); each plot draws its own white background for the UI's dark theme.
     """
     lines = [f"# scorekeeper run {md_code(run_id)}", ""]
+    if metrics.drift:  # a run with drift_reference opens with its alarm, signals, worst three drawn, estimate
+        lines += drift_markdown(metrics)
+        if svgs.get("drift.svg"):
+            lines += [f"![drift]({plots.data_url(svgs['drift.svg'])})", ""]
     gates = metrics.gates or []
     failed = [g for g in gates if not g.passed]
     if failed:

@@ -22,11 +22,17 @@ from scorekeeper.tasks.runlog import run_logger
 @task(name="evaluate", **IO_RETRIES)
 @raises_redacted
 def evaluate_task(
-    request: ScoreRequest, context: RunContext, manifest: StagedManifest, baseline: str | None = None, long_text: dict | None = None
+    request: ScoreRequest,
+    context: RunContext,
+    manifest: StagedManifest,
+    baseline: str | None = None,
+    drift_reference: str | None = None,
+    long_text: dict | None = None,
 ) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
-    `baseline` run, add the run history and the quality gates' verdicts (enforced after the report).
-    `long_text` (the gather's scoring.long_text) gives the window length_impact splits the rows at."""
+    `baseline` run, measure drift and estimate performance against the `drift_reference` run, add the
+    run history and the quality gates' verdicts (enforced after the report). `long_text` (the
+    gather's scoring.long_text) gives the window length_impact splits the rows at."""
     output = Location.from_uri(request.output_uri)
     baseline_run = output.child(baseline) if baseline else None
     metrics = evaluate_run(
@@ -41,6 +47,8 @@ def evaluate_task(
         log=run_logger("scorekeeper.evaluation"),
         max_length=long_text["max_length"] if long_text else None,
         label_columns=request.label_columns or None,
+        drift_reference=output.child(drift_reference) if drift_reference else None,
+        drift_min_psi=request.drift_min_psi,
     )
     metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if left_out:

@@ -36,7 +36,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.report.render import spans
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
-from scorekeeper.scoring_summary import ScoringSummary
+from scorekeeper.scoring_summary import GroupRunSummary, GroupSummary, ScoringSummary
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
 from scorekeeper.tasks.open_run import RunContext
@@ -365,41 +365,42 @@ class FanOut:
         )
 
 
-def group_summary(group: Group, commits: dict[int, CommitRecord]) -> dict:
-    """Which run (machine, worker) of a group committed which of its ranges, and how fast."""
+def group_summary(group: Group, commits: dict[int, CommitRecord]) -> GroupSummary:
+    """Which run (machine, worker) of a group committed which of its ranges, and how fast. A run's
+    record is the JSON its machine wrote (flows/score_group.py): read by key, it may be partial."""
     runs = []
     for run in group.runs:
         prefix = group_attempt(group.number, run.flow_run_id) + "-"
         committed = [i for i in group.indices if i in commits and commits[i].attempt.startswith(prefix)]
         scoring = (run.record or {}).get("scoring") or {}
         runs.append(
-            {
-                "flow_run_id": run.flow_run_id,
-                "flow_run_name": run.name,
-                "machine": (run.record or {}).get("machine"),
-                "worker": (run.record or {}).get("worker"),
-                "state": run.state,
-                "ranges": committed,
-                "rows": sum(commits[i].rows for i in committed),
-                "rows_per_s": scoring.get("rows_per_s"),
-                "dtype": scoring.get("dtype"),
-                **({"error": run.message} if run.state != "COMPLETED" and run.message else {}),
-            }
+            GroupRunSummary(
+                flow_run_id=run.flow_run_id,
+                flow_run_name=run.name,
+                machine=(run.record or {}).get("machine"),
+                worker=(run.record or {}).get("worker"),
+                state=run.state,
+                ranges=committed,
+                rows=sum(commits[i].rows for i in committed),
+                rows_per_s=scoring.get("rows_per_s"),
+                dtype=scoring.get("dtype"),
+                error=run.message if run.state != "COMPLETED" and run.message else None,
+            )
         )
     last = runs[-1]
-    return {
-        "group": group.number,
-        "status": group.status,
-        "machine": last["machine"],
-        "worker": last["worker"],
-        "flow_run_id": last["flow_run_id"],
-        "ranges": group.indices,
-        "rows": sum(commits[i].rows for i in group.indices if i in commits),
-        "rows_per_s": last["rows_per_s"],
-        "dtype": last["dtype"],
-        "attempts": len(runs),
-        "runs": runs,
-    }
+    return GroupSummary(
+        group=group.number,
+        status=group.status,
+        machine=last.machine,
+        worker=last.worker,
+        flow_run_id=last.flow_run_id,
+        ranges=group.indices,
+        rows=sum(commits[i].rows for i in group.indices if i in commits),
+        rows_per_s=last.rows_per_s,
+        dtype=last.dtype,
+        attempts=len(runs),
+        runs=runs,
+    )
 
 
 def score_groups(request: ScoreRequest, context: RunContext, job: Job) -> ScoringSummary:

@@ -87,7 +87,7 @@ def _metrics(truth, probs, labels, source, length, texts, ids):
         confusion[name] = {p_: v for p_, v in row.items() if v}
     support = np.array([per_class[x]["support"] for x in labels])
     f1s = np.array([per_class[x]["f1"] for x in labels])
-    bins = np.clip(np.ceil(score * 15).astype(int) - 1, 0, 14)
+    bins = np.minimum(np.floor(score * 15).astype(int), 14)
     calibration = [
         {
             "bin": b,

@@ -77,6 +77,11 @@ FORMS: dict[str, list[tuple[list[str], object]]] = {
     "group_retries": [(["--group-retries", "0"], 0)],
     "group_start_timeout_s": [(["--group-start-timeout-s", "5"], 5.0)],
     "group_stall_timeout_s": [(["--group-stall-timeout-s", "7.5"], 7.5)],
+    "long_text": [(["--long-text", "chunk"], "chunk"), (["--long-text", "head_tail"], "head_tail")],
+    "head_tokens": [(["--head-tokens", "64", "--long-text", "head_tail"], 64)],
+    "chunk_overlap": [(["--chunk-overlap", "16", "--long-text", "chunk"], 16)],
+    "chunk_aggregate": [(["--chunk-aggregate", "max", "--long-text", "chunk", "--head", "multi_label"], "max")],
+    "max_chunks": [(["--max-chunks", "8", "--long-text", "chunk"], 8)],
 }
 
 CASES = [(name, args, value) for name, forms in FORMS.items() for args, value in forms]

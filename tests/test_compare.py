@@ -211,7 +211,7 @@ def test_history_lists_completed_runs_oldest_first_and_this_run_last(tmp_path):
 
     this = {"finished_at": "2026-11-03T02:00:00+00:00", "rows": 20, "evaluated": 20, "accuracy": 0.5, "macro_f1": 0.4}
     plan = {"model_fingerprint": "m", "input_fingerprint": "i"}
-    history = [h.model_dump() for h in run_history(output, "b-newer", RecordedMetrics.parse(this), plan)]  # a rerun of b-newer
+    history = [h.record() for h in run_history(output, "b-newer", RecordedMetrics.parse(this), plan)]  # a rerun of b-newer
     assert [h["run_id"] for h in history] == ["early", "a-older", "b-newer"]
     assert history[-1] == {"run_id": "b-newer", "model_fingerprint": "m", "adapter_fingerprint": None, "input_fingerprint": "i"} | this
     assert set(history[0]) == {

@@ -39,6 +39,16 @@ def _deployments() -> dict[str, dict]:
     return {d["name"]: d for d in config["deployments"]}
 
 
+def test_the_monitor_deployment_checks_new_data_for_drift_every_night():
+    """Scheduled, unlabelled, against a fixed reference run, failing on any drifted signal (docs/drift.md)."""
+    monitor = _deployments()["monitor"]
+    assert (monitor["entrypoint"], monitor["flow_name"], monitor["work_pool"]["name"]) == (ENTRYPOINT, FLOW, POOL)
+    assert monitor["schedules"] and monitor["schedules"][0]["active"]
+    request = ScoreRequest(**monitor["parameters"])
+    assert request.label_column is None and request.drift_reference not in (None, "previous")
+    assert request.gates == {"drifted_signals": "<=0"}
+
+
 def test_prefect_yaml_defines_a_scheduled_and_an_adhoc_deployment_of_the_flow():
     from prefect.flows import load_flow_from_entrypoint
     from prefect.utilities.callables import parameter_schema

@@ -31,7 +31,7 @@ from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.report.report import groups_markdown, render_html
 from scorekeeper.run_folder import cut_ranges
-from scorekeeper.scoring_summary import ScoringSummary
+from scorekeeper.scoring_summary import GroupSummary, ScoringSummary
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
 from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, stop_process_group
@@ -98,6 +98,7 @@ def test_report_shows_which_machine_scored_which_ranges():
         {"group": 1, "worker": "gpu-a", "machine": "host-a", "ranges": [0, 1, 2], "rows": 6, "rows_per_s": 12.5, "attempts": 1},
         {"group": 2, "worker": "gpu-b", "machine": "host-b", "ranges": [3, 4], "rows": 3, "rows_per_s": None, "attempts": 2},
     ]
+    groups = [GroupSummary.model_validate(g | {"status": "completed", "flow_run_id": "f", "dtype": None, "runs": []}) for g in groups]
     scoring = ScoringSummary.measured(9, 90, 90, 0, 1.0, processes=2, fan_out=2, groups=groups)
     markdown = "\n".join(groups_markdown(scoring))
     assert "| 1 | gpu-a (host-a) | 0-2 | 6 | 12.5 | 1 |" in markdown and "| 2 | gpu-b (host-b) | 3-4 | 3 | n/a | 2 |" in markdown

@@ -176,7 +176,7 @@ def test_other_runs_are_read_tolerantly(tmp_path, caplog):
     recorded = RecordedMetrics.parse(legacy)
     assert recorded.head == HeadKind.SINGLE_LABEL and recorded.finished_at is None
     assert metric_value(recorded, "accuracy") == 0.75 and metric_value(recorded, "roc_auc_macro") is None
-    entry = history_entry("old", recorded, {"model_fingerprint": "m"}).model_dump()
+    entry = history_entry("old", recorded, {"model_fingerprint": "m"}).record()
     assert entry == {"run_id": "old", "finished_at": None, "rows": 10, "evaluated": 8, "accuracy": 0.75, "macro_f1": None,
                      "model_fingerprint": "m", "adapter_fingerprint": None, "input_fingerprint": None}  # fmt: skip
     assert RecordedMetrics.parse([1, 2]) is None and RecordedMetrics.parse({"rows": "many"}) is None

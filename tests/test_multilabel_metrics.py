@@ -64,7 +64,7 @@ def make_con(truth, probs, no_truth=()):
 
 
 def binary_ece(y, p) -> float:
-    b = np.clip(np.ceil(p * BINS).astype(int) - 1, 0, BINS - 1)
+    b = np.minimum(np.floor(p * BINS).astype(int), BINS - 1)
     return sum((b == k).sum() * abs(y[b == k].mean() - p[b == k].mean()) for k in range(BINS) if (b == k).any()) / len(p)
 
 

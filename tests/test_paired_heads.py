@@ -104,7 +104,7 @@ def reference_ece(truth, probs):
     """Binary ECE per label over 15 equal-width bins (b/15, (b+1)/15], then macro and micro."""
 
     def ece(t, p):
-        bins = np.clip(np.ceil(p * BINS).astype(int) - 1, 0, BINS - 1)
+        bins = np.minimum(np.floor(p * BINS).astype(int), BINS - 1)
         return sum(abs(t[bins == b].sum() - p[bins == b].sum()) for b in range(BINS)) / len(t)
 
     return np.mean([ece(truth[:, k], probs[:, k]) for k in range(truth.shape[1])]), ece(truth.ravel(), probs.ravel())
@@ -113,7 +113,7 @@ def reference_ece(truth, probs):
 def ece_sums(truth, after, before):
     out = [np.ones(len(truth))]
     for probs in (after, before):
-        bins = np.clip(np.ceil(probs * BINS).astype(int) - 1, 0, BINS - 1)
+        bins = np.minimum(np.floor(probs * BINS).astype(int), BINS - 1)
         gaps = np.zeros((len(truth), truth.shape[1], BINS))
         rows, labels = np.indices(truth.shape)
         gaps[rows, labels, bins] = truth - probs

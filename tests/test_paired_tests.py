@@ -117,7 +117,7 @@ def test_accuracy_test_is_mcnemar_exact_with_the_bootstrap_interval():
 
 
 def ece(scores, correct):
-    bins = np.clip(np.ceil(scores * ECE_BINS).astype(int) - 1, 0, ECE_BINS - 1)
+    bins = np.minimum(np.floor(scores * ECE_BINS).astype(int), ECE_BINS - 1)
     return sum(abs(correct[bins == b].sum() - scores[bins == b].sum()) for b in range(ECE_BINS)) / len(scores)
 
 

@@ -14,7 +14,7 @@ from scorekeeper.boundary import ModelLoaded
 from scorekeeper.launch.progress import Progress
 from scorekeeper.report import plots
 from scorekeeper.report.report import render_html, run_facts
-from scorekeeper.scoring_summary import ScoringSummary
+from scorekeeper.scoring_summary import GroupRunSummary, GroupSummary, ScoringSummary
 from tests.helpers import make_rows, run_flow, write_rows
 from tests.report_fixture import document, full_metrics
 
@@ -30,6 +30,12 @@ def test_rows_that_flipped_gives_the_real_counts_not_the_samples_shown():
     assert f"({flipped['right_to_wrong']} right → wrong, {flipped['wrong_to_right']} wrong → right; 6 shown)" in summary
 
 
+def _group(number: int, dtype: str | None) -> GroupSummary:
+    where = {"flow_run_id": f"f{number}", "machine": None, "worker": None, "ranges": [number], "rows": 1, "rows_per_s": 1.0, "dtype": dtype}
+    run = GroupRunSummary.model_validate(where | {"flow_run_name": "r", "state": "COMPLETED"})
+    return GroupSummary.model_validate(where | {"group": number, "status": "completed", "attempts": 1, "runs": [run]})
+
+
 def test_run_facts_show_the_dtype_the_workers_used():
     progress = Progress(total_rows=1)
     progress.update(ModelLoaded(rank=1, seconds=1.0, dtype="float16"))  # rank 0 speaks for the job
@@ -39,7 +45,8 @@ def test_run_facts_show_the_dtype_the_workers_used():
     metrics, run_info = copy.deepcopy(full_metrics(n=100))
     facts = dict(run_facts(document(metrics | {"scoring": scoring.as_dict()}), run_info | {"dtype": "auto"}))
     assert "dtype bfloat16" in facts["mode"] and "auto" not in facts["mode"]
-    fanned = ScoringSummary.measured(2, 20, 20, 0, 1.0, groups=[{"dtype": "bfloat16"}, {"dtype": "float32"}]).as_dict()
+    groups = [_group(1, "bfloat16"), _group(2, "float32"), _group(3, None)]
+    fanned = ScoringSummary.measured(2, 20, 20, 0, 1.0, groups=groups).as_dict()
     assert "dtype bfloat16, float32" in dict(run_facts(document(metrics | {"scoring": fanned}), run_info | {"dtype": "auto"}))["mode"]
 
 

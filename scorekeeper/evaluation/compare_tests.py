@@ -14,7 +14,7 @@ import numpy as np
 
 from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.duck import sql
-from scorekeeper.metrics.document import FamilyTest, PairedTest, TestsCounted
+from scorekeeper.metrics.document import FamilyTest, PairedTest, SignificantCounts, TestsCounted
 from scorekeeper.metrics.registry import Metric, Pairing
 
 PER_CLASS_METRICS = ("f1", "precision", "recall")  # each its own Holm family
@@ -140,5 +140,5 @@ def _counted(metric_tests: list[dict], per_class_tests: dict, slice_tests: dict)
         metric_tests=counted["metric_tests"],
         per_class_tests=counted["per_class_tests"],
         slice_tests=counted["slice_tests"],
-        significant=significant,
+        significant=SignificantCounts.model_validate(significant),
     )

@@ -4,6 +4,8 @@
     -> the kind's truth table -> coverage (coverage.sql: missing and unmatched predictions)
     -> the kind's metrics (its evaluated rows) -> its slices -> the document
     -> the comparison with the baseline run, when one is named and rows were evaluated
+    -> drift and the estimated performance against the drift reference, when one is named (drift.py,
+       estimate.py); a run with evaluated rows also records what a later run's estimate needs of it
 
 The history and the gates are the evaluate step's (tasks/evaluation.py), after this. The coverage
 fields (rows, scored, evaluated, missing and unmatched predictions) and unknown labels mean the same
@@ -13,10 +15,13 @@ for every kind (docs/contracts.md, section 3).
 from __future__ import annotations
 
 import logging
+import posixpath
 from datetime import UTC, datetime
 
 from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
+from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
 from scorekeeper.evaluation.duck import connect_run, parquet_uri, sql
+from scorekeeper.evaluation.estimate import monitor, reference_records
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.length_impact import length_impact
 from scorekeeper.evaluation.matching import ColumnKind
@@ -55,12 +60,15 @@ def evaluate_run(
     log: Logger | None = None,
     max_length: int | None = None,
     label_columns: list[str] | None = None,
+    drift_reference: Location | None = None,
+    drift_min_psi: float = DEFAULT_MIN_PSI,
 ) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
     in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
     ground-truth column (for messages); `log` the run's logger (the module's by default);
     `max_length` the length the run was scored at (scoring.long_text), for `length_impact`.
-    `label_columns` the 0/1 columns the ground truth came from, when it did (truth_matching says so)."""
+    `label_columns` the 0/1 columns the ground truth came from, when it did (truth_matching says so).
+    `drift_reference` a completed run to measure drift and estimate performance against."""
     kind = evaluation_for(head)
     con = open_evaluation(run, labels)
     try:
@@ -70,6 +78,8 @@ def evaluate_run(
         truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
         coverage = Coverage(source, column, int(truth_rows), int(missing), int(unmatched), int(scored))
         fields = kind.metrics(ev, coverage)
+        if fields["evaluated"]:
+            fields |= reference_records(con, kind.kind, labels)
         slices, truncated = kind.slices(ev) if fields["evaluated"] else ({}, {})
         if max_length is not None and fields["evaluated"]:
             impact = length_impact(con, kind.kind, max_length)
@@ -95,6 +105,9 @@ def evaluate_run(
             document.comparison = kind.comparison(ev, baseline, document)
         if label_columns and document.truth_matching is not None:  # staged as names, given as one 0/1 column per label
             document.truth_matching = document.truth_matching.model_copy(update={"column_type": ColumnKind.LABEL_COLUMNS})
+        if drift_reference is not None:
+            name = posixpath.basename(drift_reference.path.rstrip("/"))
+            document.drift, document.estimated = monitor(con, kind.kind, labels, slice_columns, drift_reference, name, drift_min_psi)
     finally:
         con.close()
     return document

@@ -71,7 +71,7 @@ def scan_runs(output: Location) -> tuple[list[dict], list[LeftOutRun]]:
             continue
         if recorded.finished_at is None:
             recorded.finished_at = completion.finished_at
-        entry = history_entry(run_id, recorded, plan).model_dump()
+        entry = history_entry(run_id, recorded, plan).record()
         records.append(entry | {"input_files": [f.get("fingerprint") for f in plan.get("files", [])] if plan else None})
     return sorted(records, key=lambda r: (r["finished_at"] or "", r["run_id"])), sorted(left_out, key=lambda r: r.run_id)
 

@@ -14,7 +14,7 @@ from scorekeeper.boundary import (
     RangeDone,
     Started,
 )
-from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
+from scorekeeper.scoring_summary import EngineFacts, PipelineFacts, PrecisionCheck, ScoringSummary
 
 
 @dataclass
@@ -30,8 +30,8 @@ class Progress:
     started: float = field(default_factory=time.time)
     errors: list[str] = field(default_factory=list)  # each failing rank's own one-line error, in order of arrival
     crashed: bool = False  # one of them is a bug (not a problem the user can fix): its traceback matters
-    pipeline: list[dict] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
-    engine: dict | None = None  # how rank 0 fed its device (worker/device.py engine_facts)
+    pipeline: list[PipelineFacts] = field(default_factory=list)  # one `pipeline` event per pipeline: stages, bubble
+    engine: EngineFacts | None = None  # how rank 0 fed its device (worker/device.py engine_facts)
     dtype: str | None = None  # the compute dtype rank 0 loaded the model in (`auto` resolved)
     precision_checks: list[PrecisionCheck] = field(default_factory=list)  # one per process of a reduced-dtype run
 
@@ -44,7 +44,7 @@ class Progress:
                 self.truncated += event.truncated
                 self.ranges_done += 1
             case Started(rank=0):
-                self.engine = event.engine.model_dump()
+                self.engine = event.engine
             case ModelLoaded(rank=0) if event.dtype:
                 self.dtype = event.dtype
             case PipelineReport():

@@ -315,13 +315,21 @@ class FamilyTest(Part):
     method: str
 
 
+class SignificantCounts(Part):
+    """Of each family's deltas, those significant at the 5% level (per class and per slice: after Holm)."""
+
+    metric_tests: int
+    per_class_tests: int
+    slice_tests: int
+
+
 class TestsCounted(Part):
     """Deltas that carry a p-value, and those significant (the families: after Holm)."""
 
     metric_tests: int
     per_class_tests: int
     slice_tests: int
-    significant: dict[str, int]
+    significant: SignificantCounts
 
 
 class Comparison(Part):
@@ -384,9 +392,16 @@ class HistoryEntry(Part):
     evaluated: int | None
     accuracy: Number = None
     macro_f1: Number = None
+    estimated_accuracy: Number = None
+    drifted_signals: Number = None
     model_fingerprint: str | None
     adapter_fingerprint: str | None = None  # the history's "model changed" marker compares both
     input_fingerprint: str | None
+
+    def record(self) -> dict:
+        """The line as a dict, a monitoring metric only when it was set (docs/drift.md)."""
+        unset = {m.name for m in history_metrics(None) if m.monitoring} - self.model_fields_set
+        return self.model_dump(exclude=unset)
 
 
 class LeftOutRun(Part):
@@ -433,6 +448,92 @@ class LengthImpact(Part):
 
     within: LengthSide
     over: LengthSide
+
+
+# -- monitoring without labels: the reference's calibration, drift and the estimate (docs/drift.md) -----
+
+
+class LabelBinCount(Part):
+    """calibration_by_label: a label's probability bin over the evaluated rows: rows in it, and
+    those whose truth is (multi-label: includes) the label."""
+
+    rows: int
+    truth: int
+
+
+class ResidualBin(Part):
+    rows: int  # evaluated rows whose prediction falls in the bin
+    mae: Number  # their mean absolute error (null: none)
+
+
+class ResidualBins(Part):
+    """residual_bins of one output: the bins of the `prediction` drift signal (the run's own
+    nearest-rank deciles of its predictions, merged) with the absolute error in each."""
+
+    edges: list[float]
+    bins: list[ResidualBin]
+
+
+class DriftBin(Part):
+    """One bin of a drift signal: a categorical value (`null`: the null value, `other`: the values
+    past the reference's 49 most frequent), or a numeric interval (lower, upper] (null: infinite;
+    `null`: the null values); both runs' rows in it and their shares of the run's rows."""
+
+    value: str | None = None
+    null: bool = False
+    other: bool = False
+    lower: float | None = None
+    upper: float | None = None
+    reference_rows: int
+    current_rows: int
+    reference: float
+    current: float
+
+
+class DriftSignal(Part):
+    kind: Literal["numeric", "categorical"]
+    bins: list[DriftBin]
+    psi: float
+    p: float
+    ks: Number = None  # numeric signals only
+    p_holm: float
+    drifted: bool | None  # null: not judged (too few rows, `reason`)
+    reason: str | None = None
+
+
+class DriftRows(Part):
+    reference: int
+    current: int
+
+
+class Drift(Part):
+    """metrics.json `drift` (scorekeeper/evaluation/drift.py): signals worst PSI first."""
+
+    reference: str
+    rows: DriftRows
+    min_psi: float
+    signals: dict[str, DriftSignal]
+    drifted: list[str]
+    drifted_signals: int  # len(drifted): what the drifted_signals gate reads
+    alarm: bool
+    skipped: dict[str, str]  # signal -> why one of the runs cannot supply it
+
+
+class Estimated(Part):
+    """metrics.json `estimated` (docs/drift.md): this run's performance from
+    the reference's calibration; `unavailable` says why a value is missing."""
+
+    method: Literal["reference_calibration"]
+    reference: str
+    assumptions: str
+    rows: int
+    accuracy: Number = None
+    accuracy_ci: list[float] | None = None
+    macro_f1: Number = None
+    micro_f1: Number = None
+    mae: Number = None
+    per_output: dict[str, Number] | None = None
+    unavailable: str | None = None
 
 
 # -- the document ----------------------------------------------------------------------------------------
@@ -519,9 +620,15 @@ class MetricsDocument(Part):
     largest_errors: dict[str, list[LargestError]] | None = None
     # every kind: the head's metric within and over the window, when rows are over (docs/long_text.md)
     length_impact: LengthImpact | None = None
+
+    # what a later run's estimate needs of this one (every run with ground truth; docs/drift.md)
+    calibration_by_label: dict[str, list[LabelBinCount]] | None = None
+    residual_bins: dict[str, ResidualBins] | None = None
     # filled in after the evaluation: compare_to, the history, the gates, the scoring step's facts
     label_audit: LabelAudit | None = None
     comparison: Comparison | None = None
+    drift: Drift | None = None
+    estimated: Estimated | None = None
     history: list[HistoryEntry] | None = None
     history_left_out: list[LeftOutRun] | None = None  # set only when a completed run was left out
     gates: list[GateResult] | None = None
@@ -596,6 +703,7 @@ def history_entry(run_id: str, metrics: MetricsDocument | RecordedMetrics, plan:
     """A run's line in metrics.json `history`: its counts, its history metrics, what it scored."""
     plan = plan or {}
     entry: dict[str, Any] = {"run_id": run_id, "finished_at": metrics.finished_at, "rows": metrics.rows, "evaluated": metrics.evaluated}
-    entry |= {m.name: m.value(metrics) for m in history_metrics(metrics.head)}
+    # a monitoring metric is in the line only when the run had a drift_reference (else the line is as before)
+    entry |= {m.name: m.value(metrics) for m in history_metrics(metrics.head) if not m.monitoring or m.value(metrics) is not None}
     entry |= {k: plan.get(k) for k in ("model_fingerprint", "adapter_fingerprint", "input_fingerprint")}
     return HistoryEntry.model_validate(entry)

@@ -74,6 +74,7 @@ class Metric:
     summary: bool = False  # printed on the command's last line
     scope: Scope = Scope.RUN
     by_length: bool = False  # metrics.json `length_impact` splits it by the texts' length (one per head kind)
+    monitoring: bool = False  # of `drift` / `estimated` (drift_reference): absent from a run's history line without it
 
     @property
     def label(self) -> str:
@@ -202,6 +203,20 @@ METRICS: tuple[Metric, ...] = (
     Metric("evaluated", ("evaluated",), Direction.HIGHER, EVERY_HEAD, count=True),
     Metric("missing_predictions", ("missing_predictions",), Direction.LOWER, EVERY_HEAD, headline=Headline.ALWAYS, count=True),
     Metric("unmatched_predictions", ("unmatched_predictions",), Direction.LOWER, EVERY_HEAD, headline=Headline.ALWAYS, count=True),
+    # -- monitoring against drift_reference (docs/drift.md): present only when the run has one ---------
+    Metric("drifted_signals", ("drift", "drifted_signals"), Direction.LOWER, EVERY_HEAD, count=True, history=True, monitoring=True),
+    Metric(
+        "estimated_accuracy",
+        ("estimated", "accuracy"),
+        Direction.HIGHER,
+        SINGLE,
+        interval=("estimated", "accuracy_ci"),
+        history=True,
+        monitoring=True,
+    ),
+    Metric("estimated_macro_f1", ("estimated", "macro_f1"), Direction.HIGHER, CLASSIFIERS, monitoring=True),
+    Metric("estimated_micro_f1", ("estimated", "micro_f1"), Direction.HIGHER, MULTI, monitoring=True),
+    Metric("estimated_mae", ("estimated", "mae"), Direction.LOWER, REGRESSION, monitoring=True),
     # -- statistics of the comparison with another run (compare_to) -----------------------------------
     Metric("mcnemar_p", ("comparison", "mcnemar_p"), Direction.NEITHER, SINGLE, scope=Scope.COMPARISON),
     Metric("right_to_wrong", ("comparison", "flipped", "right_to_wrong"), Direction.LOWER, SINGLE, scope=Scope.COMPARISON, count=True),
@@ -257,6 +272,13 @@ def headline_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> lis
 
 def history_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     return [m for m in run_metrics(head) if m.history]
+
+
+def history_columns(head: HeadKind | str | None, history: Iterable[Any]) -> list[Metric]:
+    """The history metrics a report shows for these history lines (HistoryEntry or parsed JSON): a
+    monitoring one only when some line has it (a history without drift_reference reads as before)."""
+    lines = list(history)
+    return [m for m in history_metrics(head) if not m.monitoring or any(value_at(line, (m.name,)) is not None for line in lines)]
 
 
 def summary_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:

@@ -22,7 +22,7 @@ from scorekeeper.metrics.document import (
     PredictedPoints,
     RocCurve,
 )
-from scorekeeper.metrics.registry import history_metrics, number_at
+from scorekeeper.metrics.registry import history_columns, number_at
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#7f7f7f"]
@@ -362,7 +362,9 @@ def model_of(run: HistoryEntry) -> tuple:
 def history_svg(metrics: MetricsDocument) -> str:
     """The history metrics (accuracy and macro F1 of a single-label run) of the completed runs
     under the same output, oldest first."""
-    columns = history_metrics(metrics.head)
+    shown = history_columns(metrics.head, metrics.history or [])
+    columns = [m for m in shown if not m.count]
+    counts = [m for m in shown if m.count]  # drifted_signals: marked on the axis, not drawn
     runs = [r for r in metrics.history or [] if columns and columns[0].value(r) is not None]
     if len(runs) < 2:
         return ""
@@ -381,6 +383,9 @@ def history_svg(metrics: MetricsDocument) -> str:
         x = a.px(i)
         c.line(x, a.y + a.h, x, a.y + a.h + 4, MUTED)
         c.text(x + 3, a.y + a.h + 14, short(r.run_id, 24), size=9, anchor="end", rotate=-30, color=MUTED, title=r.run_id)
+        for count in counts:
+            if n := count.value(r):
+                c.text(x, a.y + a.h - 6, f"⚠{n:g}", size=10, anchor="middle", color=WRONG, title=f"{r.run_id}: {count.name} {n:g}")
         if i and model_of(r) != model_of(runs[i - 1]):
             c.line(x, a.y, x, a.y + a.h, "#bbb", dash="3 3")
             c.text(x, a.y - 3, "▲", size=9, anchor="middle", color=MUTED, title="model changed")

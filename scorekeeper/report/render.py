@@ -17,7 +17,7 @@ from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import LabelSliceGroup, MetricsDocument, RegressionSliceGroup, SliceGroup
 from scorekeeper.metrics.registry import BY_NAME, Direction, Headline, Metric, headline_metrics, number_at, value_at
 from scorekeeper.numbers import readable
-from scorekeeper.report import plots
+from scorekeeper.report import drift_plot, plots
 from scorekeeper.scoring_summary import ScoringSummary
 
 Group = SliceGroup | LabelSliceGroup | RegressionSliceGroup
@@ -167,8 +167,8 @@ def group_rows(scoring: ScoringSummary | None) -> list[tuple[str, ...]]:
     fast; none for a run scored on one machine."""
     rows: list[tuple[str, ...]] = []
     for g in (scoring.groups if scoring else None) or []:
-        where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
-        rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))
+        where = (g.worker or "?") + (f" ({g.machine})" if g.machine else "")
+        rows.append((str(g.group), where, spans(g.ranges), str(g.rows), fmt(g.rows_per_s, 1), str(g.attempts)))
     return rows
 
 
@@ -192,6 +192,7 @@ def plot_files(metrics: MetricsDocument) -> dict[str, str]:
         "coverage.svg": plots.coverage_svg(metrics),
         "history.svg": plots.history_svg(metrics),
         "label_calibration.svg": plots.label_calibration_svg(metrics),
+        "drift.svg": drift_plot.drift_svg(metrics),  # a run with drift_reference only
     }
     outputs = metrics.outputs or []
     for i, output in enumerate(outputs):

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from scorekeeper.escape import md_code
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
-from scorekeeper.metrics.registry import HeadKind, history_metrics, lower_is_better, metric_value, number_at, run_metrics, value_at
+from scorekeeper.metrics.registry import HeadKind, history_columns, lower_is_better, metric_value, number_at, run_metrics, value_at
 from scorekeeper.report import plots
+from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, estimate_rows
 from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
@@ -54,7 +55,7 @@ from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 
 # The per-output table of a regression run: every metric only a regression head has, in the registry's order.
-REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION})
+REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION} and not m.monitoring)
 REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
@@ -66,6 +67,7 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
         lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
     dtype = scoring.dtype if scoring else None
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
+    lines += drift_markdown(metrics)  # a run with drift_reference opens with its alarm
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
     gates = metrics.gates
@@ -90,9 +92,9 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
         lines += [f"Precision check: {md(precision_sentence(scoring.precision_check))}.", ""]
     for pipe in (scoring.pipeline if scoring else None) or []:
         lines += [
-            f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
-            f"{pipe.get('microbatches')} micro-batches, bubble {fmt(pipe.get('bubble_measured'), 3)} measured "
-            f"vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
+            f"Pipeline {pipe.pipeline}: stages (layer ranges) {pipe.stages}, "
+            f"{pipe.microbatches} micro-batches, bubble {fmt(pipe.bubble_measured, 3)} measured "
+            f"vs {fmt(pipe.bubble_theoretical, 3)} theoretical.",
             "",
         ]
     lines += groups_markdown(scoring)
@@ -284,8 +286,11 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             confusion_shown=len(names) - (1 if grouped else 0),
             **_comparison_context(metrics),
             lower_is_better=lower_is_better(metrics.head),
-            history_columns=history_metrics(metrics.head),
-            history_rows=[(h, [value_at(h, (c.name,)) for c in history_metrics(metrics.head)]) for h in reversed(metrics.history or [])],
+            history_columns=history_columns(metrics.head, metrics.history or []),
+            history_rows=[
+                (h, [value_at(h, (c.name,)) for c in history_columns(metrics.head, metrics.history or [])])
+                for h in reversed(metrics.history or [])
+            ],
             class_areas={
                 area: values.per_class if isinstance(values, ClassAreas) else {}
                 for area, values in (("roc_auc", metrics.roc_auc), ("average_precision", metrics.average_precision))
@@ -298,6 +303,8 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             regression_table=REGRESSION_TABLE,
             regression_plots=_regression_svgs(metrics, svgs),
             length=length_section(metrics),
+            drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
+            estimates=estimate_rows(metrics),
         )
     )
 
@@ -411,9 +418,9 @@ def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]
     for pipe in (scoring.pipeline if scoring else None) or []:
         facts.append(
             (
-                f"pipeline {pipe.get('pipeline', 0)}",
-                f"stages {pipe.get('stages')}, {pipe.get('microbatches')} micro-batches, bubble "
-                f"{fmt(pipe.get('bubble_measured'), 3)} measured vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical",
+                f"pipeline {pipe.pipeline}",
+                f"stages {pipe.stages}, {pipe.microbatches} micro-batches, bubble "
+                f"{fmt(pipe.bubble_measured, 3)} measured vs {fmt(pipe.bubble_theoretical, 3)} theoretical",
             )
         )
     for step, seconds in (run_info.get("durations") or {}).items():
@@ -443,7 +450,7 @@ def precision_sentence(check: PrecisionCheck) -> str:
 
 def _groups_dtype(scoring: ScoringSummary) -> str | None:
     """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
-    used = {str(g["dtype"]) for g in scoring.groups or [] if g.get("dtype")}
+    used = {g.dtype for g in scoring.groups or [] if g.dtype}
     return ", ".join(sorted(used)) or None
 
 

@@ -33,12 +33,12 @@ def mark(test: PairedTest | FamilyTest | None, holm: bool = False) -> str:
 def tests_sentence(comparison: Comparison) -> str:
     n = comparison.tests_counted
     tested = [n.metric_tests, n.per_class_tests, n.slice_tests] if n else [0, 0, 0]
-    hits = n.significant if n else {}
+    hits = [n.significant.metric_tests, n.significant.per_class_tests, n.significant.slice_tests] if n else [0, 0, 0]
     return (
         f"{sum(tested)} deltas tested: {tested[0]} headline metrics, {tested[1]} per-class (Holm-adjusted within F1, "
         f"within precision and within recall), {tested[2]} per-slice accuracies (Holm-adjusted together). "
         f"{SIGNIFICANT_MARK} = significant at the 5% level (per class and per slice: after the correction): "
-        f"{hits.get('metric_tests', 0)} headline, {hits.get('per_class_tests', 0)} per-class, {hits.get('slice_tests', 0)} per-slice."
+        f"{hits[0]} headline, {hits[1]} per-class, {hits[2]} per-slice."
     )
 
 

@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-from scorekeeper.boundary import EngineFacts
+from scorekeeper.scoring_summary import EngineFacts
 
 
 def tune_allocator() -> None:

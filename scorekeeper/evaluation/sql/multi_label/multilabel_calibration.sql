@@ -1,12 +1,12 @@
 -- reads: ml_cells
 -- creates: nothing
 -- Reliability of each label's probability over $bins equal-width bins (bin b holds probabilities in
--- (b/$bins, (b+1)/$bins], as calibration.sql bins single-label confidences), and of every cell
+-- [b/$bins, (b+1)/$bins), the last one holding 1.0, as calibration.sql bins single-label confidences), and of every cell
 -- pooled under label_id -1: rows, mean probability and the fraction of those cells that are true.
 -- A label's ECE is the row-weighted mean of |frequency - confidence| over its bins.
 WITH binned AS (
     SELECT label_id, prob, truth,
-           least(greatest(CAST(ceil(prob * $bins) AS INTEGER) - 1, 0), $bins - 1) AS bin
+           least(CAST(floor(prob * $bins) AS INTEGER), $bins - 1) AS bin
     FROM ml_cells
 ), both_levels AS (
     SELECT label_id, bin, prob, truth FROM binned

@@ -1,12 +1,13 @@
 -- reads: paired
 -- creates: nothing
--- The paired rows by ECE bin (as calibration.sql: bin b holds scores in (b/$bins, (b+1)/$bins]) and
+-- The paired rows by ECE bin (as calibration.sql: bin b holds scores in [b/$bins, (b+1)/$bins), the last one
+-- also 1.0) and
 -- correctness of each run, with the count and the mean, population variance and covariance of the
 -- two runs' scores in each cell: what the ECE delta's bootstrap draws from.
 WITH binned AS (
-    SELECT least(greatest(CAST(ceil(score_before * $bins) AS INTEGER) - 1, 0), $bins - 1) AS bin_before,
+    SELECT least(CAST(floor(score_before * $bins) AS INTEGER), $bins - 1) AS bin_before,
            CASE WHEN right_before THEN 1 ELSE 0 END AS correct_before,
-           least(greatest(CAST(ceil(score_after * $bins) AS INTEGER) - 1, 0), $bins - 1) AS bin_after,
+           least(CAST(floor(score_after * $bins) AS INTEGER), $bins - 1) AS bin_after,
            CASE WHEN right_after THEN 1 ELSE 0 END AS correct_after,
            score_before, score_after
     FROM paired

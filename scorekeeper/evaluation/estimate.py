@@ -1,0 +1,194 @@
+"""Estimated performance without labels (docs/drift.md): the reference run's calibration applied to
+this run's scores, so a run without labels gets an estimate and a backfill (a run with labels)
+shows estimate and truth side by side.
+
+Two halves. What every run with ground truth records for a later run (`reference_records`): the
+per-label probability bins (`calibration_by_label`) of a classifier, the residuals in the
+prediction's decile bins (`residual_bins`) of a regression head; the accuracy estimate reads the
+`calibration` bins every single-label run records. And the estimate of a run against a reference
+(`estimate`): accuracy with its interval, macro-F1 (single-label), micro/macro-F1 (multi-label), MAE
+(regression). All bins are the 15 equal-width bins [j/15, (j+1)/15) of ece and calibration (the
+last one holding 1.0), or the `prediction` signal's deciles. The per-row work is SQL
+(sql/estimate/); Python combines at most 15 numbers per label.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from scorekeeper.evaluation import drift as d
+from scorekeeper.evaluation.base import ECE_BINS
+from scorekeeper.evaluation.duck import sql
+from scorekeeper.head_kind import HeadKind
+from scorekeeper.metrics.document import Drift, Estimated, LabelBinCount, RecordedMetrics, ResidualBin, ResidualBins
+
+Z95 = 1.959963984540054
+ASSUMPTIONS = (
+    "the relation between input and label has not changed since the reference run, and the "
+    "reference run is labelled like production; under a concept shift the estimate is wrong"
+)
+
+
+# -- what a run with ground truth records for later runs -------------------------------------------------
+
+
+def label_bins(rows: list[tuple], labels: list[str]) -> dict[str, list[LabelBinCount]]:
+    """calibration_by_label from (label_id, bin, rows, truth) rows: every label, 15 bins each."""
+    out = {name: [LabelBinCount(rows=0, truth=0) for _ in range(ECE_BINS)] for name in labels}
+    for label_id, b, n, truth in rows:
+        out[labels[label_id]][b] = LabelBinCount(rows=int(n), truth=int(truth))
+    return out
+
+
+def single_label_records(con, labels: list[str]) -> dict[str, Any]:
+    """A single-label run's calibration_by_label, over its `evaluated` rows."""
+    return {"calibration_by_label": label_bins(con.execute(sql("calibration_by_label.sql"), {"bins": ECE_BINS}).fetchall(), labels)}
+
+
+def multi_label_records(con, labels: list[str]) -> dict[str, Any]:
+    """A multi-label run's calibration_by_label, over its evaluated cells (`ml_cells`)."""
+    rows = con.execute(sql("multilabel_calibration_by_label.sql"), {"bins": ECE_BINS}).fetchall()
+    return {"calibration_by_label": label_bins(rows, labels)}
+
+
+def regression_signal(outputs: list[str], i: int) -> str:
+    """The drift signal of output i: `prediction`, or `prediction:NAME` with several outputs."""
+    return "prediction" if len(outputs) == 1 else f"prediction:{outputs[i]}"
+
+
+def regression_records(con, outputs: list[str]) -> dict[str, Any]:
+    """A regression run's residual_bins per output: the `prediction` signal's bins of its own
+    predictions (as a later run's drift step makes them) and the evaluated cells' MAE in each."""
+    this = d.RunSide("reference", "predictions", d.columns_of(con, "predictions"), outputs)
+    con.execute(sql("drift_values.sql"))
+    con.execute(sql("drift_labels.sql"), {"ids": list(range(len(outputs))), "names": list(outputs)})
+    if len(outputs) > 1:
+        con.execute(sql("drift_regression_outputs.sql", source=this.predictions), {"side": this.side})
+    else:
+        con.execute(sql("drift_regression.sql", source=this.predictions), {"side": this.side})
+    signals = [regression_signal(outputs, i) for i in range(len(outputs))]
+    edges = d.numeric_edges(con, signals)
+    con.execute(sql("drift_labels.sql"), {"ids": list(range(len(outputs))), "names": signals})
+    out = {name: ResidualBins(edges=edges[s], bins=[ResidualBin(rows=0, mae=None) for _ in range(len(edges[s]) + 1)])
+           for name, s in zip(outputs, signals, strict=True)}  # fmt: skip
+    for output_id, b, n, mae in con.execute(sql("residual_bins.sql")).fetchall():
+        out[outputs[output_id]].bins[b] = ResidualBin(rows=int(n), mae=mae)
+    return {"residual_bins": out}
+
+
+# -- the estimate of a run against a reference ------------------------------------------------------------
+
+
+def estimate(
+    con, head: HeadKind | str, labels: list[str], reference: RecordedMetrics, reference_name: str, rows: int, drift: Drift | None
+) -> Estimated:
+    """metrics.json `estimated` of the run on `con` (its `predictions` view) from the reference's
+    recorded calibration; `drift` is this run's drift (the regression estimate reads its bins)."""
+    head = HeadKind(head)
+    estimated = Estimated(method="reference_calibration", reference=reference_name, assumptions=ASSUMPTIONS, rows=rows)
+    recorded = reference.model_dump()
+    if head == HeadKind.REGRESSION:
+        _regression(estimated, recorded, labels, drift)
+        return estimated
+    by_label = recorded.get("calibration_by_label")
+    if not by_label:
+        estimated.unavailable = "the reference run records no calibration_by_label (no ground truth, or written by an older version)"
+        return estimated
+    if rows == 0:
+        estimated.unavailable = "this run scored no rows"
+        return estimated
+    if head == HeadKind.SINGLE_LABEL:
+        estimated.accuracy, estimated.accuracy_ci = accuracy_estimate(con, recorded.get("calibration") or [], rows)
+    counts_r = [[float(c["rows"]) for c in by_label.get(name) or _empty()] for name in labels]
+    counts_t = [[float(c["truth"]) for c in by_label.get(name) or _empty()] for name in labels]
+    params = {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS}
+    if head == HeadKind.SINGLE_LABEL:
+        cells = con.execute(sql("estimate_single_label.sql"), params).fetchall()
+    else:
+        cells = con.execute(sql("estimate_multi_label.sql"), params | {"names": labels}).fetchall()
+    macro, micro = f1_from_expected([(float(tp), float(fp), float(fn)) for _, tp, fp, fn in cells])
+    estimated.macro_f1 = macro
+    if head == HeadKind.MULTI_LABEL:
+        estimated.micro_f1 = micro
+    return estimated
+
+
+def _empty() -> list[dict]:
+    return [{"rows": 0, "truth": 0}] * ECE_BINS
+
+
+def accuracy_estimate(con, calibration: list[dict], n: int) -> tuple[float, list[float]]:
+    """Accuracy = sum_b n_b a_b / n with a_b = (correct_b + s_b) / (rows_b + 1), and its interval."""
+    ref = {int(c["bin"]): (int(c["rows"]), round((c.get("accuracy") or 0.0) * int(c["rows"]))) for c in calibration}
+    accuracy = var_ref = var_run = 0.0
+    for b, n_b, s_b in con.execute(sql("estimate_score_bins.sql"), {"bins": ECE_BINS}).fetchall():
+        rows_b, correct_b = ref.get(int(b), (0, 0))
+        a = (correct_b + s_b) / (rows_b + 1)
+        accuracy += n_b * a / n
+        var_ref += (n_b / n) ** 2 * a * (1 - a) / (rows_b + 1)
+        var_run += n_b * a * (1 - a) / n**2
+    half = Z95 * math.sqrt(var_ref + var_run)
+    return accuracy, [max(0.0, accuracy - half), min(1.0, accuracy + half)]
+
+
+def f1_from_expected(cells: list[tuple[float, float, float]]) -> tuple[float | None, float | None]:
+    """(macro, micro) F1 of expected (TP, FP, FN) per label; a label with 2TP + FP + FN = 0 is left out."""
+    f1s = [2 * tp / (2 * tp + fp + fn) for tp, fp, fn in cells if 2 * tp + fp + fn > 0]
+    tp, fp, fn = (sum(c[i] for c in cells) for i in range(3))
+    micro = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn > 0 else None
+    return (sum(f1s) / len(f1s) if f1s else None), micro
+
+
+def _regression(estimated: Estimated, recorded: dict, outputs: list[str], drift: Drift | None) -> None:
+    residuals = recorded.get("residual_bins")
+    if not residuals:
+        estimated.unavailable = "the reference run records no residual_bins (no ground truth, or written by an older version)"
+        return
+    if drift is None:
+        estimated.unavailable = "no drift signals to bin this run's predictions"
+        return
+    per_output: dict[str, float | None] = {}
+    for i, name in enumerate(outputs):
+        signal = drift.signals.get(regression_signal(outputs, i))
+        recorded_bins = (residuals.get(name) or {}).get("bins") or []
+        edges = (residuals.get(name) or {}).get("edges")
+        bins = [b for b in signal.bins if not b.null] if signal else []
+        if signal is None or len(bins) != len(recorded_bins) or [b.upper for b in bins][:-1] != edges:
+            per_output[name] = None
+            continue
+        overall = _overall_mae(recorded, name, recorded_bins)
+        n = sum(b.current_rows for b in bins)
+        total = sum(b.current_rows * (r["mae"] if r.get("mae") is not None else overall) for b, r in zip(bins, recorded_bins, strict=True))
+        per_output[name] = total / n if n else None
+    estimated.per_output = per_output
+    known = [v for v in per_output.values() if v is not None]
+    estimated.mae = sum(known) / len(known) if known and len(known) == len(per_output) else None
+    if estimated.mae is None:
+        estimated.unavailable = "the reference's residual bins do not match this run's prediction signal"
+
+
+def _overall_mae(recorded: dict, name: str, bins: list[dict]) -> float:
+    """The reference's MAE over all its evaluated cells of an output: an empty bin's estimate."""
+    rows = sum(int(b["rows"]) for b in bins)
+    return sum(int(b["rows"]) * (b["mae"] or 0.0) for b in bins) / rows if rows else 0.0
+
+
+def reference_records(con, head: HeadKind | str, labels: list[str]) -> dict[str, Any]:
+    """What a run with evaluated rows records for a later run's estimate, by its head kind."""
+    head = HeadKind(head)
+    if head == HeadKind.SINGLE_LABEL:
+        return single_label_records(con, labels)
+    if head == HeadKind.MULTI_LABEL:
+        return multi_label_records(con, labels)
+    return regression_records(con, labels)
+
+
+def monitor(con, head: HeadKind | str, labels: list[str], slice_columns: list[str], reference, reference_name: str, min_psi: float):
+    """(drift, estimated) of the run on `con` (its `predictions` and `staged` views) against the
+    completed run `reference` (a Location)."""
+    ref_side = d.open_reference(con, reference)
+    current = d.current_side(con, labels, slice_columns)
+    drift = d.drift(con, head, ref_side, current, slice_columns, reference_name, min_psi)
+    recorded = d.recorded_reference(reference)
+    return drift, estimate(con, head, labels, recorded, reference_name, drift.rows.current, drift)

@@ -1,0 +1,4 @@
+-- reads: <source>
+-- creates: nothing
+-- A run's scored rows (m or n of the statistic).
+SELECT count(*) FROM {source};
