@@ -199,6 +199,8 @@ def build(out: Path) -> None:
 
 
 def _build(out: Path, publish_report) -> None:
+    from scorekeeper.scoring_summary import ScoringSummary
+
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -211,9 +213,9 @@ def _build(out: Path, publish_report) -> None:
             run_info = {
                 "run_id": name, "input_uri": "s3://golden/in.parquet", "model_uri": "s3://golden/model", "mode": "local",
                 "num_processes": 2, "model_fingerprint": f"model-{name}", "input_fingerprint": "golden-input",
-                "slice_columns": ["source"], "throughput": SCORING, "compare_to": baseline, "head": head,
+                "slice_columns": ["source"], "compare_to": baseline, "head": head,
             }  # fmt: skip
-            publish_report(run, metrics.model_copy(update={"scoring": SCORING}), run_info)
+            publish_report(run, metrics.model_copy(update={"scoring": ScoringSummary.model_validate(SCORING)}), run_info)
             shutil.copytree(runs / name / "report", out / name)
 
 

@@ -7,6 +7,8 @@ defaults live in params.py alone and the Prefect UI renders the model as the run
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 from prefect import flow
@@ -15,7 +17,9 @@ from pydantic import Field
 
 from scorekeeper.errors import Interrupted, storage_error
 from scorekeeper.lease import run_lease
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.params import ScoreRequest
+from scorekeeper.precheck import precheck, was_prechecked
 from scorekeeper.redact import install_log_redaction, redact_uri, redacted_exception
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.compare import resolve_baseline_task
@@ -55,6 +59,7 @@ def _score(request: ScoreRequest) -> dict:
         with (
             storage_credentials(request.storage_block),
             run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
+            _prechecked(request),
             scoring_processes(request) as processes,
         ):
             if request.fan_out > 1:
@@ -64,16 +69,16 @@ def _score(request: ScoreRequest) -> dict:
             manifest = read_inputs_task(request, context)
             job = plan_run_task(request, context, manifest)
             if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
-                throughput = score_groups_task(request, context, job)
+                scoring = score_groups_task(request, context, job)
             else:
-                throughput = score_ranges_task(context, job, processes)
+                scoring = score_ranges_task(context, job, processes)
             gathered = gather_task(context, job)
             if gathered.get("long_text"):  # summed over every committed range: metrics.json scoring.long_text
-                throughput = throughput | {"long_text": gathered["long_text"]}
+                scoring = scoring.model_copy(update={"long_text": LongTextCounts(**gathered["long_text"])})
             metrics = evaluate_task(request, context, manifest, baseline, long_text=gathered.get("long_text"))
-            files = report_task(request, context, metrics, throughput)
+            files = report_task(request, context, metrics, scoring)
             check_gates_task(context, metrics)
-            check_precision_task(request, context, throughput)
+            check_precision_task(request, context, scoring)
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
         raise interrupted(request, run_id) from None
     return {
@@ -82,9 +87,18 @@ def _score(request: ScoreRequest) -> dict:
         "predictions": redact_uri(context.run.uri_of(RunFolder.PREDICTIONS)),
         "rows": gathered["rows"],
         "metrics": metrics.summary(),
-        "throughput": throughput,
+        "throughput": scoring.as_dict(),  # the flow's result is JSON
         "report": redact_uri(files.get("report.html")),
     }
+
+
+@contextmanager
+def _prechecked(request: ScoreRequest) -> Iterator[None]:
+    """The input's schema, ids and encodings checked before the scoring processes start, unless the
+    CLI checked them before it started anything (scorekeeper/precheck.py)."""
+    if not was_prechecked():
+        precheck(request)
+    yield
 
 
 def interrupted(request: ScoreRequest, run_id: str) -> Interrupted:

@@ -37,5 +37,5 @@ def score_group(
         group_job = open_group_task(run_uri, group, ranges, scoring_fingerprint, flow_run_id)
         record.update(pending=[r.index for r in group_job.job.ranges])
         throughput = score_group_task(group_job)
-        record.update(scoring=throughput)
-    return {"group": group, "flow_run_id": flow_run_id, **throughput}
+        record.update(scoring=throughput.as_dict())  # the group's record is JSON
+    return {"group": group, "flow_run_id": flow_run_id, **throughput.as_dict()}

@@ -1,8 +1,9 @@
 """`scorekeeper run ...`: the flow on the command line (docs/contracts.md, section 4).
 
 Every ScoreRequest field is an option (--snake-case with dashes), generated from the model so the
-CLI, the Prefect form and the worker can never disagree. A problem the user can fix prints one
-line on stderr and exits non-zero, without a traceback.
+CLI, the Prefect form and the worker can never disagree. The options are parsed once: the CLI
+builds the ScoreRequest and hands the flow its JSON-mode dump (`parse_request`). A problem the user
+can fix prints one line on stderr and exits non-zero, without a traceback.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from scorekeeper.evaluation.matching import why_nothing_evaluated
+from scorekeeper.numbers import readable
 from scorekeeper.params import ScoreRequest
 
 NONE_WORDS = {"none", "null"}
@@ -114,12 +116,19 @@ def request_options(options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
+def parse_request(options: dict[str, Any]) -> tuple[ScoreRequest, dict[str, Any]]:
+    """The parsed options as the validated request, and the flow's parameters: the request's
+    JSON-mode dump, so the flow run receives exactly the values every validator produced (a JSON
+    text of --thresholds arrives as the object, a comma list as the list), never the CLI's text."""
+    request = ScoreRequest(**request_options(options))
+    return request, request.model_dump(mode="json")
+
+
 def _run(options: dict[str, Any]) -> int:
     from scorekeeper.errors import Interrupted, ScorekeeperError
 
     try:
-        options = request_options(options)
-        request = ScoreRequest(**options)
+        request, parameters = parse_request(options)
         from scorekeeper.launch import ScoringProcesses, offering, visible_gpus
 
         # Fanned out, each group's machine resolves its own process count (its GPUs), not this one.
@@ -135,6 +144,12 @@ def _run(options: dict[str, Any]) -> int:
         from scorekeeper.tasks.fan_out import needs_orchestration
 
         return _fail(needs_orchestration(request), 2)
+    from scorekeeper.precheck import precheck, prechecked
+
+    try:
+        precheck(request)  # the input's schema, ids and encodings, before anything starts
+    except ScorekeeperError as exc:
+        return _fail(str(exc), exc.exit_code)
 
     # Ctrl-C (SIGINT to the whole foreground process group), SIGTERM and SIGHUP stop the run the
     # same way: the first one raises KeyboardInterrupt here, the flow stops its scoring processes
@@ -160,8 +175,8 @@ def _run(options: dict[str, Any]) -> int:
         _hide_known_tracebacks()
         install_log_redaction()
         # Credentials in a URI never become a flow-run parameter: the flow gets them out of band.
-        parameters, handed = hand_over_uris(options)
-        with _api(server), progress_display(), offering(ahead), handed_uris(handed):
+        parameters, handed = hand_over_uris(parameters)
+        with _api(server), progress_display(), offering(ahead), handed_uris(handed), prechecked():
             result = score_dataset(**parameters)
     except Interrupted as exc:
         return _interrupted(str(exc))
@@ -191,7 +206,12 @@ def _api_url_configured() -> bool:
 def summary_line(result: dict) -> str:
     """The run's last line: rows, how many were evaluated (and matched), the headline metrics."""
     metrics = result["metrics"]
-    line = f"scorekeeper: run {result['run_id']} scored {result['rows']} rows"
+    rows = result["rows"]
+    scored = (result.get("throughput") or {}).get("rows_scored")
+    if isinstance(scored, int) and scored < rows:  # a resume: the rest was committed by an earlier attempt
+        line = f"scorekeeper: run {result['run_id']} scored {scored} rows and reused {rows - scored} committed earlier ({rows} rows)"
+    else:
+        line = f"scorekeeper: run {result['run_id']} scored {rows} rows"
     if metrics.get("scoring_only"):
         line += "; scoring only"
     else:
@@ -202,7 +222,7 @@ def summary_line(result: dict) -> str:
         truth = metrics.get("ground_truth_rows")
         if metrics.get("ground_truth_source") == "ground_truth_uri" and truth is not None:
             line += f" (ground truth: {truth - metrics['missing_predictions']} of {truth} rows matched an input row)"
-        numbers = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if isinstance(v, float))
+        numbers = ", ".join(f"{k} {readable(v)}" for k, v in metrics.items() if isinstance(v, float))
         if numbers:
             line += f"; {numbers}"
         evaluated, unknown = metrics.get("evaluated") or 0, metrics.get("unknown_label_rows") or 0

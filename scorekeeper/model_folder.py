@@ -30,8 +30,10 @@ WEIGHT_FILES = {"model": ("model.safetensors", "model.safetensors.index.json"), 
 PICKLED_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 # Tokenizers report "no limit" as a huge number; anything above this is not a real maximum.
 _NO_LIMIT = 1_000_000
-# Words in a few scripts: any real vocabulary has a piece of them that is neither unknown nor special.
-ORDINARY_TEXT = "The quick brown fox jumps over the lazy dog, 0123456789. Der Fuchs. Быстрая лиса. 敏捷的狐狸."
+# Staged rows the tokenizer is tried on before anything is scored (spread over the input).
+SAMPLE_ROWS = 512
+# A vocabulary with fewer ordinary (not special) tokens than this is not one a model was trained with.
+_FEW_TOKENS = 100
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
 # How PEFT names the tensors of an adapter for a sequence classifier in its file.
 ADAPTER_PREFIX = "base_model.model."
@@ -266,45 +268,94 @@ def _architecture(config: dict) -> str | None:
 # -- tokenizer -----------------------------------------------------------------------------------
 
 
-def check_encodes_text(ids: list[int], special_ids: set[int], vocab_size: int, folder: str) -> None:
-    """Refuse a tokenizer that turns ordinary text into nothing but unknown or special tokens.
+def check_vocabulary(special_ids: set[int], vocab_size: int, folder: str) -> None:
+    """Refuse a tokenizer whose vocabulary holds nothing but special tokens: it encodes any text as
+    unknown or special tokens only.
 
     transformers 5 builds a tokenizer even from a folder without tokenizer files (or from a
     vocabulary file it ignores): it holds only the special tokens and maps every word to the
     unknown token, and the model then scores every row from the same few ids, without a warning."""
-    if vocab_size <= len(special_ids) or not [i for i in ids if i not in special_ids]:
+    if vocab_size <= len(special_ids):
         raise ModelError(
-            f"the tokenizer in {folder} cannot encode ordinary text: its vocabulary has {vocab_size} token(s), "
-            f"{len(special_ids)} of them special, and every word becomes an unknown or special token. "
+            f"the tokenizer in {folder} cannot encode any text: its vocabulary has {vocab_size} token(s), "
+            f"{len(special_ids)} of them special, so every word becomes an unknown or special token. "
             f"The folder needs the tokenizer's files ({', '.join(TOKENIZER_FILES[:3])}, ...): save them with "
             "tokenizer.save_pretrained(folder)"
         )
 
 
+def check_rows_encode(encoded: list[tuple[int, str, list[int], list[str]]], special_ids: set[int], vocab_size: int, folder: str) -> None:
+    """Refuse a tokenizer that turns the input's own rows into nothing but unknown or special
+    tokens. `encoded` is a sample of the staged rows: (row_index, text, ids, tokens) each, ids
+    without the special tokens the tokenizer adds around a text. Rows that encode to nothing
+    (empty texts) are not judged; one row with an ordinary token is enough to pass."""
+    judged = [row for row in encoded if row[2]]
+    if not judged or any(i not in special_ids for _, _, ids, _ in judged for i in ids):
+        return
+    row_index, text, _, tokens = judged[0]
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    pieces = " ".join(tokens[:6]) + (" ..." if len(tokens) > 6 else "")
+    ordinary = vocab_size - len(special_ids)
+    advice = (
+        f"its vocabulary holds only {ordinary} ordinary token(s): the folder may lack the tokenizer the model was "
+        "trained with (save it with tokenizer.save_pretrained(folder))"
+        if ordinary < _FEW_TOKENS
+        else f"its vocabulary ({vocab_size} tokens) does not cover this text: give the tokenizer the model was trained "
+        "with, or check that text_column names the column holding the text"
+    )
+    raise ModelError(
+        f"the tokenizer in {folder} turns every one of the {len(judged)} input rows it was tried on (a sample of the "
+        f"staged rows) into unknown or special tokens only, e.g. row_index {row_index} {shown!r} -> {pieces}; {advice}"
+    )
+
+
+def folder_tokenizer(folder: str):
+    """The folder's tokenizer.json read with the `tokenizers` library (no transformers import), with
+    its special and unknown token ids; None when the folder has none this library reads (the
+    scoring processes check those with transformers)."""
+    path = os.path.join(folder, "tokenizer.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(path)
+    except Exception as exc:  # a version of the format this library cannot read: transformers may
+        log.info("not checking %s/tokenizer.json here (%s); the scoring processes check it", folder, exc)
+        return None
+    special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
+    unk = getattr(tokenizer.model, "unk_token", None)
+    if isinstance(unk, str) and (unk_id := tokenizer.token_to_id(unk)) is not None:
+        special.add(unk_id)
+    return tokenizer, special
+
+
 def check_tokenizer_folder(folder: str) -> None:
     """The flow's check, before anything is written: the folder has tokenizer files, and a
-    tokenizer.json encodes ordinary text (read with the `tokenizers` library: no transformers import)."""
+    tokenizer.json's vocabulary holds more than special tokens. Whether it encodes the input is
+    judged on the staged rows (check_tokenizer_on_rows)."""
     names = set(os.listdir(folder))
     if not names & set(TOKENIZER_FILES) and not any(n.endswith(".model") for n in names):
         raise ModelError(
             f"model folder {folder} has no tokenizer files (none of {', '.join(TOKENIZER_FILES)}): without them the "
             "tokenizer maps every word to the unknown token. Save the tokenizer into it with tokenizer.save_pretrained(folder)"
         )
-    if "tokenizer.json" not in names:
-        return  # other formats are checked by the scoring processes, which load them with transformers
-    try:
-        from tokenizers import Tokenizer
+    found = folder_tokenizer(folder)
+    if found is not None:
+        tokenizer, special = found
+        check_vocabulary(special, tokenizer.get_vocab_size(with_added_tokens=True), folder)
 
-        tokenizer = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-    except Exception as exc:  # a version of the format this library cannot read: transformers may
-        log.info("not checking %s/tokenizer.json here (%s); the scoring processes check it", folder, exc)
+
+def check_tokenizer_on_rows(folder: str, rows: list[tuple[int, str, str | None]]) -> None:
+    """The staged rows' check (tasks/read.py, before the staged input is published): a sample of
+    (row_index, text, text_pair) encoded with the folder's tokenizer.json must hold an ordinary token."""
+    found = folder_tokenizer(folder)
+    if found is None or not rows:
         return
-    special = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
-    unk = getattr(tokenizer.model, "unk_token", None)
-    if isinstance(unk, str) and (unk_id := tokenizer.token_to_id(unk)) is not None:
-        special.add(unk_id)
-    ids = tokenizer.encode(ORDINARY_TEXT, add_special_tokens=False).ids
-    check_encodes_text(ids, special, tokenizer.get_vocab_size(with_added_tokens=True), folder)
+    tokenizer, special = found
+    encodings = tokenizer.encode_batch([(text, pair) if pair is not None else text for _, text, pair in rows], add_special_tokens=False)
+    encoded = [(i, text, e.ids, e.tokens) for (i, text, _), e in zip(rows, encodings, strict=True)]
+    check_rows_encode(encoded, special, tokenizer.get_vocab_size(with_added_tokens=True), folder)
 
 
 def special_tokens_per_text(folder: str) -> int | None:

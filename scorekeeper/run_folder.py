@@ -154,13 +154,27 @@ class CommitRecord(BaseModel):
     truncated: int = 0
     attempt: str = ""
     long_text: LongTextCounts | None = None  # the range's lengths and windows (scorekeeper/long_text.py)
+    shard_sha256: str | None = None  # the shard's bytes as published (None in records written before)
+    shard_bytes: int | None = None
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.model_dump(exclude_none=True), sort_keys=True).encode() + b"\n"
+        data = self.model_dump()
+        for name in ("long_text", "shard_sha256", "shard_bytes"):  # a record written before them is written back as it was
+            if data.get(name) is None:
+                data.pop(name, None)
+        return json.dumps(data, sort_keys=True).encode() + b"\n"
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CommitRecord:
         return cls.model_validate_json(data)
+
+
+class FileSeal(BaseModel):
+    """One output as its run published it (complete.json `outputs[name]`, scorekeeper/run_seal.py)."""
+
+    sha256: str
+    bytes: int | None = None  # None for a report file, whose record holds its sha256 alone
+    rows: int | None = None  # Parquet files: the row count their footer holds
 
 
 class CompletionRecord(BaseModel):
@@ -169,15 +183,18 @@ class CompletionRecord(BaseModel):
     else that asks "did this run complete?" read this record and nothing else: a metrics.json
     without it is what a failure while publishing left behind.
 
-    `files` holds the sha256 of each report file as published, so a reader can tell that the
-    files it reads are the ones the record vouches for."""
+    `files` holds the sha256 of each report file as published, and `outputs` the seal (sha256,
+    size, Parquet row count) of predictions.parquet, plan.json and request.json, so a reader can
+    tell that the files it reads are the ones the record vouches for (scorekeeper/run_seal.py).
+    A record written before `outputs` existed has none: it vouches for its report alone."""
 
     run_id: str
     finished_at: str
     files: dict[str, str]
+    outputs: dict[str, FileSeal] | None = None
 
     def to_bytes(self) -> bytes:
-        return json.dumps(self.model_dump(), indent=2, sort_keys=True).encode() + b"\n"
+        return json.dumps(self.model_dump(exclude_none=True), indent=2, sort_keys=True).encode() + b"\n"
 
 
 def row_index_checksum(row_index: np.ndarray) -> str:
@@ -199,7 +216,7 @@ class RunFolder(Location):
     STAGED_GROUND_TRUTH: ClassVar[str] = "work/ground_truth.parquet"
     STAGED_MANIFEST: ClassVar[str] = "work/staged.json"
     JOB: ClassVar[str] = "work/job.json"
-    LEASE: ClassVar[str] = "work/lease.json"
+    LEASE_DIR: ClassVar[str] = "work/lease"  # {generation}.json, scorekeeper/lease.py
     SHARD_DIR: ClassVar[str] = "work/shards"
     COMMIT_DIR: ClassVar[str] = "work/commits"
     GROUP_DIR: ClassVar[str] = "work/groups"  # fan-out: groups/g{N}/{flow run id}/ holds a group run's job.json and record.json

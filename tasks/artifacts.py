@@ -20,7 +20,8 @@ from prefect.artifacts import (
 )
 
 from scorekeeper.escape import md_code, md_text
-from scorekeeper.metrics.registry import compared_metrics, head_of, metric_value
+from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.metrics.registry import compared_metrics, metric_value
 from scorekeeper.redact import redact_uri
 from scorekeeper.report import plots
 from scorekeeper.report.render import fmt, headline, plot_files, signed
@@ -52,50 +53,51 @@ def _link(uri: str) -> str:
     return uri if "://" in uri else "file://" + uri
 
 
-def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict, svgs: dict[str, str]) -> str:
-    """The run's summary for Prefect's UI: headline, gates, comparison and the main plots inline.
+def summary_markdown(metrics: MetricsDocument, run_id: str, run_uri: str, svgs: dict[str, str]) -> str:
+    """The run's summary for Prefect's UI: headline, gates, comparison, the scoring step's numbers
+    (the document's `scoring`) and the main plots inline.
 
     Plots are data: URLs, the only image source Prefect's UI shows from an artifact (it cannot
     reach file:// or s3://); each plot draws its own white background for the UI's dark theme.
     """
     lines = [f"# scorekeeper run {md_code(run_id)}", ""]
-    gates = metrics.get("gates") or []
-    failed = [g for g in gates if not g["passed"]]
+    gates = metrics.gates or []
+    failed = [g for g in gates if not g.passed]
     if failed:
         lines += [
-            f"**{len(failed)} of {len(gates)} quality gates failed:** "
-            + "; ".join(f"{g['gate']} (value {fmt(g['value'])})" for g in failed),
+            f"**{len(failed)} of {len(gates)} quality gates failed:** " + "; ".join(f"{g.gate} (value {fmt(g.value)})" for g in failed),
             "",
         ]
     elif gates:
         lines += [f"All {len(gates)} quality gates passed.", ""]
     lines += ["| metric | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in headline(metrics)]
-    comparison = metrics.get("comparison")
-    if comparison and comparison.get("flipped"):
-        flipped = comparison["flipped"]
-        first = compared_metrics(head_of(metrics))[0].name  # the headline's first metric
+    comparison = metrics.comparison
+    if comparison and comparison.flipped:
+        flipped = comparison.flipped
+        first = compared_metrics(metrics.head)[0].name  # the headline's first metric
         lines += [
             "",
-            f"Against run {md_code(comparison['run'])} ({comparison['rows_compared']} rows): {first} "
-            f"{signed((comparison.get('deltas') or {}).get(first))}, {flipped['right_to_wrong']} rows right -> wrong, "
-            f"{flipped['wrong_to_right']} wrong -> right, McNemar p = {comparison['mcnemar_p']:.4g}.",
+            f"Against run {md_code(comparison.run)} ({comparison.rows_compared} rows): {first} "
+            f"{signed(comparison.deltas.get(first))}, {flipped.right_to_wrong} rows right -> wrong, "
+            f"{flipped.wrong_to_right} wrong -> right, McNemar p = {comparison.mcnemar_p:.4g}.",
         ]
-        if comparison.get("metric_tests"):
+        if comparison.metric_tests:
             lines += ["", tests_sentence(comparison)]
-    audit = metrics.get("label_audit")
+    audit = metrics.label_audit
     if audit:
         lines += [
             "",
-            f"Label audit (confident learning): {audit['suspected']} suspected label errors; accuracy without them "
-            f"{fmt(audit['accuracy_excluding_suspected'])}.",
+            f"Label audit (confident learning): {audit.suspected} suspected label errors; accuracy without them "
+            f"{fmt(audit.accuracy_excluding_suspected)}.",
         ]
-    if throughput.get("rows_scored"):
+    scoring = metrics.scoring
+    if scoring and scoring.rows_scored:
         lines += [
             "",
-            f"Scored {throughput['rows_scored']} rows in {throughput['seconds']:.1f} s: "
-            f"{throughput['rows_per_s']:.1f} rows/s, {throughput['tokens_per_s']:.0f} tokens/s "
-            f"on {throughput.get('processes')} process(es).",
+            f"Scored {scoring.rows_scored} rows in {scoring.seconds:.1f} s: "
+            f"{scoring.rows_per_s:.1f} rows/s, {scoring.tokens_per_s:.0f} tokens/s "
+            f"on {scoring.processes} process(es).",
         ]
     lines += ["", f"Outputs: {md_code(run_uri)} (predictions.parquet, report/report.html)", ""]
     for name in SUMMARY_PLOTS:
@@ -104,48 +106,50 @@ def summary_markdown(metrics: dict, run_id: str, run_uri: str, throughput: dict,
     return "\n".join(lines)
 
 
-def comparison_rows(metrics: dict) -> list[dict]:
+def comparison_rows(metrics: MetricsDocument) -> list[dict]:
     """The comparison as table rows: each metric with both runs' values and the change."""
-    comparison = metrics.get("comparison")
+    comparison = metrics.comparison
     if not comparison:
         return []
-    rows, other = [], md_text(comparison["run"])  # a column name: rendered as markdown by the UI
-    tests = comparison.get("metric_tests") or {}
-    for name, change in (comparison.get("deltas") or {}).items():
+    rows, other = [], md_text(comparison.run)  # a column name: rendered as markdown by the UI
+    for name, change in comparison.deltas.items():
         now = metric_value(metrics, name)
         before = None if now is None or change is None else now - change
-        row = {"metric": name, "this run": now, other: before, "change": change}
-        if name in tests:
-            row |= {"95% CI": tests[name]["ci"], "p": tests[name]["p"], "test": tests[name]["method"]}
+        row: dict[str, object] = {"metric": name, "this run": now, other: before, "change": change}
+        test = comparison.metric_tests.get(name)
+        if test is not None:
+            row |= {"95% CI": test.ci, "p": test.p, "test": test.method}
         rows.append(row)
-    for kind, n in (comparison.get("flipped") or {}).items():  # regression runs compare errors, not right and wrong
-        rows.append({"metric": f"rows {kind.replace('_', ' ')}", "this run": None, other: None, "change": n})
-    if comparison.get("mcnemar_p") is not None:
-        rows.append({"metric": "McNemar p", "this run": None, other: None, "change": comparison["mcnemar_p"]})
+    if comparison.flipped:  # regression runs compare errors, not right and wrong
+        for kind, n in comparison.flipped:
+            rows.append({"metric": f"rows {kind.replace('_', ' ')}", "this run": None, other: None, "change": n})
+    if comparison.mcnemar_p is not None:
+        rows.append({"metric": "McNemar p", "this run": None, other: None, "change": comparison.mcnemar_p})
     return rows
 
 
-def per_class_rows(metrics: dict) -> list[dict]:
+def per_class_rows(metrics: MetricsDocument) -> list[dict]:
     """The per-class table artifact's rows; the UI renders each cell as markdown, so labels are escaped."""
-    return [{"label": md_text(name), **values} for name, values in metrics["per_class"].items()]
+    return [{"label": md_text(name), **scores.model_dump()} for name, scores in (metrics.per_class or {}).items()]
 
 
-def publish_report_artifacts(context: RunContext, metrics: dict, throughput: dict, files: dict[str, str]) -> None:
+def publish_report_artifacts(context: RunContext, metrics: MetricsDocument, files: dict[str, str]) -> None:
+    """The run's artifacts from the document as metrics.json holds it (`MetricsDocument.finite`)."""
     svgs = plot_files(metrics)
     create_markdown_artifact(
-        summary_markdown(metrics, context.run_id, redact_uri(context.run_uri), throughput, svgs),
+        summary_markdown(metrics, context.run_id, redact_uri(context.run_uri), svgs),
         key="scorekeeper-summary",
         description="Evaluation summary",
     )
-    if metrics.get("per_class"):
+    if metrics.per_class:
         create_table_artifact(
             per_class_rows(metrics),
             key="scorekeeper-per-class",
             description="Per-class precision, recall, F1 and support",
         )
-    if metrics.get("comparison"):
+    if metrics.comparison:
         create_table_artifact(
-            comparison_rows(metrics), key="scorekeeper-comparison", description=f"Compared with run {md_code(metrics['comparison']['run'])}"
+            comparison_rows(metrics), key="scorekeeper-comparison", description=f"Compared with run {md_code(metrics.comparison.run)}"
         )
     for name in IMAGE_PLOTS:
         if svgs.get(name):

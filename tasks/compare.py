@@ -8,11 +8,12 @@ import logging
 from prefect import task
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.history import completed_runs, is_complete
+from scorekeeper.evaluation.history import completed_runs
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
@@ -21,8 +22,9 @@ log = logging.getLogger(__name__)
 
 
 def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
-    """The run `compare_to` names, checked before anything is scored: it exists, it completed, it is
-    not this run, and its rows can be matched with this run's (same input, or ids on both sides)."""
+    """The run `compare_to` names, checked before anything is scored: it exists, it completed and
+    vouches for every file the comparison reads (scorekeeper/run_seal.py), it is not this run, and
+    its rows can be matched with this run's (same input, or ids on both sides)."""
     if request.compare_to is None:
         return None
     from scorekeeper.staging.listing import list_input_files
@@ -41,14 +43,10 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
             )
         name = same[-1]["run_id"]  # oldest first: the last is the latest
         log.info("comparing with the previous run on the same input: %s (finished %s)", name, same[-1]["finished_at"])
-        return name
-    name = request.compare_to
+    else:
+        name = request.compare_to
     other = RunFolder(output.fs, output.join(name))
-    if not is_complete(other):
-        state = f"has not completed (no {RunFolder.COMPLETION})" if other.exists() else "does not exist"
-        raise InputError(f"compare_to: run {name!r} under {output.uri} {state}")
-    if not other.exists(RunFolder.PREDICTIONS) or not other.exists(RunFolder.PLAN):
-        raise InputError(f"compare_to: run {name!r} under {output.uri} has no predictions.parquet or plan.json to compare with")
+    refuse_unverified(other, f"compare_to {request.compare_to!r}" if request.compare_to == "previous" else "compare_to")
     other_files = [f.get("fingerprint") for f in other.read_json(RunFolder.PLAN).get("files", [])]
     if other_files != files:
         other_id = other.read_json(RunFolder.REQUEST).get("id_column") if other.exists(RunFolder.REQUEST) else None

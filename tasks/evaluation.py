@@ -6,7 +6,7 @@ from __future__ import annotations
 from prefect import task
 
 from scorekeeper.evaluation.driver import evaluate_run
-from scorekeeper.evaluation.history import run_history
+from scorekeeper.evaluation.history import history_and_left_out
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
@@ -37,11 +37,14 @@ def evaluate_task(
         baseline_run,
         context.head,
         request.thresholds,
-        truth_column=request.label_column or "label",
+        truth_column=", ".join(request.label_columns) if request.label_columns else request.label_column or "label",
         log=run_logger("scorekeeper.evaluation"),
         max_length=long_text["max_length"] if long_text else None,
+        label_columns=request.label_columns or None,
     )
-    metrics.history = run_history(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
+    if left_out:
+        metrics.history_left_out = left_out
     if request.gates:
         metrics.gates = evaluate_gates(request.gates, metrics)
     release_memory(manifest.total_rows)  # the DuckDB connection's pages, before the report is rendered

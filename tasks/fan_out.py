@@ -29,13 +29,14 @@ from uuid import UUID
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.boundary import Job, ScoringSummary
+from scorekeeper.boundary import Job
 from scorekeeper.errors import InputError, ScoringFailed
 from scorekeeper.launch.clock import RunningClock
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.report.render import spans
 from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.group import RECORD_FILE, group_attempt, group_folder
 from scorekeeper.tasks.open_run import RunContext
@@ -325,7 +326,7 @@ class FanOut:
             counts[key] = counts.get(key, 0) + 1
         return "groups: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
 
-    def summary(self, seconds: float) -> dict:
+    def summary(self, seconds: float) -> ScoringSummary:
         """The scoring step's numbers for the report, with one entry per group (metrics.json's
         `scoring.groups`), read back from the commit records and the groups' records."""
         commits = committed_ranges(self.run, self.job.scoring_fingerprint)
@@ -343,7 +344,7 @@ class FanOut:
             processes=sum(s.get("processes", 0) for s in last_scoring),
             fan_out=self.request.fan_out,
             groups=groups,
-        ).as_dict()
+        )
 
     def failure(self) -> ScoringFailed | None:
         failed = [g for g in self.groups if g.status == "failed"]
@@ -401,14 +402,14 @@ def group_summary(group: Group, commits: dict[int, CommitRecord]) -> dict:
     }
 
 
-def score_groups(request: ScoreRequest, context: RunContext, job: Job) -> dict:
+def score_groups(request: ScoreRequest, context: RunContext, job: Job) -> ScoringSummary:
     """Dispatch the groups, wait for all of them, and summarise; raise naming the groups that failed."""
     from prefect.client.orchestration import get_client
 
     logger = get_run_logger()
     if not job.ranges:
         logger.info("every range is committed already; nothing to score")
-        return ScoringSummary.measured(0, 0, 0, 0, 0.0, processes=0, fan_out=request.fan_out, groups=[]).as_dict()
+        return ScoringSummary.measured(0, 0, 0, 0, 0.0, processes=0, fan_out=request.fan_out, groups=[])
     started = time.time()
     with get_client(sync_client=True) as client:
         fan_out = FanOut(request, context, job, client)
@@ -436,6 +437,6 @@ def check_fan_out_task(request: ScoreRequest) -> None:
 
 @task(name="score groups", cache_policy=NO_CACHE)
 @raises_redacted
-def score_groups_task(request: ScoreRequest, context: RunContext, job: Job) -> dict:
+def score_groups_task(request: ScoreRequest, context: RunContext, job: Job) -> ScoringSummary:
     """Score the uncommitted ranges in fan_out groups, each a child flow run on some machine."""
     return score_groups(request, context, job)

@@ -2,16 +2,20 @@
 predictions.parquet in row order.
 
 Nothing is exchanged between processes: the commit records are the whole truth. A gap, an
-overlap or a shard whose rows differ from its record fails the run and names the ranges.
+overlap or a shard whose rows differ from its record fails the run and names the ranges; a shard
+that is missing or fails its record's checksum also withdraws that record, so a rerun scores the
+range again (the plan withdraws those whose shard is missing or of another size before scoring).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import task
 
@@ -21,7 +25,7 @@ from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
 from scorekeeper.tasks.memory import release_memory
 from scorekeeper.tasks.open_run import RunContext
-from scorekeeper.tasks.plan import committed_ranges
+from scorekeeper.tasks.plan import committed_ranges, withdraw_commit
 from scorekeeper.tasks.retries import IO_RETRIES
 
 _SHOWN = 5
@@ -92,12 +96,20 @@ def long_text_of(records: Sequence[CommitRecord]) -> dict | None:
 
 def _read_verified_shard(run: RunFolder, record: CommitRecord):
     try:
-        with run.fs.open(run.join(record.shard), "rb") as f:
-            table = pq.read_table(f)
+        data = run.read_bytes(record.shard)
     except FileNotFoundError:
+        withdraw_commit(run, record, f"its shard {record.shard} is missing")
         raise GatherError(
-            f"range {record.range_index} [{record.start}, {record.end}) is committed but its shard {record.shard} is missing"
+            f"range {record.range_index} [{record.start}, {record.end}) is committed but its shard {record.shard} is missing: "
+            "its commit record is withdrawn; rerun with the same run name to score the range again"
         ) from None
+    if record.shard_sha256 is not None and hashlib.sha256(data).hexdigest() != record.shard_sha256:
+        withdraw_commit(run, record, f"its shard {record.shard} fails its checksum")
+        raise GatherError(
+            f"range {record.range_index} [{record.start}, {record.end}): its shard {record.shard} is not the file its commit "
+            "record vouches for (sha256 differs): the record is withdrawn; rerun with the same run name to score the range again"
+        )
+    table = pq.read_table(pa.BufferReader(data))
     row_index = table.column("row_index").to_numpy()
     expected = np.arange(record.start, record.end, dtype=np.int64)
     if (

@@ -31,6 +31,7 @@ from scorekeeper.errors import InputError, ModelError, RunConflict
 from scorekeeper.model_folder import check_safetensors_folder
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.storage import Location
 from scorekeeper.tasks.open_run import folder_fingerprint, localize_folder
 from scorekeeper.tasks.plan import committed_ranges
@@ -202,7 +203,7 @@ def open_group_task(run_uri: str, group: int, ranges: list[int], scoring_fingerp
 
 @task(name="score group ranges", cache_policy=NO_CACHE)
 @raises_redacted
-def score_group_task(group_job: GroupJob) -> dict:
+def score_group_task(group_job: GroupJob) -> ScoringSummary:
     """Score the group's uncommitted ranges with this machine's processes (`auto`: its GPUs)."""
     what = f"group {group_job.group} of run {group_job.run_id}"
     return score_job(group_job.job, group_job.job_uri, what)

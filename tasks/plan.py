@@ -33,6 +33,50 @@ def committed_ranges(run: RunFolder, fingerprint: str) -> dict[int, CommitRecord
     return records
 
 
+def shard_problem(record: CommitRecord, sizes: dict[str, int]) -> str | None:
+    """Why a commit record's shard cannot be what it promises, from the shard folder's listing
+    (name -> bytes): missing, or not the size the record says. None when it may be."""
+    size = sizes.get(record.shard.rsplit("/", 1)[-1])
+    if size is None:
+        return f"its shard {record.shard} is missing"
+    if record.shard_bytes is not None and size != record.shard_bytes:
+        return f"its shard {record.shard} has {size:,} bytes, its commit record says {record.shard_bytes:,}"
+    return None
+
+
+def usable_commits(run: RunFolder, fingerprint: str) -> dict[int, CommitRecord]:
+    """committed_ranges whose shards are there: a record whose shard is missing or of another size
+    is withdrawn (removed, so that a new attempt can commit the range) and its range scored again,
+    each said in one line. The gather checks every shard's checksum (tasks/gather.py)."""
+    done = committed_ranges(run, fingerprint)
+    if not done:
+        return done
+    run.fs.invalidate_cache(run.join(RunFolder.SHARD_DIR))
+    try:
+        entries = run.fs.ls(run.join(RunFolder.SHARD_DIR), detail=True)
+    except FileNotFoundError:
+        entries = []
+    sizes = {e["name"].rstrip("/").rsplit("/", 1)[-1]: int(e.get("size") or 0) for e in entries}
+    for index, record in sorted(done.items()):
+        problem = shard_problem(record, sizes)
+        if problem is not None:
+            withdraw_commit(run, record, problem)
+            del done[index]
+    return done
+
+
+def withdraw_commit(run: RunFolder, record: CommitRecord, problem: str) -> None:
+    """Remove a commit record that cannot be trusted, saying so: its range counts as not committed."""
+    log.warning(
+        "range %d [%d, %d) was committed but %s: its commit record is withdrawn and the range is scored again",
+        record.range_index,
+        record.start,
+        record.end,
+        problem,
+    )
+    run.remove(RunFolder.commit_name(record.range_index))
+
+
 def commit_progress(run: RunFolder) -> tuple[int, int] | None:
     """(ranges committed, ranges planned) for the run's current plan; None before there is one."""
     if not run.exists(RunFolder.PLAN):
@@ -50,7 +94,7 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
     input_fingerprint = manifest.input_fingerprint
     fingerprint = record.scoring_fingerprint(input_fingerprint)
     ranges = cut_ranges(manifest.total_rows, request.rows_per_range)
-    done = committed_ranges(run, fingerprint)
+    done = usable_commits(run, fingerprint)
     pending = [r for r in ranges if r.index not in done]
     run.publish_plan(
         Plan(

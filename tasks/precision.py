@@ -11,10 +11,10 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.boundary import PrecisionCheck
 from scorekeeper.errors import GateFailed
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
+from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 from scorekeeper.tasks.open_run import RunContext
 
 
@@ -35,12 +35,11 @@ def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str
 
 @task(name="check precision bounds", cache_policy=NO_CACHE)
 @raises_redacted
-def check_precision_task(request: ScoreRequest, context: RunContext, throughput: dict) -> None:
+def check_precision_task(request: ScoreRequest, context: RunContext, scoring: ScoringSummary) -> None:
     """Fail the run when the precision check exceeds a bound (the report is already published)."""
-    figures = throughput.get("precision_check")
-    if figures is None:
+    check = scoring.precision_check
+    if check is None:
         return
-    check = PrecisionCheck.model_validate(figures)
     failures = precision_failures(request, check)
     if failures:
         raise GateFailed(

@@ -14,6 +14,8 @@ import shutil
 from prefect import task
 
 from scorekeeper.errors import InputError, RunConflict
+from scorekeeper.evaluation.duplicates import duplicate_ids_message, first_duplicate_ids
+from scorekeeper.model_folder import SAMPLE_ROWS, check_tokenizer_on_rows
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder, SkippedFiles, StagedGroundTruth, StagedManifest
@@ -29,26 +31,38 @@ __all__ = ["first_duplicate_ids", "list_input_files", "read_inputs", "read_input
 log = logging.getLogger(__name__)
 
 
-def first_duplicate_ids(parquet_path: str, limit: int = SHOWN) -> list[tuple]:
-    """(id, count, first position) of duplicated ids, first by position; DuckDB, out of core.
-    In the staged input a row's position in the file is its row_index."""
-    from scorekeeper.evaluation import duck
+def staged_sample(path: str, has_text_pair: bool, limit: int = SAMPLE_ROWS) -> list[tuple[int, str, str | None]]:
+    """Up to `limit` staged rows (row_index, text, text_pair), spread over the input: the first rows of
+    up to eight row groups evenly spaced from the first to the last."""
+    import numpy as np
+    import pyarrow.parquet as pq
 
-    with duck.connect() as con:
-        return con.execute(
-            "SELECT id, count(*) AS n, min(file_row_number) AS first FROM read_parquet(?, file_row_number = true) "
-            "GROUP BY id HAVING count(*) > 1 ORDER BY first LIMIT ?",
-            [parquet_path, limit],
-        ).fetchall()
+    staged = pq.ParquetFile(path)
+    groups = staged.num_row_groups
+    if not groups:
+        return []
+    chosen = sorted({int(g) for g in np.linspace(0, groups - 1, min(groups, 8))})
+    columns = ["row_index", "text"] + (["text_pair"] if has_text_pair else [])
+    rows: list[tuple[int, str, str | None]] = []
+    for g in chosen:
+        table = staged.read_row_group(g, columns=columns).slice(0, limit // len(chosen))
+        pairs = table.column("text_pair").to_pylist() if has_text_pair else [None] * table.num_rows
+        texts = [t or "" for t in table.column("text").to_pylist()]
+        rows += zip(table.column("row_index").to_pylist(), texts, pairs, strict=True)
+    return rows
 
 
-def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
+def read_inputs(request: ScoreRequest, run: RunFolder, tokenizer_folder: str | None = None) -> StagedManifest:
     """List, fingerprint, validate and stage the input (and ground truth); reuse an earlier staging
     of the same files with the same staging parameters. Returns the staged manifest. `request.head`
     is the kind of head resolved from the model: it decides the form the ground truth is staged in.
 
     The ground truth is fingerprinted like the input: when it changed since an earlier attempt it
-    is staged again and the run is evaluated against it (the predictions do not depend on it)."""
+    is staged again and the run is evaluated against it (the predictions do not depend on it).
+
+    With `tokenizer_folder` (the model folder), a sample of the staged rows is encoded with its
+    tokenizer before anything is published: rows that become unknown or special tokens only are
+    refused (model_folder.check_tokenizer_on_rows)."""
     from scorekeeper.tasks.open_run import has_commits
 
     logger = run_logger(__name__)
@@ -86,10 +100,9 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
     try:
         staged = stage_input(request, files, workdir, listing.partitions)
         if request.id_column:
-            dupes = first_duplicate_ids(staged.local_path)
-            if dupes:
-                shown = "; ".join(f"{i!r} x{n} (first at row_index {first})" for i, n, first in dupes)
-                raise InputError(f"id column '{request.id_column}' has duplicate values: {shown}")
+            message = duplicate_ids_message(staged.local_path, request.id_column, [f.uri for f in files], staged.file_rows)
+            if message:
+                raise InputError(message)
         ground_truth = None
         if truth is not None:  # listed where request.ground_truth_uri is set
             gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir, truth.partitions)
@@ -102,6 +115,8 @@ def read_inputs(request: ScoreRequest, run: RunFolder) -> StagedManifest:
             )
             run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
         manifest = staged.manifest(key, ground_truth).model_copy(update={"skipped": SkippedFiles.of(listing.hidden)})
+        if tokenizer_folder is not None:
+            check_tokenizer_on_rows(tokenizer_folder, staged_sample(staged.local_path, manifest.has_text_pair))
         run.publish_local_file(staged.local_path, RunFolder.STAGED_INPUT)
         run.publish_manifest(manifest)
         return manifest
@@ -116,7 +131,7 @@ def read_inputs_task(request: ScoreRequest, context: RunContext) -> StagedManife
     ground truth is matched to the model's labels before anything is scored."""
     from scorekeeper.evaluation.truth import check_truth
 
-    manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
+    manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run, tokenizer_folder=context.model_path)
     check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)
     release_memory(manifest.total_rows)  # staging and the duplicate-id check's pages, before scoring and the evaluation
     return manifest

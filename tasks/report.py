@@ -10,6 +10,7 @@ from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.report.report import publish_report
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
@@ -17,18 +18,17 @@ from scorekeeper.tasks.retries import IO_RETRIES
 
 @task(name="publish report", **IO_RETRIES)
 @raises_redacted
-def report_task(request: ScoreRequest, context: RunContext, metrics: MetricsDocument, throughput: dict) -> dict:
+def report_task(request: ScoreRequest, context: RunContext, metrics: MetricsDocument, scoring: ScoringSummary) -> dict:
     """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
     plan = context.run.read_plan() if context.run.exists(RunFolder.PLAN) else None
     run_info = request.public_dict() | {
         "run_id": context.run_id,
-        "throughput": throughput,
-        "num_processes": throughput.get("processes") or request.num_processes,
+        "num_processes": scoring.processes or request.num_processes,
         "model_fingerprint": context.model_fingerprint,
         "adapter_fingerprint": context.adapter_fingerprint,
         "input_fingerprint": plan.input_fingerprint if plan else None,
     }
-    metrics = metrics.model_copy(update={"scoring": throughput})
+    metrics = metrics.model_copy(update={"scoring": scoring})
     files = publish_report(context.run, metrics, run_info)
-    artifacts.publish_report_artifacts(context, metrics.as_dict(), throughput, files)
+    artifacts.publish_report_artifacts(context, metrics.finite(), files)
     return files

@@ -15,6 +15,7 @@ from scorekeeper.launch import Progress, ScoringProcesses, offered, visible_gpus
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.storage import child_environment
 from scorekeeper.tasks import artifacts
 from scorekeeper.tasks.open_run import RunContext
@@ -22,12 +23,12 @@ from scorekeeper.tasks.open_run import RunContext
 
 @task(name="score ranges", cache_policy=NO_CACHE)
 @raises_redacted
-def score_ranges_task(context: RunContext, job: Job, processes: ScoringProcesses) -> dict:
+def score_ranges_task(context: RunContext, job: Job, processes: ScoringProcesses) -> ScoringSummary:
     """Score every uncommitted range of the plan with `processes`; each range commits once, whoever scores it."""
     return score_job(job, context.run.uri_of(RunFolder.JOB), f"run {context.run_id}", processes)
 
 
-def score_job(job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> dict:
+def score_job(job: Job, job_uri: str, what: str, processes: ScoringProcesses | None = None) -> ScoringSummary:
     """Hand the job file at `job_uri` to `processes` (started ahead by whoever owns them) and follow
     them to the end; without any, launch this job's own (as its `launch` settings say, on this
     machine) and stop them on the way out."""

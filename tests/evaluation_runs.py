@@ -3,6 +3,7 @@ column (no scoring), shared by the input-invariant tests and the property tests.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from scorekeeper.evaluation.driver import evaluate
-from scorekeeper.run_folder import RunFolder, StagedManifest
+from scorekeeper.run_folder import CompletionRecord, RunFolder, StagedManifest
+from scorekeeper.run_seal import seal_outputs
 from tests.helpers import write_predictions
 
 
@@ -41,8 +43,19 @@ def write_run(
         document = evaluate(folder, labels, manifest, [])
         (run / "report").mkdir()
         (run / "report" / "metrics.json").write_bytes(document.to_json_bytes())
+        seal_complete(folder)
         metrics = document.as_dict()
     return folder, manifest, metrics
+
+
+def seal_complete(run: RunFolder) -> None:
+    """Write the run's completion record as publishing does: its metrics.json and outputs sealed."""
+    metrics = run.read_bytes(RunFolder.METRICS)
+    record = CompletionRecord(
+        run_id=Path(run.path).name, finished_at="2026-12-01T00:00:00+00:00",
+        files={"metrics.json": hashlib.sha256(metrics).hexdigest()}, outputs=seal_outputs(run),
+    )  # fmt: skip
+    run.publish_bytes(record.to_bytes(), RunFolder.COMPLETION)
 
 
 def one_hot(predicted: list[int], k: int, confidence: float = 0.9) -> np.ndarray:

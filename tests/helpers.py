@@ -79,7 +79,7 @@ def open_run_and_plan(num_processes: int = 1, **params):
     context, manifest, job)."""
     request = ScoreRequest(num_processes=num_processes, **params)
     context = open_run(request, None)
-    manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run)
+    manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run, tokenizer_folder=context.model_path)
     return request, context, manifest, plan_run(request, context, manifest)
 
 

@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from scorekeeper.metrics.document import MetricsDocument
+
 Z95 = 1.959963984540054
 SENTIMENT = ["negative", "neutral", "positive", "mixed", "off-topic"]
 SCRIPT_TEXT = 'I <b>loved</b> it <script>alert("x")</script> & "quotes"'
@@ -373,3 +375,8 @@ def check_marked_numbers(page: str, metrics: dict) -> int:
         digits = len(shown.split(".")[1]) if "." in shown else 0
         assert abs(float(shown) - value) <= 0.5 * 10**-digits + 1e-12, (path, shown, value)
     return len(marks)
+
+
+def document(metrics: dict) -> MetricsDocument:
+    """A metrics.json's content as the typed document the report renders."""
+    return MetricsDocument.model_validate(metrics)

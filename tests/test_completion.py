@@ -98,7 +98,7 @@ def test_only_the_completion_record_makes_a_run_complete(tmp_path):
     request = ScoreRequest(input_uri=str(tmp_path), model_uri="m", output_uri=str(output), compare_to="left-behind")
     with pytest.raises(InputError, match="'left-behind' .* has not completed"):
         resolve_baseline(request, "now")
-    with pytest.raises(InputError, match="'tampered' .* has not completed"):
+    with pytest.raises(InputError, match="'tampered' .*: metrics.json is not the file complete.json vouches for"):
         resolve_baseline(request.model_copy(update={"compare_to": "tampered"}), "now")
 
 

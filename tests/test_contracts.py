@@ -188,8 +188,8 @@ def test_the_run_folder_keeps_the_output_layout(tmp_path):
     assert (RunFolder.REQUEST, RunFolder.PLAN, RunFolder.PREDICTIONS, RunFolder.REPORT_DIR) == (
         "request.json", "plan.json", "predictions.parquet", "report",
     )  # fmt: skip
-    assert [RunFolder.STAGED_INPUT, RunFolder.STAGED_GROUND_TRUTH, RunFolder.STAGED_MANIFEST, RunFolder.JOB, RunFolder.LEASE] == [
-        "work/input.parquet", "work/ground_truth.parquet", "work/staged.json", "work/job.json", "work/lease.json",
+    assert [RunFolder.STAGED_INPUT, RunFolder.STAGED_GROUND_TRUTH, RunFolder.STAGED_MANIFEST, RunFolder.JOB, RunFolder.LEASE_DIR] == [
+        "work/input.parquet", "work/ground_truth.parquet", "work/staged.json", "work/job.json", "work/lease",
     ]  # fmt: skip
     assert RunFolder.commit_name(12) == "work/commits/range-0000012.json"
     assert RunFolder.shard_name(12, "abc-r0") == "work/shards/range-0000012-abc-r0.parquet"

@@ -13,7 +13,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from scorekeeper.escape import html_text, md_code, md_text
-from tests.report_fixture import full_metrics
+from tests.report_fixture import document, full_metrics
 
 HOSTILE = [
     "<img src=x onerror=alert(1)>",
@@ -87,24 +87,24 @@ def test_report_md_and_every_artifact_render_no_markup_from_the_data():
     from scorekeeper.tasks.artifacts import comparison_rows, per_class_rows, summary_markdown
 
     metrics, run_info = _hostile_report()
-    page = _render(render_markdown(metrics, run_info))
-    summary = _render(summary_markdown(metrics, run_info["run_id"], run_info["input_uri"], metrics.get("scoring") or {}, {}))
+    page = _render(render_markdown(document(metrics), run_info))
+    summary = _render(summary_markdown(document(metrics), run_info["run_id"], run_info["input_uri"], {}))
     for rendered in (page, summary):
         live = _live(rendered)
         assert not {"img", "script", "a", "b", "em"} & set(live.tags) and not live.hrefs, rendered
     assert "&lt;img src=x&gt;" in page and "[link](http://x.example)" in page  # shown as text
 
     # Table artifacts: the UI renders each cell (and column name) as markdown.
-    cells = [row["label"] for row in per_class_rows(metrics)]
-    cells += [str(k) for row in comparison_rows(metrics) for k in row]
+    cells = [row["label"] for row in per_class_rows(document(metrics))]
+    cells += [str(k) for row in comparison_rows(document(metrics)) for k in row]
     assert len(cells) > 5
     for cell in cells:
         live = _live(_render(f"| h |\n|---|\n| {cell} |\n"))
         assert set(live.tags) <= {"table", "thead", "tbody", "tr", "th", "td"} and not live.hrefs, cell
 
-    html = render_html(metrics, run_info)
+    html = render_html(document(metrics), run_info)
     live = _live(html)
     assert "img" not in live.tags and "script" not in live.tags
     assert all(h.startswith("#") for h in live.hrefs), live.hrefs  # only the page's own navigation
-    for svg in plot_files(metrics).values():
+    for svg in plot_files(document(metrics)).values():
         assert not {"img", "script", "a"} & set(_live(svg).tags)

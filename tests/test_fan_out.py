@@ -27,9 +27,11 @@ import yaml
 
 from scorekeeper.cli import main
 from scorekeeper.errors import ScoringFailed
+from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.report.report import groups_markdown, render_html
 from scorekeeper.run_folder import cut_ranges
+from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
 from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, stop_process_group
@@ -92,20 +94,20 @@ def test_fan_out_settings_change_no_prediction_so_a_rerun_with_others_resumes():
 
 
 def test_report_shows_which_machine_scored_which_ranges():
-    throughput = {
-        "groups": [
-            {"group": 1, "worker": "gpu-a", "machine": "host-a", "ranges": [0, 1, 2], "rows": 6, "rows_per_s": 12.5, "attempts": 1},
-            {"group": 2, "worker": "gpu-b", "machine": "host-b", "ranges": [3, 4], "rows": 3, "rows_per_s": None, "attempts": 2},
-        ]
-    }
-    markdown = "\n".join(groups_markdown(throughput))
+    groups = [
+        {"group": 1, "worker": "gpu-a", "machine": "host-a", "ranges": [0, 1, 2], "rows": 6, "rows_per_s": 12.5, "attempts": 1},
+        {"group": 2, "worker": "gpu-b", "machine": "host-b", "ranges": [3, 4], "rows": 3, "rows_per_s": None, "attempts": 2},
+    ]
+    scoring = ScoringSummary.measured(9, 90, 90, 0, 1.0, processes=2, fan_out=2, groups=groups)
+    markdown = "\n".join(groups_markdown(scoring))
     assert "| 1 | gpu-a (host-a) | 0-2 | 6 | 12.5 | 1 |" in markdown and "| 2 | gpu-b (host-b) | 3-4 | 3 | n/a | 2 |" in markdown
-    assert groups_markdown({"rows_scored": 3}) == [] and groups_markdown(None) == []
-    metrics = {"rows": 9, "scored": 9, "evaluated": 0, "scoring_only": True, "per_class": {}, "confusion": {}, "unknown_labels": {}}
+    assert groups_markdown(ScoringSummary.measured(3, 30, 30, 0, 1.0)) == [] and groups_markdown(None) == []
+    metrics = {"rows": 9, "scored": 9, "evaluated": 0, "ground_truth_source": None, "scoring_only": True, "head": "single_label"}
+    metrics |= {"per_class": {}, "confusion": {}, "unknown_labels": {}}
     run_info = {"run_id": "r", "input_uri": "in", "model_uri": "m", "mode": "replica", "num_processes": 2}
-    page = render_html(metrics | {"scoring": throughput}, run_info | {"throughput": throughput})
+    page = render_html(MetricsDocument.model_validate(metrics | {"scoring": scoring.as_dict()}), run_info)
     assert 'id="groups"' in page and "<td>gpu-b (host-b)</td><td>3-4</td>" in page
-    assert 'id="groups"' not in render_html(metrics, run_info)
+    assert 'id="groups"' not in render_html(MetricsDocument.model_validate(metrics), run_info)
 
 
 def test_prefect_yaml_group_deployment_runs_from_the_installed_package_on_its_own_pool():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from scorekeeper.errors import RunConflict, ScoringFailed
-from scorekeeper.lease import run_lease
+from scorekeeper.lease import generation_name, generations, lease_holder, run_lease
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 from tests.helpers import make_rows, probabilities, reference_probabilities, run_flow, write_rows
@@ -133,7 +133,8 @@ def test_two_runs_under_one_name_never_share_the_folder(tmp_path):
     with run_lease(run, "r", owner="second"):  # released: the next run proceeds
         pass
     # A lease left behind by a crashed job expires.
-    run.publish_bytes(b'{"owner": "crashed", "renewed_at": 0}', "work/lease.json")
+    top = generations(run)[-1]
+    run.publish_bytes(b'{"owner": "crashed", "renewed_at": 0}', generation_name(top + 1))
     with run_lease(run, "r", owner="third"):
-        assert b"third" in run.read_bytes("work/lease.json")
-    assert not run.exists("work/lease.json")
+        assert lease_holder(run)["owner"] == "third" and generations(run)[-1] == top + 2
+    assert lease_holder(run) is None and generations(run) == [top + 2]  # released; the older generations removed

@@ -146,7 +146,8 @@ def test_compare_to_a_run_of_another_kind_of_head_is_refused_before_scoring(tmp_
     import json
     from types import SimpleNamespace
 
-    from scorekeeper.run_folder import CompletionRecord
+    from scorekeeper.run_folder import CompletionRecord, RunFolder
+    from scorekeeper.run_seal import seal_outputs
     from scorekeeper.tasks.compare import resolve_baseline_task
 
     (tmp_path / "in.csv").write_text("review_id,text\nr1,a\n")
@@ -154,13 +155,14 @@ def test_compare_to_a_run_of_another_kind_of_head_is_refused_before_scoring(tmp_
     (base / "report").mkdir(parents=True)
     metrics = json.dumps({"head": "single_label"}).encode()
     (base / "report" / "metrics.json").write_bytes(metrics)
-    record = CompletionRecord(
-        run_id="base", finished_at="2026-12-01T00:00:00+00:00", files={"metrics.json": hashlib.sha256(metrics).hexdigest()}
-    )
-    (base / "complete.json").write_bytes(record.to_bytes())  # a completed run: history and compare_to trust only this
     (base / "plan.json").write_text(json.dumps({"files": []}))
     (base / "request.json").write_text(json.dumps({"id_column": "review_id"}))
     (base / "predictions.parquet").write_bytes(b"")
+    record = CompletionRecord(
+        run_id="base", finished_at="2026-12-01T00:00:00+00:00", files={"metrics.json": hashlib.sha256(metrics).hexdigest()},
+        outputs=seal_outputs(RunFolder.from_uri(str(base))),
+    )  # fmt: skip
+    (base / "complete.json").write_bytes(record.to_bytes())  # a completed run: history and compare_to trust only this
     request = ScoreRequest(
         input_uri=str(tmp_path / "in.csv"), model_uri="m", output_uri=str(tmp_path / "runs"), id_column="review_id", compare_to="base"
     )

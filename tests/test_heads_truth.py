@@ -187,3 +187,26 @@ def test_a_multi_label_text_column_whose_elements_mean_different_labels_is_refus
     label_table(con, "labels", ["1", "2", "3"])  # "1" is the name of id 0 and the id of "2"; "0" only an id
     with pytest.raises(InputError, match="holds both label names and label ids"):
         match_truth(con, ColumnKind.TEXT, ["1", "2", "3"], "labels", truth="truth_elements")
+
+
+def test_truth_matching_of_label_columns_says_what_they_are(tmp_path, heads):
+    """Four 0/1 integer columns, one per label: truth_matching calls them label_columns, not a text column."""
+    import numpy as np
+
+    from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.worker.outputs import multi_label_table
+
+    (tmp_path / "columns.csv").write_text("text,toxic,spam,off_topic,praise\na,1,1,0,0\nb,0,0,0,0\nc,0,1,0,0\nd,0,0,0,1\n")
+    request, context, manifest, job = open_run_and_plan(
+        input_uri=str(tmp_path / "columns.csv"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "out"), run_name="r",
+        label_columns=LABELS,
+    )  # fmt: skip
+    rows = pq.read_table(tmp_path / "out" / "r" / "work" / "input.parquet").select(["row_index", "id"])
+    probabilities = np.full((4, len(context.labels)), 0.3)
+    pq.write_table(
+        multi_label_table(rows, probabilities, context.labels, np.full(len(context.labels), 0.5)),
+        tmp_path / "out" / "r" / "predictions.parquet",
+    )
+    evaluated = evaluate_run(context.run, context.labels, manifest, [], head="multi_label", label_columns=LABELS)
+    assert evaluated.truth_matching.column_type == "label_columns" and evaluated.truth_matching.rule == "name"
+    assert evaluate_run(context.run, context.labels, manifest, [], head="multi_label").truth_matching.column_type == "text"

@@ -257,3 +257,15 @@ def test_cli_refuses_a_truth_column_with_two_meanings_in_one_line_before_scoring
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("scorekeeper: error: ground-truth column 'stars' holds both label names and label ids")
     assert not (tmp_path / "runs" / "s" / "predictions.parquet").exists() and not list((tmp_path / "runs" / "s" / "work").glob("shards/*"))
+
+
+def test_an_unknown_value_never_takes_the_name_of_a_label_named_like_it(tmp_path):
+    """Labels '5', '6', '7' and one literally named '7 [unknown]' (ids 0..3): the integer truth 7 is
+    no id and is spelled like the label '7', so it is a class of its own, '7 [unknown 2]'; the label
+    '7 [unknown]' (truth id 3) keeps only its own rows."""
+    labels = ["5", "6", "7", "7 [unknown]"]
+    truth = [0, 1, 2, 3, 7, 7]
+    _, _, metrics = write_run(tmp_path, "r", one_hot([0, 1, 2, 3, 3, 3], 4), labels, pa.array(truth, pa.int64()))
+    assert metrics["unknown_labels"] == {"7": 2} and metrics["accuracy"] == 4 / 6
+    assert metrics["per_class"]["7 [unknown]"] == {"precision": 1 / 3, "recall": 1.0, "f1": 0.5, "support": 1}
+    assert metrics["per_class"]["7 [unknown 2]"]["support"] == 2

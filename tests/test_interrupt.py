@@ -15,6 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from scorekeeper.lease import lease_holder
+from scorekeeper.run_folder import RunFolder
 from tests.helpers import make_rows, write_rows
 
 pytestmark = pytest.mark.integration
@@ -75,7 +77,7 @@ def test_interrupt_stops_everything_with_one_line(tmp_path, models, how):
     assert int(line.group(1)) == len(list(commits.glob("*.json"))) >= 1
     time.sleep(1)
     assert not _running(seen), f"left behind: {[psutil.Process(p).cmdline() for p in _running(seen)]}"
-    assert not (tmp_path / "runs" / "stop" / "work" / "lease.json").exists()  # the name is free to resume
+    assert lease_holder(RunFolder.from_uri(str(tmp_path / "runs" / "stop"))) is None  # the name is free to resume
 
 
 def test_the_temporary_server_dies_with_a_killed_cli(tmp_path):

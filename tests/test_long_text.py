@@ -363,7 +363,9 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
     import re
 
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.long_text import LongTextCounts
     from scorekeeper.report.report import render_html, render_markdown
+    from scorekeeper.scoring_summary import ScoringSummary
     from tests.evaluation_runs import write_run
 
     rng = np.random.default_rng(1)
@@ -376,11 +378,15 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
     pq.write_table(predictions, run.path + "/predictions.parquet")
     long_text = {"mode": "chunk", "max_length": 16, "window": 14, "rows_over_length": 10, "tokens_content": 640, "tokens_scored": 700,
                  "tokens_dropped": 0, "chunks": 50, "rows_capped": 0, "windows_per_row": {"1": 20, "3": 10}}  # fmt: skip
+
+    def scored(long_text: dict) -> ScoringSummary:
+        return ScoringSummary.measured(30, 700, 700, 0, 1.0, long_text=LongTextCounts(**long_text))
+
     document = evaluate_run(run, labels, manifest, [], max_length=16)
-    document.scoring = {"long_text": long_text}
+    document.scoring = scored(long_text)
     metrics = document.as_dict()
     info = {"run_id": "r", "input_uri": "in", "model_uri": "m", "mode": "replica", "num_processes": 1}
-    html, md = render_html(metrics, info), render_markdown(metrics, info)
+    html, md = render_html(document, info), render_markdown(document, info)
     assert "What the length costs" in html and "## What the length costs" in md and "Windows per row" in html
     shown = re.findall(r'data-key="([^"]*(?:length|long_text)[^"]*)" data-value="([^"]*)"', html)
     assert len(shown) == 2 * 4 + 2  # two sides: rows, value and the interval's ends; two window counts
@@ -394,7 +400,11 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
     assert "long texts" in html and "chunk: 10 rows are longer than the window of 14" in html
     # a truncate run with nothing over the window: no section, no fact
     document = evaluate_run(run, labels, manifest, [], max_length=64)
-    document.scoring = {"long_text": long_text | {"mode": "truncate", "rows_over_length": 0, "windows_per_row": None}}
+    document.scoring = scored(
+        long_text | {"mode": "truncate", "rows_over_length": 0, "chunks": None, "rows_capped": None, "windows_per_row": None}
+    )
     metrics = document.as_dict()
     assert "length_impact" not in metrics
-    assert "What the length costs" not in render_html(metrics, info) and "length" not in render_markdown(metrics, info).lower()
+    html, md = render_html(document, info), render_markdown(document, info)
+    assert "What the length costs" not in html and "long texts" not in html
+    assert "What the length costs" not in md and "long texts" not in md.lower()

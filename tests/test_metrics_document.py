@@ -14,6 +14,8 @@ import typing
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from scorekeeper.evaluation.history import completed_runs
@@ -227,3 +229,37 @@ def test_the_metrics_page_lists_the_gate_metrics_of_the_registry(head):
     assert _backticked(compared) == ["compare_to"] + [f"{n}_drop" for n in changes] + [f"{n}_delta" for n in changes] + [
         m.name for m in metrics_of(head, Scope.COMPARISON)
     ]
+
+
+_FULL, _ = full_metrics(n=120)
+_NUMBERS = [m.name for m in run_metrics(HeadKind.SINGLE_LABEL) if len(m.path) == 1 and not m.count]
+
+
+def _floats(value) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, BaseModel):
+        return [f for _, v in value for f in _floats(v)]
+    if isinstance(value, dict):
+        return [f for v in value.values() for f in _floats(v)]
+    if isinstance(value, list | tuple):
+        return [f for v in value for f in _floats(v)]
+    return []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(_NUMBERS), st.floats(allow_nan=True, allow_infinity=True) | st.none(), max_size=len(_NUMBERS)),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+def test_the_report_renders_the_document_as_the_file_holds_it(values, area):
+    """MetricsDocument.finite, what the report renders: the same fields set, every number finite (NaN
+    and infinities None), and exactly what metrics.json holds."""
+    document = MetricsDocument.model_validate(_FULL | values)
+    document.roc_auc = document.roc_auc.model_copy(update={"macro": area})
+    finite = document.finite()
+    assert finite.model_fields_set == document.model_fields_set
+    assert all(math.isfinite(f) for f in _floats(finite))
+    assert finite.as_dict() == document.as_dict() == json.loads(document.to_json_bytes())
+    for name in values:
+        assert getattr(finite, name) == (values[name] if values[name] is not None and math.isfinite(values[name]) else None)

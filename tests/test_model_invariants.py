@@ -244,3 +244,25 @@ def test_the_root_cause_ranks_own_error_comes_first_and_a_silent_one_is_named_by
     killed = ranks_own_errors(1, [peer], TORCHRUN_SUMMARY + ["  exitcode  : -9 (pid: 4)"])
     assert killed.startswith("scoring process rank 1 failed: killed by SIGKILL") and killed.endswith(peer)
     assert ranks_own_errors(1, [own], []) == own  # one process: no torchrun summary
+
+
+def test_loading_a_model_prints_no_progress_bar(models, capfd):
+    """transformers' "Loading weights" bar would reach the run's stderr once per scoring process."""
+    capfd.readouterr()
+    _load(models["bert"])
+    assert "Loading weights" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("head", ["single_label", "multi_label", "regression"])
+def test_a_logit_that_is_not_finite_beside_finite_ones_is_refused(head):
+    """-inf beside finite logits: softmax gives a finite 0, sigmoid a finite 0; the row is refused anyway."""
+    from scorekeeper.run_folder import IndexRange
+    from scorekeeper.worker.outputs import activate
+    from scorekeeper.worker.shards import refuse_non_finite
+
+    logits = torch.tensor([[1.0, 2.0], [float("-inf"), 0.5], [0.1, 0.2]])
+    outputs = activate(head, logits)
+    assert torch.isnan(outputs[1]).all() and torch.isfinite(outputs[[0, 2]]).all()
+    rows = pa.table({"row_index": pa.array([10, 11, 12], pa.int64()), "probabilities": pa.array(outputs.tolist(), pa.list_(pa.float64()))})
+    with pytest.raises(ModelError, match="first row_index 11"):
+        refuse_non_finite(IndexRange(0, 10, 13), rows)

@@ -252,8 +252,8 @@ def report_metrics(labels, truth, probs, slices: dict[str, list] | None = None) 
     """metrics.json of a multi-label run as the evaluation step writes it: the counts, then this
     module's keys; with `slices` ({column: a value per row}) the slice breakdown too."""
     n = len(probs)
-    base = {"head": "multi_label", "rows": n, "scored": n, "missing_predictions": 0, "unmatched_predictions": 0}
-    base |= {"scoring_only": False, "unknown_labels": {}, "labels": labels}
+    base = {"head": "multi_label", "ground_truth_source": "label_column", "rows": n, "scored": n, "missing_predictions": 0}
+    base |= {"unmatched_predictions": 0, "scoring_only": False, "unknown_labels": {}, "labels": labels}
     con = make_con(truth, probs)
     metrics = base | multilabel_metrics(con, labels, [0.5] * len(labels))
     return metrics | (slice_metrics(con, "multi_label", slices) if slices else {})
@@ -274,20 +274,20 @@ def slice_metrics(con, head: str, slices: dict[str, list]) -> dict:
 
 def test_report_shows_the_multilabel_sections_with_every_value_escaped():
     from scorekeeper.report.report import plot_files, render_html, render_markdown
-    from tests.report_fixture import check_marked_numbers
+    from tests.report_fixture import check_marked_numbers, document
 
     evil = '<img src=x onerror="alert(1)">|pipe'
     labels = [evil, *LABELS[1:]]
     truth, probs = random_case(np.random.default_rng(4), 300, decimals=2, always=False)
     metrics = report_metrics(labels, truth, probs)
-    page = render_html(metrics, RUN_INFO)
+    page = render_html(document(metrics), RUN_INFO)
     for section in ("per-label", "curves", "label-calibration", "wrong-labels", "run"):
         assert f'<section id="{section}">' in page
     assert '<section id="per-class">' not in page and '<section id="regression">' not in page
     assert "<img" not in page and "&lt;img src=x" in page
     checked = check_marked_numbers(page, metrics)
     assert checked >= len(labels) * 12 + 9  # every per-label cell and the headline
-    assert set(plot_files(metrics)) == {"roc.svg", "pr.svg", "label_calibration.svg"}
-    markdown = render_markdown(metrics, RUN_INFO)
+    assert set(plot_files(document(metrics))) == {"roc.svg", "pr.svg", "label_calibration.svg"}
+    markdown = render_markdown(document(metrics), RUN_INFO)
     assert "## Per label" in markdown and "\\|pipe" in markdown and "| subset_accuracy |" in markdown
     assert "## Per class" not in markdown

@@ -121,3 +121,37 @@ def test_scoring_long_text_is_every_committed_ranges_counts_summed(tmp_path):
     }  # fmt: skip
     _commit(run, 2, 6, 8)  # without counts
     assert gather_predictions(run, 8, "fp")["long_text"] is None
+
+
+def test_a_missing_or_damaged_shard_heals_on_the_rerun(tmp_path, caplog):
+    """A commit record whose shard is missing (or of another size) is withdrawn by the plan and its
+    range scored again, said in one line; one whose shard fails its checksum is withdrawn by the
+    gather, which says to rerun; the rerun's plan lists that range as pending."""
+    from scorekeeper.tasks.plan import usable_commits
+
+    run = RunFolder.from_uri(str(tmp_path / "run"))
+    for index in range(4):
+        _commit(run, index, 3 * index, 3 * index + 3)
+    assert sorted(usable_commits(run, "fp")) == [0, 1, 2, 3]
+    record = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(1)))
+    assert record.shard_bytes == len(run.read_bytes(record.shard)) and record.shard_sha256
+    run.remove(record.shard)  # the missing shard of the operator's report
+    shard_2 = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(2))).shard
+    run.publish_bytes(run.read_bytes(shard_2) + b"\0", shard_2)  # another size
+    with caplog.at_level("WARNING"):
+        assert sorted(usable_commits(run, "fp")) == [0, 3]
+    lines = [r.getMessage() for r in caplog.records if "withdrawn" in r.getMessage()]
+    assert len(lines) == 2 and "range 1 [3, 6) was committed but its shard work/shards/range-0000001-t.parquet is missing" in lines[0]
+    assert "has " in lines[1] and "its commit record says" in lines[1]
+    assert not run.exists(RunFolder.commit_name(1)) and not run.exists(RunFolder.commit_name(2))
+    _commit(run, 1, 3, 6)  # the rerun scores them again: the exclusive create succeeds
+    _commit(run, 2, 6, 9)
+    assert gather_predictions(run, 12, "fp")["rows"] == 12
+
+    shard_3 = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(3))).shard
+    data = bytearray(run.read_bytes(shard_3))
+    data[len(data) // 2] ^= 0xFF  # same size, other bytes
+    run.publish_bytes(bytes(data), shard_3)
+    with pytest.raises(GatherError, match=r"range 3 \[9, 12\): its shard .*sha256 differs.*rerun with the same run name"):
+        gather_predictions(run, 12, "fp")
+    assert sorted(usable_commits(run, "fp")) == [0, 1, 2]  # range 3 is pending again

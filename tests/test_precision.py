@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from scorekeeper.boundary import PrecisionCheck
 from scorekeeper.errors import GateFailed
 from scorekeeper.params import ScoreRequest
+from scorekeeper.scoring_summary import PrecisionCheck
 from scorekeeper.worker.model import cpu_feature_flags
 from scorekeeper.worker.precision import compare, rows_to_check, sample_positions
 from tests.helpers import make_rows, probabilities, run_flow, write_rows

@@ -67,7 +67,7 @@ def test_null_text_is_refused_with_its_rows_or_scored_empty(tmp_path):
         (
             lambda d: write_rows(d / "d.csv", make_rows(3) + make_rows(2)),
             {"id_column": "review_id"},
-            r"duplicate values: 'r00000' x2 \(first at row_index 0\)",
+            r"duplicate values: 'r00000' x2 at row_index 0 \(d.csv, its row 1\) and row_index 3 \(d.csv, its row 4\)",
         ),
         (lambda d: _truncated_parquet(d), {}, r"cannot read .*broken.parquet"),
         (lambda d: _bad_utf8(d), {}, r"cannot read .*bad.csv"),

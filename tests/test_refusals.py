@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -86,7 +87,7 @@ def test_model_folder_without_tokenizer_files_is_refused(tmp_path, models):
     # The scoring processes refuse it too (transformers 5 builds an all-[UNK] tokenizer here).
     from scorekeeper.worker.model import load_tokenizer
 
-    with pytest.raises(ModelError, match=rf"tokenizer in {folder} cannot encode ordinary text"):
+    with pytest.raises(ModelError, match=rf"tokenizer in {folder} cannot encode any text"):
         load_tokenizer(str(folder), trust_remote_code=False)
 
 
@@ -101,15 +102,76 @@ def test_tokenizer_with_only_special_tokens_is_refused(tmp_path, models):
     tokenizer.add_special_tokens(specials)
     tokenizer.save(str(folder / "tokenizer.json"))
     write_rows(tmp_path / "in.csv", make_rows(3))
-    with pytest.raises(ModelError, match=r"cannot encode ordinary text: its vocabulary has 5 token\(s\), 5 of them special"):
+    with pytest.raises(ModelError, match=r"cannot encode any text: its vocabulary has 5 token\(s\), 5 of them special"):
         open_run_and_plan(input_uri=str(tmp_path / "in.csv"), model_uri=str(folder), output_uri=str(tmp_path / "out"), run_name="r")
     _assert_nothing_written(tmp_path)
     from scorekeeper.worker.model import load_tokenizer
 
-    with pytest.raises(ModelError, match="cannot encode ordinary text"):
+    with pytest.raises(ModelError, match="cannot encode any text"):
         load_tokenizer(str(folder), trust_remote_code=False)
     load_tokenizer(models["bert"], trust_remote_code=False)  # a real one passes
     load_tokenizer(models["llama"], trust_remote_code=False)
+
+
+def _word_level_tokenizer(folder: Path, words: list[str]) -> None:
+    """A word-level tokenizer.json over `words` (and the BERT specials), as a domain tokenizer is."""
+    from tokenizers import Tokenizer, pre_tokenizers, processors
+    from tokenizers import models as tok_models
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    vocab = {t: i for i, t in enumerate(specials + sorted(set(words)))}
+    tokenizer = Tokenizer(tok_models.WordLevel(vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    tokenizer.add_special_tokens(specials)
+    tokenizer.save(str(folder / "tokenizer.json"))
+
+
+def test_a_domain_tokenizer_trained_on_the_rows_is_accepted(tmp_path, models):
+    """Product codes no English, German, Russian or Chinese sentence holds: the check is on the rows."""
+    folder = _model_copy(models, tmp_path)
+    rng = np.random.default_rng(4)
+    codes = [f"SKU{n:05d}" for n in rng.integers(0, 99999, 60)]
+    rows = [{"id": i, "text": " ".join(rng.choice(codes, 4)), "label": "pos" if i % 2 else "neg"} for i in range(600)]
+    _word_level_tokenizer(folder, codes)
+    write_rows(tmp_path / "in.csv", rows)
+    _, _, manifest, _ = open_run_and_plan(
+        input_uri=str(tmp_path / "in.csv"), model_uri=str(folder), output_uri=str(tmp_path / "out"), run_name="r"
+    )
+    assert manifest.total_rows == 600
+    from scorekeeper.worker.model import load_tokenizer
+
+    ids = load_tokenizer(str(folder), trust_remote_code=False)(codes[0])["input_ids"]
+    assert len(ids) == 3 and ids[1] > 4  # [CLS] the code [SEP]: an ordinary token of the vocabulary
+
+
+@pytest.mark.parametrize("vocabulary", ["english", "three words"])
+def test_rows_the_tokenizer_turns_into_unknown_tokens_only_are_refused_naming_a_row(tmp_path, models, vocabulary):
+    """DNA rows against a tokenizer of English reviews, or of three words: refused on the rows, with
+    advice that fits the tokenizer (a real vocabulary that does not cover the text, or one that is not
+    the model's), before anything is published."""
+    folder = _model_copy(models, tmp_path)
+    if vocabulary == "three words":
+        _word_level_tokenizer(folder, ["good", "bad", "fine"])
+    rng = np.random.default_rng(5)
+    rows = [{"id": i, "text": "".join(rng.choice(list("ACGT"), 40)) + "✨", "label": "pos"} for i in range(700)]
+    rows[3]["text"] = ""  # an empty text is not judged
+    write_rows(tmp_path / "in.csv", rows)
+    advice = "vocabulary holds only 3 ordinary token" if vocabulary == "three words" else r"does not cover this text: give the tokenizer"
+    with pytest.raises(
+        ModelError,
+        match=rf"turns every one of the \d+ input rows it was tried on .* into unknown or special tokens only, e.g. row_index 0 '{rows[0]['text'][:20]}.*{advice}",
+    ) as refused:
+        open_run_and_plan(input_uri=str(tmp_path / "in.csv"), model_uri=str(folder), output_uri=str(tmp_path / "out"), run_name="r")
+    message = str(refused.value)
+    assert "\n" not in message and ("save_pretrained" in message) == (vocabulary == "three words")
+    assert not (tmp_path / "out" / "r" / "work" / "input.parquet").exists()
+
+    rows[1]["text"] = "the delivery was fine"  # one row with an ordinary token: the input is encodable
+    write_rows(tmp_path / "in.csv", rows)
+    open_run_and_plan(input_uri=str(tmp_path / "in.csv"), model_uri=str(folder), output_uri=str(tmp_path / "out"), run_name="r2")
 
 
 def test_model_code_in_the_folder_is_not_run_without_trust_remote_code(tmp_path, models):
@@ -268,7 +330,7 @@ def test_a_one_logit_head_without_problem_type_is_refused_naming_both_choices(tm
 
 
 def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
-    from scorekeeper.lease import run_lease
+    from scorekeeper.lease import generation_name, lease_holder, run_lease
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -280,9 +342,9 @@ def test_lease_of_a_dead_process_on_this_host_is_taken_over_at_once(tmp_path):
         "started": time.time() - 5,
         "renewed_at": time.time(),
     }
-    run.publish_json(record, RunFolder.LEASE)
+    run.publish_json(record, generation_name(0))
     with run_lease(run, "run", owner="me"):
-        assert json.loads(run.read_bytes(RunFolder.LEASE))["owner"] == "me"
+        assert lease_holder(run)["owner"] == "me"
     # a live owner (this very process) still blocks
     with run_lease(run, "run", owner="first"):
         with pytest.raises(RunConflict, match="is being written by another job"):

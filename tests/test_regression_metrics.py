@@ -200,7 +200,8 @@ def report_metrics(prediction, truth, outputs, text=None, slices: dict[str, list
     from tests.test_multilabel_metrics import slice_metrics
 
     n = len(prediction)
-    base = {"head": "regression", "rows": n, "scored": n, "missing_predictions": 0, "unmatched_predictions": 0, "scoring_only": False}
+    base = {"head": "regression", "ground_truth_source": "label_column", "rows": n, "scored": n, "missing_predictions": 0}
+    base |= {"unmatched_predictions": 0, "scoring_only": False}
     con = make_con(prediction, truth, text)
     metrics = base | regression_metrics(con, outputs)
     return metrics | (slice_metrics(con, "regression", slices) if slices else {})
@@ -209,7 +210,7 @@ def report_metrics(prediction, truth, outputs, text=None, slices: dict[str, list
 @pytest.mark.parametrize("rows, outputs", [(300, 1), (4000, 1), (200, 2)])
 def test_report_shows_the_regression_sections(rows, outputs):
     from scorekeeper.report.report import plot_files, render_html, render_markdown
-    from tests.report_fixture import check_marked_numbers
+    from tests.report_fixture import check_marked_numbers, document
 
     rng = np.random.default_rng(rows)
     y, p = random_case(rng, rows * outputs, decimals=2)
@@ -217,13 +218,13 @@ def test_report_shows_the_regression_sections(rows, outputs):
     names = ["<b>quality</b>", "safety"][:outputs]
     text = [f"<script>row {i}</script>" for i in range(rows)]
     metrics = report_metrics(shape(p), shape(y), names, text)
-    page = render_html(metrics, RUN_INFO)
+    page = render_html(document(metrics), RUN_INFO)
     assert '<section id="regression">' in page and '<section id="per-class">' not in page
     assert "<script>" not in page and "&lt;script&gt;row" in page and "&lt;b&gt;quality" in page
     assert check_marked_numbers(page, metrics) >= 8 + 10 * 3 * outputs
     expected = {
         f"{k}.svg" if outputs == 1 else f"{k}-{i}.svg" for k in ("predicted_vs_true", "residuals", "deciles") for i in range(outputs)
     }
-    assert set(plot_files(metrics)) == expected
-    markdown = render_markdown(metrics, RUN_INFO)
+    assert set(plot_files(document(metrics))) == expected
+    markdown = render_markdown(document(metrics), RUN_INFO)
     assert "## Calibration by decile" in markdown and "## Largest errors" in markdown and "| rmse |" in markdown

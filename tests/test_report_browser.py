@@ -17,7 +17,7 @@ import pytest
 from scorekeeper.report.report import render_html
 from tests.browser import distinct_colours, dump_dom, find_chromium, screenshot
 from tests.helpers import make_rows, run_flow, write_rows
-from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, full_metrics, marked_numbers
+from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, document, full_metrics, marked_numbers
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def _check_in_browser(chromium, page, metrics, tmp_path) -> str:
 def test_full_report_in_chromium(chromium, tmp_path):
     metrics, run_info = full_metrics()
     page = tmp_path / "report.html"
-    page.write_text(render_html(metrics, run_info))
+    page.write_text(render_html(document(metrics), run_info))
     dom = _check_in_browser(chromium, page, metrics, tmp_path)
     assert dom.count("<script") == 1  # only the test's error hook: the row's <script> stayed text
     assert html.escape(SCRIPT_TEXT, quote=False) in dom
@@ -87,7 +87,7 @@ def _head_report(head: str) -> tuple[dict, dict]:
 def test_the_report_of_each_head_in_chromium(chromium, tmp_path, head, section):
     metrics, run_info = _head_report(head)
     page = tmp_path / "report.html"
-    page.write_text(render_html(metrics, run_info))
+    page.write_text(render_html(document(metrics), run_info))
     dom = _check_in_browser(chromium, page, metrics, tmp_path)
     assert dom.count("<script") == 1 and "<img src=x" not in dom  # markup from the data stayed text
     assert f'id="{section}"' in dom and 'id="per-class"' not in dom

@@ -14,8 +14,9 @@ from scorekeeper.boundary import ModelLoaded
 from scorekeeper.launch.progress import Progress
 from scorekeeper.report import plots
 from scorekeeper.report.report import render_html, run_facts
+from scorekeeper.scoring_summary import ScoringSummary
 from tests.helpers import make_rows, run_flow, write_rows
-from tests.report_fixture import full_metrics
+from tests.report_fixture import document, full_metrics
 
 
 def test_rows_that_flipped_gives_the_real_counts_not_the_samples_shown():
@@ -24,7 +25,7 @@ def test_rows_that_flipped_gives_the_real_counts_not_the_samples_shown():
     comparison["samples"] = {k: v[:3] for k, v in comparison["samples"].items()}
     flipped = comparison["flipped"]
     assert flipped["right_to_wrong"] > 3 and flipped["wrong_to_right"] > 3
-    page = render_html(metrics, run_info)
+    page = render_html(document(metrics), run_info)
     summary = re.search(r"<summary>Rows that flipped[^<]*</summary>", page).group(0)
     assert f"({flipped['right_to_wrong']} right → wrong, {flipped['wrong_to_right']} wrong → right; 6 shown)" in summary
 
@@ -34,12 +35,12 @@ def test_run_facts_show_the_dtype_the_workers_used():
     progress.update(ModelLoaded(rank=1, seconds=1.0, dtype="float16"))  # rank 0 speaks for the job
     progress.update(ModelLoaded(rank=0, seconds=1.0, dtype="bfloat16"))
     scoring = progress.summary()
-    assert scoring["dtype"] == "bfloat16"
+    assert scoring.dtype == "bfloat16"
     metrics, run_info = copy.deepcopy(full_metrics(n=100))
-    facts = dict(run_facts(metrics | {"scoring": scoring}, run_info | {"dtype": "auto"}))
+    facts = dict(run_facts(document(metrics | {"scoring": scoring.as_dict()}), run_info | {"dtype": "auto"}))
     assert "dtype bfloat16" in facts["mode"] and "auto" not in facts["mode"]
-    fanned = {"groups": [{"dtype": "bfloat16"}, {"dtype": "float32"}]}
-    assert "dtype bfloat16, float32" in dict(run_facts(metrics | {"scoring": fanned}, run_info | {"dtype": "auto"}))["mode"]
+    fanned = ScoringSummary.measured(2, 20, 20, 0, 1.0, groups=[{"dtype": "bfloat16"}, {"dtype": "float32"}]).as_dict()
+    assert "dtype bfloat16, float32" in dict(run_facts(document(metrics | {"scoring": fanned}), run_info | {"dtype": "auto"}))["mode"]
 
 
 @pytest.mark.integration
@@ -55,5 +56,6 @@ def test_history_marks_a_changed_adapter_as_a_changed_model():
         {"run_id": "b", "accuracy": 0.82, "macro_f1": 0.71, "model_fingerprint": "m", "adapter_fingerprint": "x"},
         {"run_id": "c", "accuracy": 0.85, "macro_f1": 0.75, "model_fingerprint": "m", "adapter_fingerprint": "y"},
     ]
-    svg = plots.history_svg({"history": runs})
+    counts = {"finished_at": None, "rows": 10, "evaluated": 10, "input_fingerprint": "i"}
+    svg = plots.history_svg(document(full_metrics(n=100)[0] | {"history": [counts | r for r in runs]}))
     assert svg.count("<title>model changed</title>") == 1  # between b and c: the adapter changed, the base did not

@@ -13,7 +13,7 @@ from scorekeeper.evaluation.driver import evaluate
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.report.report import render_html, render_markdown
 from scorekeeper.tasks.artifacts import comparison_rows, summary_markdown
-from tests.report_fixture import check_marked_numbers
+from tests.report_fixture import check_marked_numbers, document
 from tests.test_compare import LABELS, write_run
 from tests.test_paired_tests import two_models
 
@@ -33,7 +33,7 @@ def compared(tmp_path_factory):
 
 
 def test_the_page_shows_every_test_and_each_number_equals_metrics_json(compared):
-    page = render_html(compared, RUN_INFO)
+    page = render_html(document(compared), RUN_INFO)
     for section in ('id="label-audit"', "deltas tested", "Holm-adjusted p", "detectable change", "Label audit (confident learning)"):
         assert section in page
     checked = check_marked_numbers(page, compared)
@@ -43,7 +43,7 @@ def test_the_page_shows_every_test_and_each_number_equals_metrics_json(compared)
 
 
 def test_markdown_has_the_tests_the_gate_line_and_the_audit(compared):
-    text = render_markdown(compared, RUN_INFO)
+    text = render_markdown(document(compared), RUN_INFO)
     c = compared["comparison"]
     n = c["tests_counted"]
     assert f"{n['metric_tests'] + n['per_class_tests'] + n['slice_tests']} deltas tested" in text
@@ -59,15 +59,15 @@ def test_the_audit_is_escaped_in_html_and_markdown(compared):
     evil = '<script>alert("audit")</script> | pipe\nnewline'
     metrics["label_audit"]["rows"][0]["text"] = evil
     metrics["label_audit"]["rows"][0]["id"] = "<b>id</b>"
-    page = render_html(metrics, RUN_INFO)
+    page = render_html(document(metrics), RUN_INFO)
     assert "<script>" not in page and "&lt;script&gt;alert(&#34;audit&#34;)&lt;/script&gt;" in page and "&lt;b&gt;id&lt;/b&gt;" in page
-    markdown = render_markdown(metrics, RUN_INFO)
+    markdown = render_markdown(document(metrics), RUN_INFO)
     assert "\\| pipe newline" in markdown
 
 
 def test_the_prefect_artifacts_carry_the_tests(compared):
-    rows = {r["metric"]: r for r in comparison_rows(compared)}
+    rows = {r["metric"]: r for r in comparison_rows(document(compared))}
     test = compared["comparison"]["metric_tests"]["macro_f1"]
     assert rows["macro_f1"]["95% CI"] == test["ci"] and rows["macro_f1"]["p"] == test["p"] and rows["macro_f1"]["test"] == test["method"]
-    summary = summary_markdown(compared, "cand", "/runs/cand", {}, {})
+    summary = summary_markdown(document(compared), "cand", "/runs/cand", {})
     assert "deltas tested" in summary and "label audit" in summary.lower()

@@ -1,4 +1,4 @@
-"""The scoring summary (metrics.json `scoring`) is one typed record, boundary.ScoringSummary, and
+"""The scoring summary (metrics.json `scoring`) is one typed record, scoring_summary.ScoringSummary, and
 its rates are computed in one place: a single-machine run's (launch/progress.py) and a fanned-out
 run's (tasks/fan_out.py) both come from ScoringSummary.measured."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from scorekeeper.boundary import ScoringSummary
 from scorekeeper.launch.progress import Progress
+from scorekeeper.scoring_summary import ScoringSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,8 +30,8 @@ def test_a_runs_progress_summary_is_a_scoring_summary():
     progress = Progress(total_rows=4)
     progress.rows_done, progress.tokens = 4, 40
     summary = progress.summary(processes=1)
-    assert ScoringSummary.model_validate(summary).as_dict() == summary
-    assert summary["processes"] == 1 and "pipeline" not in summary
+    assert isinstance(summary, ScoringSummary) and ScoringSummary.model_validate(summary.as_dict()) == summary
+    assert summary.processes == 1 and "pipeline" not in summary.as_dict()
 
 
 def test_only_the_boundary_computes_the_rates():

@@ -86,8 +86,9 @@ def _mean(values) -> float | None:
 
 
 def _number(value) -> float | None:
-    """A SQL result as a metric: None for NULL and NaN."""
+    """A SQL result as a metric: None for NULL, NaN and the infinities (a value that overflowed is
+    not a number the metric has)."""
     if value is None:
         return None
     value = float(value)
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None

@@ -31,6 +31,7 @@ from scorekeeper.metrics.document import (
 )
 from scorekeeper.metrics.registry import Metric, compared_metrics, value_at
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,9 @@ def compare(
     truth_column: str = "label",
 ) -> Comparison:
     """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`,
-    `truth` and `labels`; `matching` is how this run's truth was matched to its labels."""
+    `truth` and `labels`; `matching` is how this run's truth was matched to its labels. The other
+    run must vouch for every file read here (scorekeeper/run_seal.py), checked as they are now."""
+    refuse_unverified(RunFolder(other.fs, other.path), "compare_to")
     other_plan = other.read_json(RunFolder.PLAN)
     other_matching = _other_matching(con, other_plan.get("labels") or [], matching, truth_column)
     other_metrics = RecordedMetrics.parse(other.read_json(RunFolder.METRICS)) or RecordedMetrics()

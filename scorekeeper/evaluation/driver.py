@@ -19,6 +19,7 @@ from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
 from scorekeeper.evaluation.duck import connect_run, parquet_uri, sql
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.length_impact import length_impact
+from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.evaluation.truth import label_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import MetricsDocument
@@ -53,11 +54,13 @@ def evaluate_run(
     truth_column: str = "label",
     log: Logger | None = None,
     max_length: int | None = None,
+    label_columns: list[str] | None = None,
 ) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
     in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
     ground-truth column (for messages); `log` the run's logger (the module's by default);
-    `max_length` the length the run was scored at (scoring.long_text), for `length_impact`."""
+    `max_length` the length the run was scored at (scoring.long_text), for `length_impact`.
+    `label_columns` the 0/1 columns the ground truth came from, when it did (truth_matching says so)."""
     kind = evaluation_for(head)
     con = open_evaluation(run, labels)
     try:
@@ -90,6 +93,8 @@ def evaluate_run(
         )
         if baseline is not None and document.evaluated:
             document.comparison = kind.comparison(ev, baseline, document)
+        if label_columns and document.truth_matching is not None:  # staged as names, given as one 0/1 column per label
+            document.truth_matching = document.truth_matching.model_copy(update={"column_type": ColumnKind.LABEL_COLUMNS})
     finally:
         con.close()
     return document

@@ -1,57 +1,94 @@
 """The completed runs under output_uri: metrics.json's `history`, and the runs `compare_to` may name.
 
 A run is complete when, and only when, its completion record (complete.json, scorekeeper/report/publish.py)
-exists and vouches for its metrics.json (the sha256 it holds): a metrics.json that a failure while
-publishing left behind is not a completed run. The output folder is listed once and the runs'
-records, metrics.json and plan.json are fetched in one batch each (concurrently on object storage).
+exists, and the history takes a completed run only when the record vouches for what the history
+reads of it (its metrics.json and plan.json, scorekeeper/run_seal.py): a metrics.json that a
+failure while publishing left behind is not a completed run, and a run whose files changed after
+it completed is left out, in metrics.json's `history_left_out` with the reason. The output folder
+is listed once and the runs' records, metrics.json and plan.json are fetched in one batch each
+(concurrently on object storage).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import posixpath
 
-from scorekeeper.metrics.document import HistoryEntry, MetricsDocument, RecordedMetrics, history_entry
+from pydantic import ValidationError
+
+from scorekeeper.metrics.document import HistoryEntry, LeftOutRun, MetricsDocument, RecordedMetrics, history_entry
 from scorekeeper.run_folder import CompletionRecord, RunFolder
+from scorekeeper.run_seal import HISTORY, bytes_reason, unverified_reason
 from scorekeeper.storage import Location
 
 log = logging.getLogger(__name__)
 
 
 def completed_runs(output: Location) -> list[dict]:
-    """One record per completed run under `output`, oldest first: its line in the history (a
-    HistoryEntry's fields) plus `input_files` (the fingerprints of the files it read, in order)."""
+    """One record per completed run under `output` that vouches for its files, oldest first: its
+    line in the history (a HistoryEntry's fields) plus `input_files` (the fingerprints of the files
+    it read, in order)."""
+    return scan_runs(output)[0]
+
+
+def scan_runs(output: Location) -> tuple[list[dict], list[LeftOutRun]]:
+    """(completed_runs, the completed runs left out and why, by run id)."""
     fs = output.fs
     fs.invalidate_cache(output.path)  # other runs finish while this one works
     try:
         entries = fs.ls(output.path, detail=True)
     except FileNotFoundError:
-        return []
+        return [], []
     folders = {posixpath.basename(e["name"].rstrip("/")): e["name"].rstrip("/") for e in entries if e.get("type") == "directory"}
-    completions = _fetch(fs, {run_id: posixpath.join(path, RunFolder.COMPLETION) for run_id, path in folders.items()})
-    raw = _fetch_raw(fs, {run_id: posixpath.join(folders[run_id], RunFolder.METRICS) for run_id in completions})
-    metrics = {run_id: json.loads(data) for run_id, data in raw.items() if _vouched(run_id, completions[run_id], data)}
-    plans = _fetch(fs, {run_id: posixpath.join(folders[run_id], RunFolder.PLAN) for run_id in metrics})
+    raw_records = _fetch_raw(fs, {run_id: posixpath.join(path, RunFolder.COMPLETION) for run_id, path in folders.items()})
+    left_out: list[LeftOutRun] = []
+
+    def leave_out(run_id: str, reason: str) -> None:
+        log.warning("ignoring run %s: %s", run_id, reason)
+        left_out.append(LeftOutRun(run_id=run_id, reason=reason))
+
+    completions: dict[str, CompletionRecord] = {}
+    for run_id, data in raw_records.items():
+        try:
+            completions[run_id] = CompletionRecord.model_validate_json(data)
+        except ValidationError:
+            leave_out(run_id, f"its {RunFolder.COMPLETION} is not a completion record")
+    raw = {name: _fetch_raw(fs, {run_id: posixpath.join(folders[run_id], name) for run_id in completions}) for name in HISTORY}
     records = []
-    for run_id, data in metrics.items():
-        recorded = RecordedMetrics.parse(data)
-        if recorded is None:
-            log.warning("ignoring run %s: its %s is not a metrics document", run_id, RunFolder.METRICS)
+    for run_id, completion in completions.items():
+        problem = bytes_reason(completion, {name: raw[name].get(run_id) for name in HISTORY}, optional=(RunFolder.PLAN,))
+        if problem is not None:
+            leave_out(run_id, problem)
             continue
-        plan = plans.get(run_id) or {}
+        try:
+            recorded = RecordedMetrics.parse(json.loads(raw[RunFolder.METRICS][run_id]))
+            plan = json.loads(raw[RunFolder.PLAN][run_id]) if run_id in raw[RunFolder.PLAN] else {}
+        except ValueError:
+            recorded = None
+        if recorded is None:
+            leave_out(run_id, f"its {RunFolder.METRICS} or {RunFolder.PLAN} is not a document this version reads")
+            continue
         if recorded.finished_at is None:
-            recorded.finished_at = completions[run_id].get("finished_at")
+            recorded.finished_at = completion.finished_at
         entry = history_entry(run_id, recorded, plan).model_dump()
         records.append(entry | {"input_files": [f.get("fingerprint") for f in plan.get("files", [])] if plan else None})
-    return sorted(records, key=lambda r: (r["finished_at"] or "", r["run_id"]))
+    return sorted(records, key=lambda r: (r["finished_at"] or "", r["run_id"])), sorted(left_out, key=lambda r: r.run_id)
 
 
-def run_history(output: Location, run_id: str, metrics: MetricsDocument, plan: dict) -> list[HistoryEntry]:
+def run_history(output: Location, run_id: str, metrics: MetricsDocument | RecordedMetrics, plan: dict) -> list[HistoryEntry]:
     """metrics.json's `history`: the completed runs under output_uri, oldest first, this run last."""
-    earlier = [HistoryEntry.model_validate(_without(r, "input_files")) for r in completed_runs(output) if r["run_id"] != run_id]
-    return earlier + [history_entry(run_id, metrics, plan)]
+    return history_and_left_out(output, run_id, metrics, plan)[0]
+
+
+def history_and_left_out(
+    output: Location, run_id: str, metrics: MetricsDocument | RecordedMetrics, plan: dict
+) -> tuple[list[HistoryEntry], list[LeftOutRun]]:
+    """metrics.json's `history` and `history_left_out` (the completed runs whose files are not the
+    ones they vouch for, with the reason), from one listing."""
+    runs, left_out = scan_runs(output)
+    earlier = [HistoryEntry.model_validate(_without(r, "input_files")) for r in runs if r["run_id"] != run_id]
+    return earlier + [history_entry(run_id, metrics, plan)], [r for r in left_out if r.run_id != run_id]
 
 
 def _without(record: dict, key: str) -> dict:
@@ -59,37 +96,8 @@ def _without(record: dict, key: str) -> dict:
 
 
 def is_complete(run: RunFolder) -> bool:
-    """Whether the run completed: its completion record exists and vouches for its metrics.json."""
-    record = run.read_completion()
-    if record is None:
-        return False
-    try:
-        return _vouched(record.run_id, record.model_dump(), run.read_bytes(RunFolder.METRICS))
-    except FileNotFoundError:
-        return False
-
-
-def _vouched(run_id: str, record: dict, metrics: bytes) -> bool:
-    try:
-        files = CompletionRecord.model_validate(record).files
-    except ValueError:
-        log.warning("ignoring run %s: its %s is not a completion record", run_id, RunFolder.COMPLETION)
-        return False
-    if files.get("metrics.json") != hashlib.sha256(metrics).hexdigest():
-        log.warning("ignoring run %s: its metrics.json is not the one its completion record vouches for", run_id)
-        return False
-    return True
-
-
-def _fetch(fs, paths: dict[str, str]) -> dict[str, dict]:
-    """{run_id: parsed JSON} of the files that exist; one batched read."""
-    parsed = {}
-    for run_id, data in _fetch_raw(fs, paths).items():
-        try:
-            parsed[run_id] = json.loads(data)
-        except ValueError:
-            log.warning("ignoring run %s: %s is not valid JSON", run_id, paths[run_id])
-    return parsed
+    """Whether the run completed and vouches for its metrics.json as it is now."""
+    return unverified_reason(run, (RunFolder.METRICS,)) is None
 
 
 def _fetch_raw(fs, paths: dict[str, str]) -> dict[str, bytes]:

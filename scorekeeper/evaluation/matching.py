@@ -41,10 +41,13 @@ class TruthRule(StrEnum):
 
 
 class ColumnKind(StrEnum):
-    """The staged label column's type family, as the rule sees it."""
+    """The staged label column's type family, as the rule sees it. `label_columns`: the ground
+    truth was one 0/1 integer column per label, each named like its label (multi-label's
+    label_columns), staged as the names of the labels whose column holds 1 and matched by name."""
 
     INTEGER = "integer"
     TEXT = "text"
+    LABEL_COLUMNS = "label_columns"
 
 
 def column_kind(arrow_type: str) -> ColumnKind:

@@ -93,7 +93,11 @@ def mcnemar_exact(b: int, c: int) -> float:
 def significant(test: dict | None, holm: bool = False) -> bool:
     """Whether a test says the runs differ at ALPHA: by its p-value, or by Holm's adjusted p-value
     (`holm`) for a member of a family, so that only what survives the correction counts."""
-    p = (test or {}).get("p_holm" if holm else "p")
+    return significant_p((test or {}).get("p_holm" if holm else "p"))
+
+
+def significant_p(p: float | None) -> bool:
+    """Whether a p-value (None: no test) is below ALPHA."""
     return p is not None and p < ALPHA
 
 

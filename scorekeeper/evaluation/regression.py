@@ -19,6 +19,9 @@ and `per_output` holds each output's. The comparison's paired rows and tests are
 
 from __future__ import annotations
 
+import logging
+import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -47,6 +50,29 @@ RESIDUAL_BINS = 30
 LARGEST_ERRORS = 20
 
 REGRESSION_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.REGRESSION))
+
+# The magnitudes (largest |truth or prediction|) between which the paired tests' sums of squares and
+# products stay normal doubles (squares of 1e150 are 1e300; of 1e-140, 1e-280).
+PAIRED_SAFE = (1e-140, 1e150)
+
+# regression_metrics.sql's columns in the output's scale, and the power of the scale they carry
+SCALED = {"mae": 1, "mse": 2, "rmse": 1, "max_error": 1, "median_absolute_error": 1, "mean_truth": 1, "mean_prediction": 1}
+
+
+def unscale(value, scale: float, power: int = 1) -> float | None:
+    """A value computed in units of `scale`, multiplied back (`power` times, one factor at a time so
+    that no intermediate overflows before the result would); None when the result is not a
+    representable double: it overflows, or underflows below the smallest normal double (a
+    subnormal holds too few bits to be right to 1e-6)."""
+    if value is None or math.isnan(float(value)):
+        return None
+    scaled = float(value)
+    result = scaled
+    for _ in range(power):
+        result *= scale
+    if not math.isfinite(result) or (scaled != 0.0 and abs(result) < sys.float_info.min):
+        return None
+    return result
 
 
 def regression_metrics(con, outputs: list[str]) -> dict:
@@ -80,10 +106,13 @@ def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
     shape (row_index, output_id, truth, prediction): the run's own rows, or a comparison's paired rows."""
     per_output = {i: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for i in range(outputs)}
     for fields in records(con.execute(sql("regression_metrics.sql", cells=cells))):
-        # every scalar but the correlations, which the queries below fill in
-        per_output[fields["output_id"]] |= {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | {
-            "mape_rows": int(fields["mape_rows"])
-        }
+        # every scalar but the correlations, which the queries below fill in; the `_s` columns are in
+        # the output's scale (regression_metrics.sql) and are multiplied back here
+        scale = float(fields["scale"])
+        unscaled = {k: unscale(fields[f"{k}_s"], scale, power) for k, power in SCALED.items()}
+        per_output[fields["output_id"]] |= (
+            {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | unscaled | {"mape_rows": int(fields["mape_rows"])}
+        )
     for output_id, r in con.execute(sql("regression_correlation.sql", x="truth", y="prediction", source=cells)).fetchall():
         per_output[output_id]["pearson"] = _number(r)
     ranks = f"{cells}_ranks"
@@ -125,9 +154,9 @@ def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
     """The data of the regression report's plots and tables, per output name."""
     residuals: dict[str, dict] = {}
     for output_id, lo, hi, b, n in con.execute(sql("regression_residuals.sql"), {"bins": RESIDUAL_BINS}).fetchall():
-        width = (hi - lo) / RESIDUAL_BINS if hi > lo else 0.0
+        half = (hi * 0.5 - lo * 0.5) / RESIDUAL_BINS if hi > lo else 0.0  # on halves: hi - lo may overflow
         hist = residuals.setdefault(
-            outputs[output_id], {"edges": [lo + k * width for k in range(RESIDUAL_BINS)] + [hi], "counts": [0] * RESIDUAL_BINS}
+            outputs[output_id], {"edges": [(lo * 0.5 + k * half) * 2 for k in range(RESIDUAL_BINS)] + [hi], "counts": [0] * RESIDUAL_BINS}
         )
         hist["counts"][b] = int(n)
     scatter: dict[str, dict] = {}
@@ -272,9 +301,21 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
             this_key=keys[1],
         )
     )
-    rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired").fetchone()[0]
+    rows, top = con.execute(
+        "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
+    ).fetchone()
     result: dict = {"rows_compared": int(rows)}
     if not rows:
+        return result
+    if top is not None and not PAIRED_SAFE[0] <= top <= PAIRED_SAFE[1]:
+        # The paired tests work on sums of squared errors and products of centred values, whose
+        # terms overflow past about 1e154 and underflow below about 1e-154: rather than a finite
+        # wrong interval, they are left out (the deltas of the metrics themselves are exact).
+        logging.getLogger(__name__).warning(
+            "compare_to: the paired tests of this regression comparison are left out: its values reach %.3e, where their sums "
+            "of squares are not representable; the metrics' deltas are given",
+            top,
+        )
         return result
     blocks = block_key(rows, BOOTSTRAP_BLOCKS)
     per_output = {}

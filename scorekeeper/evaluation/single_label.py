@@ -22,7 +22,7 @@ from scorekeeper.evaluation.base import (
     _number,
 )
 from scorekeeper.evaluation.compare import compare
-from scorekeeper.evaluation.duck import SLICE_GROUPS, literal, null_group_key, ovr_table, sql
+from scorekeeper.evaluation.duck import SLICE_GROUPS, literal, null_group_key, number, ovr_table, sql
 from scorekeeper.evaluation.label_audit import label_audit
 from scorekeeper.evaluation.matching import ColumnKind, TruthRule, why_nothing_evaluated
 from scorekeeper.evaluation.truth import match_truth, truth_table
@@ -47,6 +47,16 @@ THRESHOLDS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 HISTOGRAM_BINS = 20
 
 
+def unknown_number(labels: list[str]) -> int:
+    """The suffix an unknown truth value spelled like a label name is called by (evaluated.sql): 1
+    for ' [unknown]' ('3' -> '3 [unknown]'), k for ' [unknown k]', the first no label name ends
+    with, so that the name is never a label's (a label literally named '3 [unknown]')."""
+    k = 1
+    while any(name.endswith(" [unknown]" if k == 1 else f" [unknown {k}]") for name in labels):
+        k += 1
+    return k
+
+
 class SingleLabel:
     """A softmax head: one label per row (docs/contracts.md, sections 3, 6 and 8)."""
 
@@ -59,7 +69,7 @@ class SingleLabel:
         con, labels, manifest = ev.con, ev.labels, ev.manifest
         con.execute(sql("wilson.sql"))
         matching = match_truth(con, coverage.column, labels, ev.truth_column, log=ev.log) if coverage.column else None
-        con.execute(sql("evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID)))
+        con.execute(sql("evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID), unknown=number(unknown_number(labels))))
         con.execute(sql("class_counts.sql"))
         if manifest.ground_truth:
             _say_how_ids_matched(ev.log, manifest, manifest.ground_truth, coverage.truth_rows, coverage.truth_rows - coverage.missing)

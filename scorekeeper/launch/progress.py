@@ -10,12 +10,11 @@ from scorekeeper.boundary import (
     Failed,
     ModelLoaded,
     PipelineReport,
-    PrecisionCheck,
     PrecisionChecked,
     RangeDone,
-    ScoringSummary,
     Started,
 )
+from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 
 
 @dataclass
@@ -66,8 +65,8 @@ class Progress:
             f"{self.rows_done / self.elapsed:.1f} rows/s, {self.tokens / self.elapsed:.0f} tokens/s"
         )
 
-    def summary(self, processes: int | None = None) -> dict:
-        """The scoring summary (boundary.ScoringSummary) of what the events reported, by `processes` processes."""
+    def summary(self, processes: int | None = None) -> ScoringSummary:
+        """The scoring summary (scoring_summary.ScoringSummary) of what the events reported, by `processes` processes."""
         check = PrecisionCheck.merged(self.precision_checks)
         return ScoringSummary.measured(
             self.rows_done,
@@ -78,6 +77,6 @@ class Progress:
             pipeline=self.pipeline or None,
             engine=self.engine or None,
             dtype=self.dtype or None,
-            precision_check=check.model_dump(exclude_none=True) if check else None,
+            precision_check=check,
             processes=processes,
-        ).as_dict()
+        )

@@ -1,19 +1,22 @@
 """One launch of the scoring processes: its output streamed, a stall watchdog, and a kill that
 reaches every rank.
 
-A failure raises ScoringFailed with the exit code and the tail of stderr, or with the worker's own
-one-line message when it explained the problem itself.
+A failure raises ScoringFailed in one line: the worker's own message when it explained the problem
+itself, else which process failed and how (torchrun's summary, the exit code), and the path of a
+log file holding the processes' whole stderr (torchrun's dump, a traceback).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import queue
 import re
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +52,10 @@ class Launched:
         )  # fmt: skip
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        # Every stderr line goes to a log file too: a failure says its cause in one line and names
+        # this file for the rest (torchrun's dump, a traceback); it is removed after a clean exit.
+        fd, self.log_path = tempfile.mkstemp(prefix="scorekeeper-scoring-", suffix=".log")
+        self._log = os.fdopen(fd, "w", encoding="utf-8", errors="replace")
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
@@ -64,9 +71,12 @@ class Launched:
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None, "started with stderr=PIPE"
         for line in self.proc.stderr:
+            self._log.write(line)
+            self._log.flush()
             line = line.rstrip("\n")
             self.tail.append(line)
             log.debug("worker: %s", line)
+        self._log.close()
 
     def follow(
         self, progress: Progress, on_progress: Callable[[Progress], None] | None = None, *, stall_timeout_s: float = 120.0
@@ -133,15 +143,22 @@ class Launched:
             self.kill()
             raise
         if stalled:
-            raise ScoringFailed(stalled[0])
+            raise ScoringFailed(stalled[0] + self._log_named())
         if rc != 0:
             time.sleep(0.2)  # let the stderr reader drain
             tail = list(self.tail)
-            stderr = "\nlast lines of its stderr:\n" + "\n".join(tail)
             if progress.errors:
-                raise ScoringFailed(ranks_own_errors(rc, progress.errors, tail) + (stderr if progress.crashed else ""))
-            raise ScoringFailed(failure_message(rc, tail) + stderr)
+                raise ScoringFailed(ranks_own_errors(rc, progress.errors, tail) + self._log_named())
+            raise ScoringFailed(failure_message(rc, tail) + self._log_named())
+        self._remove_log()
         return progress
+
+    def _log_named(self) -> str:
+        return f" (the scoring processes' whole output: {self.log_path})"
+
+    def _remove_log(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.log_path)
 
     def kill(self) -> None:
         """SIGKILL the launcher and every scoring process under it; nothing once it has exited

@@ -22,10 +22,11 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer
 
 from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
+from scorekeeper.scoring_summary import ScoringSummary
 
 Number = float | None
 GroundTruthSource = Literal["ground_truth_uri", "label_column"]  # ground_truth_uri's files, or label_column
@@ -71,6 +72,27 @@ class ThresholdRow(Part):
     macro_precision: Number
     macro_recall: Number
     macro_f1: Number
+
+
+class RocCurve(Part):
+    """A label's ROC curve: false and true positive rates, from the highest threshold to the lowest."""
+
+    fpr: list[float]
+    tpr: list[float]
+
+
+class PrCurve(Part):
+    """A label's precision-recall curve, from the highest threshold to the lowest."""
+
+    recall: list[float]
+    precision: list[float]
+
+
+class Curves(Part):
+    """metrics.json `curves`: per label (the ones with positives, and negatives for ROC), thinned for plotting."""
+
+    roc: dict[str, RocCurve] = {}
+    pr: dict[str, PrCurve] = {}
 
 
 class ScoreHistogram(Part):
@@ -367,6 +389,14 @@ class HistoryEntry(Part):
     input_fingerprint: str | None
 
 
+class LeftOutRun(Part):
+    """A completed run the history left out (metrics.json `history_left_out`): its files are not the
+    ones its complete.json vouches for (scorekeeper/run_seal.py), and `reason` says which and how."""
+
+    run_id: str
+    reason: str
+
+
 class GateResult(Part):
     """One quality gate's verdict. A comparison gate adds its metric's test (`method`, `p`, `ci` of
     the gate's value) and `detectable_change`, with a `warning` when its limit is below that; an
@@ -444,7 +474,7 @@ class MetricsDocument(Part):
     average_precision: ClassAreas | LabelAreas | None = None
     top_k_accuracy: dict[str, float] | None = None
     thresholds: list[ThresholdRow] | None = None
-    curves: dict[str, dict[str, dict[str, list[float]]]] | None = None
+    curves: Curves | None = None
     score_histogram: ScoreHistogram | None = None
     confident_errors: list[ConfidentError] | None = None
     # multi-label
@@ -493,8 +523,18 @@ class MetricsDocument(Part):
     label_audit: LabelAudit | None = None
     comparison: Comparison | None = None
     history: list[HistoryEntry] | None = None
+    history_left_out: list[LeftOutRun] | None = None  # set only when a completed run was left out
     gates: list[GateResult] | None = None
-    scoring: dict[str, Any] | None = None
+    scoring: ScoringSummary | None = None
+
+    @field_serializer("scoring")
+    def _scoring(self, scoring: ScoringSummary | None) -> dict[str, Any] | None:
+        return None if scoring is None else scoring.as_dict()  # the fields that are set and not null
+
+    def finite(self) -> MetricsDocument:
+        """The document as metrics.json holds it, typed: the same fields set, NaN and infinities None.
+        What the report renders, so that no page can show a number the file does not hold."""
+        return type(self).model_validate(self.as_dict())
 
     def as_dict(self) -> dict:
         """The document as metrics.json holds it: the fields set, JSON types, NaN and infinities null."""

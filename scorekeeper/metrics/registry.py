@@ -113,8 +113,19 @@ METRICS: tuple[Metric, ...] = (
         summary=True,
         by_length=True,
     ),
-    Metric("subset_accuracy", ("subset_accuracy",), Direction.HIGHER, MULTI, compared=Pairing.COUNT, headline=Headline.ALWAYS),
-    Metric("micro_f1", ("micro_f1",), Direction.HIGHER, MULTI, compared=Pairing.RESAMPLED, headline=Headline.ALWAYS, by_length=True),
+    Metric(
+        "subset_accuracy", ("subset_accuracy",), Direction.HIGHER, MULTI, compared=Pairing.COUNT, headline=Headline.ALWAYS, summary=True
+    ),
+    Metric(
+        "micro_f1",
+        ("micro_f1",),
+        Direction.HIGHER,
+        MULTI,
+        compared=Pairing.RESAMPLED,
+        headline=Headline.ALWAYS,
+        summary=True,
+        by_length=True,
+    ),
     Metric(
         "macro_f1",
         ("macro_f1",),

@@ -1,4 +1,4 @@
-"""The report's plots as hand-written SVG: metrics in, one self-contained <svg> string out.
+"""The report's plots as hand-written SVG: the typed metrics document in, one self-contained <svg> string out.
 
 Each plot draws its own white background (Prefect's UI is dark), axes with ticks and labels, and
 a title inside its own box, so it reads the same inline in report.html, as a file, or as a
@@ -11,7 +11,18 @@ import base64
 import math
 
 from scorekeeper.escape import html_text
-from scorekeeper.metrics.registry import head_of, history_metrics
+from scorekeeper.metrics.document import (
+    ClassAreas,
+    ClassScores,
+    HistoryEntry,
+    LabelAreas,
+    LabelScores,
+    MacroMicro,
+    MetricsDocument,
+    PredictedPoints,
+    RocCurve,
+)
+from scorekeeper.metrics.registry import history_metrics, number_at
 
 FONT = "system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif"
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#7f7f7f"]
@@ -123,28 +134,29 @@ def _title(c: Canvas, text: str, sub: str = "") -> None:
         c.text(12, 37, sub, size=11, color=MUTED)
 
 
-def reliability_svg(metrics: dict) -> str:
+def reliability_svg(metrics: MetricsDocument) -> str:
     """Accuracy per confidence bin against the diagonal, with each bin's row count below."""
-    bins = metrics.get("calibration") or []
+    bins = metrics.calibration or []
     if not bins:
         return ""
-    n_bins = metrics.get("ece_bins") or len(bins)
+    n_bins = metrics.ece_bins or len(bins)
     c = Canvas(440, 450, "Reliability diagram")
-    ece = metrics.get("ece")
+    ece = number_at(metrics, ("ece",))  # a single-label run's one number
     _title(c, "Reliability diagram", f"ECE {ece:.4f} over {n_bins} equal-width bins" if ece is not None else f"{n_bins} bins")
     a = Area(c, 64, 52, 340, 260)
     a.axes("confidence (probability of the predicted label)", "accuracy", TENTHS, TENTHS)
     a.c.line(a.px(0), a.py(0), a.px(1), a.py(1), MUTED, dash="5 4")
-    counts = Area(c, 64, 362, 340, 44, ylim=(0, max(b["rows"] for b in bins) or 1))
+    counts = Area(c, 64, 362, 340, 44, ylim=(0, max(b.rows for b in bins) or 1))
     for b in bins:
-        lower, upper = b.get("lower", b["bin"] / n_bins), b.get("upper", (b["bin"] + 1) / n_bins)
+        lower, upper = b.lower, b.upper
         x, w = a.px(lower) + 1, a.px(upper) - a.px(lower) - 2
-        acc = b["accuracy"] or 0.0
-        tip = f"confidence {lower:.2f}-{upper:.2f}: {b['rows']} rows, mean confidence {b['confidence']:.3f}, accuracy {acc:.3f}"
+        acc = b.accuracy or 0.0
+        confidence = b.confidence or 0.0  # a bin with rows has a mean confidence
+        tip = f"confidence {lower:.2f}-{upper:.2f}: {b.rows} rows, mean confidence {confidence:.3f}, accuracy {acc:.3f}"
         c.rect(x, a.py(acc), w, a.py(0) - a.py(acc), CORRECT, title=tip)
-        c.line(x, a.py(b["confidence"]), x + w, a.py(b["confidence"]), WRONG, width=2)
-        c.rect(x, counts.py(b["rows"]), w, counts.py(0) - counts.py(b["rows"]), "#9bb3d4", title=tip)
-        c.text(x + w / 2, counts.py(b["rows"]) - 3, f"{b['rows']}", size=8, anchor="middle", color=MUTED)
+        c.line(x, a.py(confidence), x + w, a.py(confidence), WRONG, width=2)
+        c.rect(x, counts.py(b.rows), w, counts.py(0) - counts.py(b.rows), "#9bb3d4", title=tip)
+        c.text(x + w / 2, counts.py(b.rows) - 3, f"{b.rows}", size=8, anchor="middle", color=MUTED)
     c.line(counts.x, counts.py(0), counts.x + counts.w, counts.py(0), INK)
     c.text(counts.x - 6, counts.y + counts.h / 2 + 4, "rows", size=10, anchor="end", color=MUTED)
     c.text(counts.x, counts.y + counts.h + 18, "rows per bin", size=10, color=MUTED)
@@ -155,11 +167,11 @@ def reliability_svg(metrics: dict) -> str:
     return c.svg()
 
 
-def confusion_cells(metrics: dict, top: int = CONFUSION_TOP) -> tuple[list[str], list[list[int]], int]:
+def confusion_cells(metrics: MetricsDocument, top: int = CONFUSION_TOP) -> tuple[list[str], list[list[int]], int]:
     """(names, counts[truth][pred], labels grouped): the `top` labels by support, the others summed
     into one last "other" row and column, so 50 labels still fit a page."""
-    confusion = metrics.get("confusion") or {}
-    names = list(dict.fromkeys(list(metrics.get("per_class") or {}) + list(confusion)))
+    confusion = metrics.confusion or {}
+    names = list(dict.fromkeys(list(metrics.per_class or {}) + list(confusion)))
     for row in confusion.values():
         names += [p for p in row if p not in names]
     if not names:
@@ -182,7 +194,7 @@ def confusion_cells(metrics: dict, top: int = CONFUSION_TOP) -> tuple[list[str],
     return shown + ([other] if other else []), counts, grouped
 
 
-def confusion_svg(metrics: dict, top: int = CONFUSION_TOP) -> str:
+def confusion_svg(metrics: MetricsDocument, top: int = CONFUSION_TOP) -> str:
     """Counts per (truth, prediction), coloured by the share of the truth row (recall on the diagonal)."""
     names, counts, grouped = confusion_cells(metrics, top)
     if not names:
@@ -240,27 +252,30 @@ def confusion_svg(metrics: dict, top: int = CONFUSION_TOP) -> str:
     return c.svg()
 
 
-def _classes_by_support(metrics: dict, names) -> list[str]:
-    per = metrics.get("per_class") or metrics.get("per_label") or {}
-    support = {n: per.get(n, {}).get("support", 0) for n in names}
+def _classes_by_support(metrics: MetricsDocument, names) -> list[str]:
+    per: dict[str, ClassScores] | dict[str, LabelScores] = metrics.per_class or metrics.per_label or {}
+    support = {n: per[n].support if n in per else 0 for n in names}
     return sorted(names, key=lambda n: (-support[n], n))[:MAX_CURVES]
 
 
-def curve_svg(metrics: dict, kind: str) -> str:
+def curve_svg(metrics: MetricsDocument, kind: str) -> str:
     """ROC (kind "roc") or precision-recall ("pr") curves, one per class (most support first)."""
-    curves = ((metrics.get("curves") or {}).get(kind)) or {}
-    if not curves:
+    if metrics.curves is None:
         return ""
     roc = kind == "roc"
-    area = metrics.get("roc_auc" if roc else "average_precision") or {}
-    per_class = area.get("per_class") or area.get("per_label") or {}
+    curves = metrics.curves.roc if roc else metrics.curves.pr
+    if not curves:
+        return ""
+    area = metrics.roc_auc if roc else metrics.average_precision
+    per_label = isinstance(area, LabelAreas)
+    per_class = (area.per_label if isinstance(area, LabelAreas) else area.per_class if isinstance(area, ClassAreas) else None) or {}
     shown = _classes_by_support(metrics, list(curves))
     name = "ROC" if roc else "Precision-recall"
-    macro = area.get("macro")
-    how = "per label" if "per_label" in area else "one-vs-rest"
+    macro = area.macro if area else None
+    how = "per label" if per_label else "one-vs-rest"
     sub = f"{how}; macro {'ROC-AUC' if roc else 'average precision'} {macro:.4f}" if macro is not None else how
     if len(curves) > len(shown):
-        sub += f"; {len(shown)} of {len(curves)} {'labels' if 'per_label' in area else 'classes'} (most rows)"
+        sub += f"; {len(shown)} of {len(curves)} {'labels' if per_label else 'classes'} (most rows)"
     c = Canvas(560, 400, f"{name} curves")
     _title(c, f"{name} curves", sub)
     a = Area(c, 64, 52, 290, 290)
@@ -271,7 +286,8 @@ def curve_svg(metrics: dict, kind: str) -> str:
     c.text(548, 62, "AUC" if roc else "AP", size=10, anchor="end", color=MUTED)
     for i, label in enumerate(shown):
         color = PALETTE[i % len(PALETTE)]
-        xs, ys = (curves[label]["fpr"], curves[label]["tpr"]) if roc else (curves[label]["recall"], curves[label]["precision"])
+        curve = curves[label]
+        xs, ys = (curve.fpr, curve.tpr) if isinstance(curve, RocCurve) else (curve.recall, curve.precision)
         value = per_class.get(label)
         tip = f"{label}: {'AUC' if roc else 'AP'} {value:.4f}" if value is not None else label
         c.polyline([(a.px(x), a.py(y)) for x, y in zip(xs, ys, strict=False)], color, title=tip)
@@ -282,12 +298,12 @@ def curve_svg(metrics: dict, kind: str) -> str:
     return c.svg()
 
 
-def score_histogram_svg(metrics: dict) -> str:
+def score_histogram_svg(metrics: MetricsDocument) -> str:
     """Where the scores of correct and of wrong rows fall, each as a share of its own group."""
-    hist = metrics.get("score_histogram")
-    if not hist or not hist.get("edges"):
+    hist = metrics.score_histogram
+    if not hist or not hist.edges:
         return ""
-    edges, right, wrong = hist["edges"], hist["correct"], hist["wrong"]
+    edges, right, wrong = hist.edges, hist.correct, hist.wrong
     n_right, n_wrong = sum(right), sum(wrong)
     shares = [[v / (n_right or 1) for v in right], [v / (n_wrong or 1) for v in wrong]]
     peak = max(max(shares[0]), max(shares[1])) or 1
@@ -312,12 +328,12 @@ def score_histogram_svg(metrics: dict) -> str:
     return c.svg()
 
 
-def coverage_svg(metrics: dict) -> str:
+def coverage_svg(metrics: MetricsDocument) -> str:
     """Accuracy of the rows kept above each confidence threshold against the share kept."""
-    points = [t for t in metrics.get("thresholds") or [] if t.get("accuracy") is not None and t.get("rows")]
+    points = [(t, t.accuracy) for t in metrics.thresholds or [] if t.accuracy is not None and t.rows]
     if not points:
         return ""
-    low = min(t["accuracy"] for t in points)
+    low = min(accuracy for _, accuracy in points)
     floor = max(0.0, math.floor(low * 10 - 0.5) / 10)
     c = Canvas(460, 380, "Coverage and accuracy")
     _title(c, "Coverage vs accuracy", "rows kept when predictions scoring below a threshold are set aside")
@@ -326,31 +342,31 @@ def coverage_svg(metrics: dict) -> str:
     if len(yticks) > 7:
         yticks = yticks[::2]
     a.axes("coverage (share of rows kept)", "accuracy of kept rows", TENTHS, yticks, xfmt="{:.0%}")
-    pts = [(a.px(t["coverage"]), a.py(t["accuracy"])) for t in points]
+    pts = [(a.px(t.coverage), a.py(accuracy)) for t, accuracy in points]
     c.polyline(pts, CORRECT, width=2)
     labelled: list[tuple[float, float]] = []
-    for t, (x, y) in zip(points, pts, strict=True):
-        tip = f"threshold {t['threshold']:g}: {t['rows']} rows kept ({t['coverage']:.1%}), accuracy {t['accuracy']:.4f}"
+    for (t, accuracy), (x, y) in zip(points, pts, strict=True):
+        tip = f"threshold {t.threshold:g}: {t.rows} rows kept ({t.coverage:.1%}), accuracy {accuracy:.4f}"
         c.circle(x, y, 3.5, CORRECT, title=tip)
         if all(abs(x - lx) > 40 or abs(y - ly) > 12 for lx, ly in labelled):  # thresholds that keep the same rows share a point
-            c.text(x - 6, y + 14, f"≥{t['threshold']:g}", size=9, anchor="end" if x > a.x + 40 else "start", color=MUTED)
+            c.text(x - 6, y + 14, f"≥{t.threshold:g}", size=9, anchor="end" if x > a.x + 40 else "start", color=MUTED)
             labelled.append((x, y))
     return c.svg()
 
 
-def model_of(run: dict) -> tuple:
+def model_of(run: HistoryEntry) -> tuple:
     """What "model changed" compares: the base weights and the adapter."""
-    return run.get("model_fingerprint"), run.get("adapter_fingerprint")
+    return run.model_fingerprint, run.adapter_fingerprint
 
 
-def history_svg(metrics: dict) -> str:
+def history_svg(metrics: MetricsDocument) -> str:
     """The history metrics (accuracy and macro F1 of a single-label run) of the completed runs
     under the same output, oldest first."""
-    names = [m.name for m in history_metrics(head_of(metrics))]
-    runs = [r for r in metrics.get("history") or [] if names and r.get(names[0]) is not None]
+    columns = history_metrics(metrics.head)
+    runs = [r for r in metrics.history or [] if columns and columns[0].value(r) is not None]
     if len(runs) < 2:
         return ""
-    values = [r[m] for r in runs for m in names if r.get(m) is not None]
+    values = [v for r in runs for m in columns if (v := m.value(r)) is not None]
     lo = max(0.0, math.floor(min(values) * 20 - 1) / 20)
     hi = min(1.0, math.ceil(max(values) * 20 + 1) / 20)
     c = Canvas(760, 340, "Run history")
@@ -364,18 +380,18 @@ def history_svg(metrics: dict) -> str:
     for i, r in enumerate(runs):
         x = a.px(i)
         c.line(x, a.y + a.h, x, a.y + a.h + 4, MUTED)
-        c.text(x + 3, a.y + a.h + 14, short(r["run_id"], 24), size=9, anchor="end", rotate=-30, color=MUTED, title=r["run_id"])
+        c.text(x + 3, a.y + a.h + 14, short(r.run_id, 24), size=9, anchor="end", rotate=-30, color=MUTED, title=r.run_id)
         if i and model_of(r) != model_of(runs[i - 1]):
             c.line(x, a.y, x, a.y + a.h, "#bbb", dash="3 3")
             c.text(x, a.y - 3, "▲", size=9, anchor="middle", color=MUTED, title="model changed")
-    for k, metric in enumerate(names):
+    for k, metric in enumerate(columns):
         color = CORRECT if k == 0 else PALETTE[k % len(PALETTE)]
-        pts = [(a.px(i), a.py(r[metric]), r) for i, r in enumerate(runs) if r.get(metric) is not None]
-        c.polyline([(x, y) for x, y, _ in pts], color, width=2)
-        for x, y, r in pts:
-            c.circle(x, y, 3.5 if r is not runs[-1] else 5, color, title=f"{r['run_id']}: {metric} {r[metric]:.4f}")
+        pts = [(a.px(i), a.py(v), r, v) for i, r in enumerate(runs) if (v := metric.value(r)) is not None]
+        c.polyline([(x, y) for x, y, _, _ in pts], color, width=2)
+        for x, y, r, v in pts:
+            c.circle(x, y, 3.5 if r is not runs[-1] else 5, color, title=f"{r.run_id}: {metric.name} {v:.4f}")
         c.rect(660, 66 + 20 * k, 14, 4, color)
-        c.text(680, 72 + 20 * k, metric.replace("_", " "), size=11)
+        c.text(680, 72 + 20 * k, metric.name.replace("_", " "), size=11)
     return c.svg()
 
 
@@ -399,15 +415,16 @@ def interval_svg(value: float | None, ci, reference: float | None = None, width:
     return "".join(parts)
 
 
-def label_calibration_svg(metrics: dict) -> str:
+def label_calibration_svg(metrics: MetricsDocument) -> str:
     """Multi-label: per label, the share of true cells against the mean probability in each bin."""
-    bins = metrics.get("label_calibration")
+    bins = metrics.label_calibration
     if not bins:
         return ""
     shown = _classes_by_support(metrics, [name for name, rows in bins.items() if rows])
-    ece = metrics.get("ece") or {}
-    per_label = ece.get("per_label") or {}
-    sub = f"ECE macro {ece['macro']:.4f}, micro {ece['micro']:.4f}" if ece.get("macro") is not None and ece.get("micro") is not None else ""
+    ece = metrics.ece if isinstance(metrics.ece, MacroMicro) else None  # a multi-label run's macro and micro
+    per_label = (ece.per_label if ece else None) or {}
+    macro, micro = (ece.macro, ece.micro) if ece else (None, None)
+    sub = f"ECE macro {macro:.4f}, micro {micro:.4f}" if macro is not None and micro is not None else ""
     if len(bins) > len(shown):
         sub += f"; {len(shown)} of {len(bins)} labels (most rows)"
     c = Canvas(560, 400, "Calibration per label")
@@ -419,12 +436,11 @@ def label_calibration_svg(metrics: dict) -> str:
     c.text(548, 62, "ECE", size=10, anchor="end", color=MUTED)
     for i, label in enumerate(shown):
         color = PALETTE[i % len(PALETTE)]
-        points = [(a.px(b["confidence"]), a.py(b["frequency"])) for b in bins[label]]
+        drawn = [(b, b.confidence or 0.0, b.frequency or 0.0) for b in bins[label]]  # a bin with cells has both
+        points = [(a.px(confidence), a.py(frequency)) for _, confidence, frequency in drawn]
         c.polyline(points, color, title=label)
-        for b, (x, y) in zip(bins[label], points):
-            c.circle(
-                x, y, 2.5, color, title=f"{label}: {b['rows']} cells, mean probability {b['confidence']:.3f}, true {b['frequency']:.3f}"
-            )
+        for (b, confidence, frequency), (x, y) in zip(drawn, points):
+            c.circle(x, y, 2.5, color, title=f"{label}: {b.rows} cells, mean probability {confidence:.3f}, true {frequency:.3f}")
         y = 80 + i * 18
         c.rect(372, y - 9, 14, 4, color)
         c.text(392, y - 3, short(label, 18), size=11, title=label)
@@ -450,29 +466,29 @@ def _span(values) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
-def predicted_vs_true_svg(metrics: dict, output: str) -> str:
+def predicted_vs_true_svg(metrics: MetricsDocument, output: str) -> str:
     """Regression: each row's prediction against its truth (a 2-D histogram past a few thousand rows)."""
-    data = (metrics.get("predicted_vs_true") or {}).get(output)
+    data = (metrics.predicted_vs_true or {}).get(output)
     if not data:
         return ""
     c = Canvas(460, 420, "Predicted vs true")
-    if data["kind"] == "points":
-        lim = _span(data["truth"] + data["prediction"])
-        sub = f"{len(data['truth']):,} rows; the dashed line is prediction = truth"
+    if isinstance(data, PredictedPoints):
+        lim = _span(data.truth + data.prediction)
+        sub = f"{len(data.truth):,} rows; the dashed line is prediction = truth"
     else:
-        lim = (data["lo"], data["hi"]) if data["hi"] > data["lo"] else _span([data["lo"]])
-        sub = f"{sum(n for *_, n in data['cells']):,} rows in {data['bins']}x{data['bins']} cells (darker: more rows)"
+        lim = (data.lo, data.hi) if data.hi > data.lo else _span([data.lo])
+        sub = f"{sum(n for *_, n in data.cells):,} rows in {data.bins}x{data.bins} cells (darker: more rows)"
     _title(c, f"Predicted vs true: {short(output, 30)}", sub)
     a = Area(c, 70, 52, 340, 300, xlim=lim, ylim=lim)
     ticks = _ticks(*lim)
     a.axes("truth", "prediction", ticks, ticks, xfmt="{:.3g}", yfmt="{:.3g}")
-    if data["kind"] == "points":
-        for t, p in zip(data["truth"], data["prediction"]):
+    if isinstance(data, PredictedPoints):
+        for t, p in zip(data.truth, data.prediction):
             c.circle(a.px(t), a.py(p), 2, CORRECT + "99")
     else:
-        width = (lim[1] - lim[0]) / data["bins"]
-        peak = max(n for *_, n in data["cells"])
-        for tb, pb, n in data["cells"]:
+        width = (lim[1] - lim[0]) / data.bins
+        peak = max(n for *_, n in data.cells)
+        for tb, pb, n in data.cells:
             x0, y0 = lim[0] + tb * width, lim[0] + pb * width
             shade = 0.15 + 0.85 * math.log1p(n) / math.log1p(peak)
             tip = f"truth {x0:.3g} to {x0 + width:.3g}, prediction {y0:.3g} to {y0 + width:.3g}: {n} rows"
@@ -488,12 +504,12 @@ def predicted_vs_true_svg(metrics: dict, output: str) -> str:
     return c.svg()
 
 
-def residual_histogram_svg(metrics: dict, output: str) -> str:
+def residual_histogram_svg(metrics: MetricsDocument, output: str) -> str:
     """Regression: how the residuals (prediction - truth) are spread."""
-    hist = (metrics.get("residual_histogram") or {}).get(output)
+    hist = (metrics.residual_histogram or {}).get(output)
     if not hist:
         return ""
-    edges, counts = hist["edges"], hist["counts"]
+    edges, counts = hist.edges, hist.counts
     lim = (edges[0], edges[-1]) if edges[-1] > edges[0] else _span([edges[0]])
     c = Canvas(460, 380, "Residuals")
     _title(c, f"Residuals: {short(output, 30)}", f"prediction - truth, {len(counts)} equal-width bins")
@@ -511,21 +527,22 @@ def residual_histogram_svg(metrics: dict, output: str) -> str:
     return c.svg()
 
 
-def deciles_svg(metrics: dict, output: str) -> str:
+def deciles_svg(metrics: MetricsDocument, output: str) -> str:
     """Regression: mean truth against mean prediction in each decile of the predictions."""
-    deciles = (metrics.get("calibration_deciles") or {}).get(output)
+    deciles = [(d, d.mean_prediction, d.mean_truth) for d in (metrics.calibration_deciles or {}).get(output) or []]
+    drawn = [(d, p, t) for d, p, t in deciles if p is not None and t is not None]  # a decile with rows has both
     if not deciles:
         return ""
-    lim = _span([d["mean_prediction"] for d in deciles] + [d["mean_truth"] for d in deciles])
+    lim = _span([p for _, p, _ in drawn] + [t for _, _, t in drawn])
     c = Canvas(460, 400, "Calibration by decile")
     _title(c, f"Calibration by decile: {short(output, 30)}", "rows cut into 10 groups by prediction; calibrated: on the dashed line")
     a = Area(c, 70, 52, 340, 290, xlim=lim, ylim=lim)
     ticks = _ticks(*lim)
     a.axes("mean prediction", "mean truth", ticks, ticks, xfmt="{:.3g}", yfmt="{:.3g}")
     c.line(a.px(lim[0]), a.py(lim[0]), a.px(lim[1]), a.py(lim[1]), MUTED, dash="5 4")
-    points = [(a.px(d["mean_prediction"]), a.py(d["mean_truth"])) for d in deciles]
+    points = [(a.px(p), a.py(t)) for _, p, t in drawn]
     c.polyline(points, CORRECT)
-    for d, (x, y) in zip(deciles, points):
-        tip = f"decile {d['decile']}: {d['rows']} rows, mean prediction {d['mean_prediction']:.4g}, mean truth {d['mean_truth']:.4g}"
+    for (d, p, t), (x, y) in zip(drawn, points):
+        tip = f"decile {d.decile}: {d.rows} rows, mean prediction {p:.4g}, mean truth {t:.4g}"
         c.circle(x, y, 3.5, CORRECT, title=tip)
     return c.svg()

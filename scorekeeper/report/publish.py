@@ -2,9 +2,11 @@
 (complete.json, run_folder.CompletionRecord) is written, last and atomically.
 
 The record is withdrawn before anything is published again, the report files are written
-(metrics.json last), and only then the record. A failure on the way (a full disk under
-output_uri, a missing bucket) removes what this attempt wrote and says so in one line: no file
-that looks complete is left behind, and history and `compare_to` do not see the run.
+(metrics.json last), and only then the record, which also seals predictions.parquet, plan.json
+and request.json as they are (scorekeeper/run_seal.py), so that a later run can tell they are the
+files the run completed with. A failure on the way (a full disk under output_uri, a missing
+bucket) removes what this attempt wrote and says so in one line: no file that looks complete is
+left behind, and history and `compare_to` do not see the run.
 
 metrics.json's bytes come from its one writer (MetricsDocument.to_json_bytes: strict JSON).
 """
@@ -16,6 +18,7 @@ import posixpath
 
 from scorekeeper.errors import OutputError, storage_failure
 from scorekeeper.run_folder import CompletionRecord, RunFolder
+from scorekeeper.run_seal import seal_outputs
 
 
 def publish_complete(run: RunFolder, files: dict[str, bytes], finished_at: str) -> dict[str, str]:
@@ -34,6 +37,7 @@ def publish_complete(run: RunFolder, files: dict[str, bytes], finished_at: str) 
             run_id=posixpath.basename(run.path),
             finished_at=finished_at,
             files={name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+            outputs=seal_outputs(run),
         )
         run.publish_bytes(record.to_bytes(), RunFolder.COMPLETION)
     except OSError as exc:

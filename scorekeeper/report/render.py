@@ -1,26 +1,31 @@
 """Text for people from a metrics document: number formats, the headline, the slices' order, the
-fan-out table and the plots. Shared by report.md, report.html (tasks/report.py) and the Prefect
-artifacts (tasks/artifacts.py); pure functions on metrics.json's content (the dict the file holds),
-importing nothing of the flow's steps.
+fan-out table and the plots. Shared by report.md, report.html (scorekeeper/report/report.py) and the
+Prefect artifacts (tasks/artifacts.py); pure functions on the typed metrics document
+(scorekeeper/metrics/document.py) as metrics.json holds it (`MetricsDocument.finite`), importing
+nothing of the flow's steps.
 
-Which metrics the headline shows, under which names and which way is better all come from the
-metric registry (scorekeeper/metrics/registry.py).
+Which metrics the headline and the slice tables show, under which names and which way is better all
+come from the metric registry (scorekeeper/metrics/registry.py).
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 
 from scorekeeper.escape import md_text
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.metrics.registry import Headline, Metric, head_of, headline_metrics, lower_is_better, number_at, value_at
+from scorekeeper.metrics.document import LabelSliceGroup, MetricsDocument, RegressionSliceGroup, SliceGroup
+from scorekeeper.metrics.registry import BY_NAME, Direction, Headline, Metric, headline_metrics, number_at, value_at
+from scorekeeper.numbers import readable
 from scorekeeper.report import plots
+from scorekeeper.scoring_summary import ScoringSummary
+
+Group = SliceGroup | LabelSliceGroup | RegressionSliceGroup
 
 
 def fmt(value, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    """A value as the report shows it (scorekeeper/numbers.py: scientific past 1e6 or below 1e-4)."""
+    return readable(value, digits) if isinstance(value, float) or value is None else str(value)
 
 
 def ci(interval, digits: int = 4) -> str:
@@ -36,22 +41,22 @@ def md(text) -> str:
     return md_text(text)
 
 
-def shown_metrics(metrics: dict) -> list[tuple[Metric, object]]:
+def shown_metrics(metrics: MetricsDocument) -> list[tuple[Metric, object]]:
     """The headline's metrics of this run with their values, in the registry's order: none in a
     scoring-only run; `if defined` ones only when they have a value."""
-    if metrics.get("scoring_only"):
+    if metrics.scoring_only:
         return []
     shown = []
-    for metric in headline_metrics(head_of(metrics)):
+    for metric in headline_metrics(metrics.head):
         if metric.headline == Headline.IF_DEFINED and number_at(metrics, metric.path) is None:
             continue
         shown.append((metric, value_at(metrics, metric.path)))
     return shown
 
 
-def headline(metrics: dict) -> list[tuple[str, str]]:
+def headline(metrics: MetricsDocument) -> list[tuple[str, str]]:
     """(name, text) rows: the counts, then the headline metrics (their intervals beside them)."""
-    rows = [("rows", fmt(metrics["rows"])), ("scored", fmt(metrics["scored"])), ("evaluated", fmt(metrics["evaluated"]))]
+    rows = [("rows", fmt(metrics.rows)), ("scored", fmt(metrics.scored)), ("evaluated", fmt(metrics.evaluated))]
     for metric, value in shown_metrics(metrics):
         text = fmt(value)
         interval = value_at(metrics, metric.interval) if metric.interval else None
@@ -61,7 +66,7 @@ def headline(metrics: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def cards(metrics: dict) -> list[dict]:
+def cards(metrics: MetricsDocument) -> list[dict]:
     """The report's headline cards (the scores, not the row counts): name, value, JSON path, and an
     interval with its path where there is one."""
     made = []
@@ -75,42 +80,71 @@ def cards(metrics: dict) -> list[dict]:
     return made
 
 
-# Per head, the slice tables' metrics as (key, its interval's key, how the interval is made); the
-# first orders the groups (worst first) and is drawn as the bar. MAE is the one lower-is-better.
-SLICE_METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
-    HeadKind.SINGLE_LABEL: (("accuracy", "accuracy_ci", "Wilson"),),
-    HeadKind.MULTI_LABEL: (("micro_f1", "micro_f1_ci", "bootstrap"), ("subset_accuracy", "subset_accuracy_ci", "Wilson")),
-    HeadKind.REGRESSION: (("mae", "mae_ci", "bootstrap"),),
+@dataclass(frozen=True)
+class SliceMetric:
+    """A metric of the slice tables: the registry's metric (its name is the slice group's field and the
+    document's overall value, its direction orders the groups), its interval's field, how that is made."""
+
+    metric: Metric
+    interval: str
+    how: str
+
+    @property
+    def key(self) -> str:
+        return self.metric.name
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.metric.direction == Direction.LOWER
+
+    def of(self, group: Group) -> float | None:
+        return number_at(group, (self.key,))
+
+    def interval_of(self, group: Group) -> list[float] | None:
+        return value_at(group, (self.interval,))
+
+    def overall(self, metrics: MetricsDocument) -> float | None:
+        return self.metric.value(metrics)
+
+
+# Per head, the slice tables' metrics; the first orders the groups (worst first) and is drawn as the bar.
+SLICE_METRICS: dict[HeadKind, tuple[SliceMetric, ...]] = {
+    HeadKind.SINGLE_LABEL: (SliceMetric(BY_NAME["accuracy"], "accuracy_ci", "Wilson"),),
+    HeadKind.MULTI_LABEL: (
+        SliceMetric(BY_NAME["micro_f1"], "micro_f1_ci", "bootstrap"),
+        SliceMetric(BY_NAME["subset_accuracy"], "subset_accuracy_ci", "Wilson"),
+    ),
+    HeadKind.REGRESSION: (SliceMetric(BY_NAME["mae"], "mae_ci", "bootstrap"),),
 }
 
 
-def sorted_slices(values: dict, key: str = "accuracy") -> list[tuple[str, dict]]:
-    """A slice column's groups, worst `key` first (then most rows); groups without it last."""
-    sign = -1.0 if key in lower_is_better() else 1.0
-    return sorted(values.items(), key=lambda kv: (kv[1].get(key) is None, sign * (kv[1].get(key) or 0.0), -kv[1].get("rows", 0)))
+def sorted_slices(values: dict[str, Group], shown: SliceMetric) -> list[tuple[str, Group]]:
+    """A slice column's groups, worst first by `shown` (then most rows); groups without it last."""
+    sign = -1.0 if shown.lower_is_better else 1.0
+    return sorted(values.items(), key=lambda kv: (shown.of(kv[1]) is None, sign * (shown.of(kv[1]) or 0.0), -kv[1].rows))
 
 
-def slice_scale(key: str, groups: list[tuple[str, dict]], reference: float | None) -> float:
+def slice_scale(shown: SliceMetric, groups: list[tuple[str, Group]], reference: float | None) -> float:
     """The upper end of a slice bar's scale: 1 for a share, else the largest value or interval end shown."""
-    if key not in lower_is_better():
+    if not shown.lower_is_better:
         return 1.0
-    ends = [reference or 0.0] + [max(s.get(key) or 0.0, *(s.get(f"{key}_ci") or [])) for _, s in groups]
+    ends = [reference or 0.0] + [max(shown.of(s) or 0.0, *(shown.interval_of(s) or [])) for _, s in groups]
     return max(ends) or 1.0
 
 
-def slice_note(metrics: dict, head: str, intervals: bool) -> str:
+def slice_note(metrics: MetricsDocument, intervals: bool) -> str:
     """The sentence above the slice tables: what they show, their order, their intervals, the dashed line."""
-    shown = SLICE_METRICS[head]
-    key = shown[0][0]
-    overall = metrics.get(key)
+    shown = SLICE_METRICS[metrics.head]
+    key = shown[0].key
+    overall = shown[0].overall(metrics)
     line = f" The dashed line is the overall {key}" + (f" ({fmt(overall)})." if overall is not None else ".")
-    if head == HeadKind.SINGLE_LABEL:
+    if metrics.head == HeadKind.SINGLE_LABEL:
         return (
             "Accuracy by the values of each slice column, worst first" + (", with Wilson 95% intervals" if intervals else "") + "." + line
         )
-    order = f"largest {key} first" if key in lower_is_better() else f"worst {key} first"
-    names = " and ".join(f"{k} ({how} 95% interval)" for k, _, how in shown)
-    several = " (the mean of the outputs')" if len(metrics.get("outputs") or []) > 1 else ""
+    order = f"largest {key} first" if shown[0].lower_is_better else f"worst {key} first"
+    names = " and ".join(f"{s.key} ({s.how} 95% interval)" for s in shown)
+    several = " (the mean of the outputs')" if len(metrics.outputs or []) > 1 else ""
     return f"{names}{several} by the values of each slice column, {order}." + line
 
 
@@ -128,26 +162,26 @@ def spans(indices: list[int]) -> str:
 GROUP_HEADER = ("group", "worker (machine)", "ranges", "rows", "rows/s", "attempts")
 
 
-def group_rows(throughput: dict | None) -> list[tuple[str, ...]]:
+def group_rows(scoring: ScoringSummary | None) -> list[tuple[str, ...]]:
     """One row per group of a fanned-out run (fan_out > 1): which machine scored which ranges, how
     fast; none for a run scored on one machine."""
     rows: list[tuple[str, ...]] = []
-    for g in (throughput or {}).get("groups") or []:
+    for g in (scoring.groups if scoring else None) or []:
         where = (g.get("worker") or "?") + (f" ({g['machine']})" if g.get("machine") else "")
         rows.append((str(g["group"]), where, spans(g["ranges"]), str(g["rows"]), fmt(g.get("rows_per_s"), 1), str(g["attempts"])))
     return rows
 
 
-def groups_markdown(throughput: dict | None) -> list[str]:
+def groups_markdown(scoring: ScoringSummary | None) -> list[str]:
     """The fan-out table of report.md (report.html shows the same rows in its `groups` section)."""
-    rows = group_rows(throughput)
+    rows = group_rows(scoring)
     if not rows:
         return []
     lines = ["## Scoring groups", "", "| " + " | ".join(GROUP_HEADER) + " |", "|---" * len(GROUP_HEADER) + "|"]
     return lines + ["| " + " | ".join(md(c) for c in r) + " |" for r in rows] + [""]
 
 
-def plot_files(metrics: dict) -> dict[str, str]:
+def plot_files(metrics: MetricsDocument) -> dict[str, str]:
     """The report's plots by file name; absent data gives no file."""
     made = {
         "confusion.svg": plots.confusion_svg(metrics),
@@ -159,7 +193,7 @@ def plot_files(metrics: dict) -> dict[str, str]:
         "history.svg": plots.history_svg(metrics),
         "label_calibration.svg": plots.label_calibration_svg(metrics),
     }
-    outputs = metrics.get("outputs") or []
+    outputs = metrics.outputs or []
     for i, output in enumerate(outputs):
         made[regression_plot_name("predicted_vs_true", i, len(outputs))] = plots.predicted_vs_true_svg(metrics, output)
         made[regression_plot_name("residuals", i, len(outputs))] = plots.residual_histogram_svg(metrics, output)

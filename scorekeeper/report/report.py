@@ -1,7 +1,9 @@
 """The human report: report.md, report.html (one self-contained file, inline SVG) and metrics.json.
 
-Rendering is pure: metrics (the document as metrics.json holds it) and run facts in, text out; the
-text helpers are scorekeeper/report/render.py's. metrics.json itself is the typed document's own writer's
+Rendering is pure: the typed metrics document as metrics.json holds it (`MetricsDocument.finite`:
+its parts are typed records, read by attribute) and run facts in, text out; the text helpers are
+scorekeeper/report/render.py's. The scoring step's numbers are the document's `scoring`
+(scoring_summary.ScoringSummary). metrics.json itself is the typed document's own writer's
 (scorekeeper/metrics/document.py), so every file shows the same numbers. report.html is a Jinja template
 (templates/report.html.j2) with autoescaping on, so every text from the data (labels, ids, row
 texts) is escaped; plots come from plots.py. Every section is shown only when its field is in the
@@ -15,13 +17,14 @@ import json
 from pathlib import Path
 
 from scorekeeper.escape import md_code
-from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.metrics.registry import HeadKind, head_of, history_metrics, lower_is_better, metric_value, run_metrics
+from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
+from scorekeeper.metrics.registry import HeadKind, history_metrics, lower_is_better, metric_value, number_at, run_metrics, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
     SLICE_METRICS,
+    SliceMetric,
     cards,
     ci,
     fmt,
@@ -37,7 +40,9 @@ from scorekeeper.report.render import (
     sorted_slices,
 )
 from scorekeeper.report.report_stats import (
+    CLASS_TESTS,
     audit_matrix,
+    class_mark,
     comparison_tests_markdown,
     gate_test_text,
     label_audit_markdown,
@@ -46,64 +51,62 @@ from scorekeeper.report.report_stats import (
     tests_sentence,
 )
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 
 # The per-output table of a regression run: every metric only a regression head has, in the registry's order.
 REGRESSION_TABLE = tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION})
 REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
-def render_markdown(metrics: dict, run_info: dict) -> str:
+def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
+    scoring = metrics.scoring
     lines = [f"# scorekeeper report: {md(run_info['run_id'])}", ""]
     lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
     if run_info.get("adapter_uri"):
         lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
-    dtype = (metrics.get("scoring") or {}).get("dtype")
+    dtype = scoring.dtype if scoring else None
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
-    if metrics["scoring_only"]:
+    if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
-    gates = metrics.get("gates")
+    gates = metrics.gates
     if gates:
-        failed = [g for g in gates if not g["passed"]]
+        failed = [g for g in gates if not g.passed]
         lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
         lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
         lines += [
-            f"| {g['gate']} | {fmt(g['value'])} | {fmt(g['limit'])} | {gate_test_text(g)} | {'pass' if g['passed'] else '**FAIL**'} |"
-            for g in gates
+            f"| {g.gate} | {fmt(g.value)} | {fmt(g.limit)} | {gate_test_text(g)} | {'pass' if g.passed else '**FAIL**'} |" for g in gates
         ]
-        lines += [f"- warning: {g['warning']}" for g in gates if g.get("warning")]
+        lines += [f"- warning: {g.warning}" for g in gates if g.warning]
         lines.append("")
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
-    throughput = run_info.get("throughput")
-    if throughput:
+    if scoring:
         lines += [
-            f"Scored {throughput['rows_scored']} rows this attempt in {throughput['seconds']:.1f} s "
-            f"({throughput['rows_per_s']:.1f} rows/s, {throughput['tokens_per_s']:.0f} tokens/s); "
-            f"{throughput['truncated']} texts truncated to the model's maximum length.",
+            f"Scored {scoring.rows_scored} rows this attempt in {scoring.seconds:.1f} s "
+            f"({scoring.rows_per_s:.1f} rows/s, {scoring.tokens_per_s:.0f} tokens/s); "
+            f"{scoring.truncated} texts truncated to the model's maximum length.",
             "",
         ]
-    check = (metrics.get("scoring") or throughput or {}).get("precision_check")
-    if check:
-        lines += [f"Precision check: {md(precision_sentence(check))}.", ""]
-    for pipe in (throughput or {}).get("pipeline", []):
+    if scoring and scoring.precision_check:
+        lines += [f"Precision check: {md(precision_sentence(scoring.precision_check))}.", ""]
+    for pipe in (scoring.pipeline if scoring else None) or []:
         lines += [
             f"Pipeline {pipe.get('pipeline', 0)}: stages (layer ranges) {pipe.get('stages')}, "
             f"{pipe.get('microbatches')} micro-batches, bubble {fmt(pipe.get('bubble_measured'), 3)} measured "
             f"vs {fmt(pipe.get('bubble_theoretical'), 3)} theoretical.",
             "",
         ]
-    lines += groups_markdown(throughput)
-    lines += _markdown_comparison(metrics.get("comparison"))
-    lines += comparison_tests_markdown(metrics.get("comparison"))
+    lines += groups_markdown(scoring)
+    lines += _markdown_comparison(metrics.comparison)
+    lines += comparison_tests_markdown(metrics.comparison)
     lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
     lines += length_markdown(metrics)
-    if metrics.get("unknown_labels"):
+    if metrics.unknown_labels:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
-        lines += [f"| {md(k)} | {v} |" for k, v in metrics["unknown_labels"].items()] + [""]
-    if metrics.get("per_class"):
+        lines += [f"| {md(k)} | {v} |" for k, v in metrics.unknown_labels.items()] + [""]
+    if metrics.per_class:
         lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
         lines += [
-            f"| {md(name)} | {fmt(c['precision'])} | {fmt(c['recall'])} | {fmt(c['f1'])} | {c['support']} |"
-            for name, c in metrics["per_class"].items()
+            f"| {md(name)} | {fmt(c.precision)} | {fmt(c.recall)} | {fmt(c.f1)} | {c.support} |" for name, c in metrics.per_class.items()
         ] + [""]
         names, counts, grouped = plots.confusion_cells(metrics)
         lines += ["## Confusion (rows: truth, columns: prediction)", ""]
@@ -111,115 +114,122 @@ def render_markdown(metrics: dict, run_info: dict) -> str:
             lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
         lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
-    shown = SLICE_METRICS[head_of(metrics)]
-    for column, values in (metrics.get("slices") or {}).items():
-        order = f"largest {shown[0][0]} first" if shown[0][0] in lower_is_better() else "worst first"
-        header = "| value | rows | " + " | ".join(f"{key} | 95% CI" for key, _, _ in shown) + " |"
+    shown = SLICE_METRICS[metrics.head]
+    for column, values in (metrics.slices or {}).items():
+        order = f"largest {shown[0].key} first" if shown[0].lower_is_better else "worst first"
+        header = "| value | rows | " + " | ".join(f"{s.key} | 95% CI" for s in shown) + " |"
         lines += [f"## By {md(column)} ({order})", "", header, "|---|---" + "|---|---" * len(shown) + "|"]
         lines += [
-            f"| {md(v)} | {s['rows']} | " + " | ".join(f"{fmt(s.get(key))} | {ci(s.get(interval))}" for key, interval, _ in shown) + " |"
-            for v, s in sorted_slices(values, shown[0][0])
+            f"| {md(v)} | {g.rows} | " + " | ".join(f"{fmt(s.of(g))} | {ci(s.interval_of(g))}" for s in shown) + " |"
+            for v, g in sorted_slices(values, shown[0])
         ]
         lines.append("")
-    lines += label_audit_markdown(metrics.get("label_audit"), metrics["evaluated"], metrics.get("accuracy"))
+    lines += label_audit_markdown(metrics.label_audit, metrics.evaluated, metrics.accuracy)
     return "\n".join(lines)
 
 
 PER_LABEL_HEADER: tuple[str, ...] = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
 PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
+# The per-label table's columns after the label: a field of LabelScores each, then the label's areas.
+PER_LABEL_FIELDS: tuple[str, ...] = ("precision", "recall", "f1", "support", "prevalence", "threshold", "tuned_threshold")
+PER_LABEL_FIELDS += ("tuned_f1_in_sample", "tuned_f1_heldout", "heldout_f1_at_threshold")
+PER_LABEL_AREAS = ("roc_auc", "average_precision")
 
 
-def per_label_rows(metrics: dict) -> list[tuple[str, list[tuple[list, object, int]]]]:
+def per_label_rows(metrics: MetricsDocument) -> list[tuple[str, list[tuple[list, object, int]]]]:
     """Multi-label: per label, its cells as (JSON path, value, digits), in PER_LABEL_HEADER's order."""
     rows = []
-    for label, c in (metrics.get("per_label") or {}).items():
-        cells = [(["per_label", label, k], c.get(k), 4) for k in ("precision", "recall", "f1", "support", "prevalence", "threshold")]
-        cells += [(["per_label", label, k], c.get(k), 4) for k in ("tuned_threshold", "tuned_f1_in_sample", "tuned_f1_heldout")]
-        cells.append((["per_label", label, "heldout_f1_at_threshold"], c.get("heldout_f1_at_threshold"), 4))
-        for area in ("roc_auc", "average_precision"):
-            cells.append(([area, "per_label", label], ((metrics.get(area) or {}).get("per_label") or {}).get(label), 4))
+    for label, scores in (metrics.per_label or {}).items():
+        cells: list[tuple[list, object, int]] = [(["per_label", label, k], getattr(scores, k), 4) for k in PER_LABEL_FIELDS]
+        for area in PER_LABEL_AREAS:
+            path = [area, "per_label", label]
+            cells.append((path, number_at(metrics, path), 4))
         rows.append((label, cells))
     return rows
 
 
-def _markdown_multilabel(metrics: dict) -> list[str]:
-    if head_of(metrics) != HeadKind.MULTI_LABEL or not metrics.get("per_label"):
+def _markdown_multilabel(metrics: MetricsDocument) -> list[str]:
+    if metrics.head != HeadKind.MULTI_LABEL or not metrics.per_label:
         return []
     lines = ["## Per label", ""]
-    tuning = metrics.get("threshold_tuning") or {}
+    tuning = metrics.threshold_tuning
     if tuning:
         lines += [
-            f"Tuned thresholds are F1-optimal on one half of the rows ({md(tuning['split'])}: {tuning['tuning_rows']} rows) "
-            f"and measured on the other ({tuning['heldout_rows']} rows); the gap between the two F1s is the optimism of tuning in-sample.",
+            f"Tuned thresholds are F1-optimal on one half of the rows ({md(tuning.split)}: {tuning.tuning_rows} rows) "
+            f"and measured on the other ({tuning.heldout_rows} rows); the gap between the two F1s is the optimism of tuning in-sample.",
             "",
         ]
     lines += ["| " + " | ".join(PER_LABEL_HEADER) + " |", "|---" * len(PER_LABEL_HEADER) + "|"]
     lines += ["| " + md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
-    card = metrics.get("label_cardinality") or {}
+    card = metrics.label_cardinality
     if card:
         lines += [
             "",
-            f"Labels per row: {fmt(card.get('truth'))} in the truth, {fmt(card.get('predicted'))} predicted; "
-            f"{card.get('rows_without_prediction')} rows with no label predicted.",
+            f"Labels per row: {fmt(card.truth)} in the truth, {fmt(card.predicted)} predicted; "
+            f"{card.rows_without_prediction} rows with no label predicted.",
         ]
-    errors = metrics.get("confident_wrong_labels") or []
+    errors = metrics.confident_wrong_labels or []
     if errors:
         lines += ["", "## Most confident wrong labels", "", "| row | id | label | truth | probability |", "|---|---|---|---|---|"]
-        lines += [f"| {e['row_index']} | {md(e['id'])} | {md(e['label'])} | {e['truth']} | {fmt(e['probability'])} |" for e in errors]
+        lines += [f"| {e.row_index} | {md(e.id)} | {md(e.label)} | {e.truth} | {fmt(e.probability)} |" for e in errors]
     return lines + [""]
 
 
-def _markdown_regression(metrics: dict) -> list[str]:
-    if head_of(metrics) != HeadKind.REGRESSION or not metrics.get("per_output"):
+def _markdown_regression(metrics: MetricsDocument) -> list[str]:
+    if metrics.head != HeadKind.REGRESSION or not metrics.per_output:
         return []
-    outputs = metrics["per_output"]
+    outputs = metrics.per_output
     lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
     lines += ["| metric | " + " | ".join(md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
     lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in REGRESSION_TABLE]
     for output in outputs:
         title = f" ({md(output)})" if len(outputs) > 1 else ""
-        deciles = (metrics.get("calibration_deciles") or {}).get(output) or []
+        deciles = (metrics.calibration_deciles or {}).get(output) or []
         if deciles:
             lines += ["", f"## Calibration by decile{title}", "", "| decile | rows | mean prediction | mean truth |", "|---|---|---|---|"]
-            lines += [f"| {d['decile']} | {d['rows']} | {fmt(d['mean_prediction'])} | {fmt(d['mean_truth'])} |" for d in deciles]
-        errors = (metrics.get("largest_errors") or {}).get(output) or []
+            lines += [f"| {d.decile} | {d.rows} | {fmt(d.mean_prediction)} | {fmt(d.mean_truth)} |" for d in deciles]
+        errors = (metrics.largest_errors or {}).get(output) or []
         if errors:
             lines += ["", f"## Largest errors{title}", "", "| row | id | truth | prediction | error | text |", "|---|---|---|---|---|---|"]
             lines += [
-                f"| {e['row_index']} | {md(e['id'])} | {fmt(e['truth'])} | {fmt(e['prediction'])} | {fmt(e['error'])} | {md(e.get('text') or '')} |"
+                f"| {e.row_index} | {md(e.id)} | {fmt(e.truth)} | {fmt(e.prediction)} | {fmt(e.error)} | {md(e.text or '')} |"
                 for e in errors
             ]
     return lines + [""]
 
 
-def _markdown_comparison(comparison: dict | None) -> list[str]:
+def error_changes(comparison: Comparison) -> list[tuple[str, ErrorChange]]:
+    """A one-output regression comparison's paired changes of MAE and RMSE, in the document's order."""
+    return [(name, value) for name, value in comparison if isinstance(value, ErrorChange)]
+
+
+def _markdown_comparison(comparison: Comparison | None) -> list[str]:
     if not comparison:
         return []
-    flipped = comparison.get("flipped")  # regression runs compare errors, not right and wrong
-    lines = [f"## Compared with run {md_code(comparison['run'])}", ""]
+    flipped = comparison.flipped  # regression runs compare errors, not right and wrong
+    lines = [f"## Compared with run {md_code(comparison.run)}", ""]
     lines += [
-        f"{comparison['rows_compared']} rows compared"
-        + (f" (matched on {comparison['matched_on']})" if comparison.get("matched_on") else "")
+        f"{comparison.rows_compared} rows compared"
+        + (f" (matched on {comparison.matched_on})" if comparison.matched_on else "")
         + (
-            f": {flipped['right_to_wrong']} right -> wrong, {flipped['wrong_to_right']} wrong -> right, "
-            f"{flipped['other']} wrong in both with another prediction; McNemar exact p = {comparison['mcnemar_p']:.4g}."
+            f": {flipped.right_to_wrong} right -> wrong, {flipped.wrong_to_right} wrong -> right, "
+            f"{flipped.other} wrong in both with another prediction; McNemar exact p = {comparison.mcnemar_p:.4g}."
             if flipped
             else "."
         ),
         "",
     ]
-    for name, d in comparison.items():  # a regression comparison's paired error changes
-        if isinstance(d, dict) and {"this", "other", "delta", "ci"} <= d.keys():
-            lines += [
-                f"{name.upper()} change {signed(d['delta'])} ({fmt(d['this'])} vs {fmt(d['other'])}), paired bootstrap 95% interval {ci(d['ci'])}.",
-                "",
-            ]
-    if comparison.get("accuracy_delta_ci"):
-        paired = comparison.get("accuracy_delta_paired")
+    for name, d in error_changes(comparison):
+        lines += [
+            f"{name.upper()} change {signed(d.delta)} ({fmt(d.this)} vs {fmt(d.other)}), paired bootstrap 95% interval {ci(d.ci)}.",
+            "",
+        ]
+    if comparison.accuracy_delta_ci:
+        paired = comparison.accuracy_delta_paired
         change = f" {paired:+.4f} over the rows both runs scored," if isinstance(paired, float) else ""
-        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {ci(comparison['accuracy_delta_ci'])}.", ""]
+        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {ci(comparison.accuracy_delta_ci)}.", ""]
     lines += ["| metric | change (this - other) |", "|---|---|"]
-    lines += [f"| {k} | {signed(v)} |" for k, v in comparison["deltas"].items()] + [""]
+    lines += [f"| {k} | {signed(v)} |" for k, v in comparison.deltas.items()] + [""]
     return lines
 
 
@@ -242,18 +252,16 @@ def _environment():
     return env
 
 
-def render_html(metrics: dict, run_info: dict) -> str:
+def render_html(metrics: MetricsDocument, run_info: dict) -> str:
     from markupsafe import Markup
 
     svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
     names, _, grouped = plots.confusion_cells(metrics)
-    gates = metrics.get("gates") or []
+    gates = metrics.gates or []
     facts = run_facts(metrics, run_info)
-    shown = SLICE_METRICS[head_of(metrics)]
-    slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.get("slices") or {}).items()}
-    slice_intervals = any(
-        s.get(interval) for values in (metrics.get("slices") or {}).values() for s in values.values() for _, interval, _ in shown
-    )
+    shown = SLICE_METRICS[metrics.head]
+    slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.slices or {}).items()}
+    slice_intervals = any(s.interval_of(g) for values in (metrics.slices or {}).values() for g in values.values() for s in shown)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -264,21 +272,26 @@ def render_html(metrics: dict, run_info: dict) -> str:
             facts=facts,
             headline_cards=cards(metrics),
             gates=gates,
-            gate_tests=any(g.get("method") for g in gates),
-            tests_sentence=tests_sentence(metrics["comparison"]) if (metrics.get("comparison") or {}).get("metric_tests") else "",
-            audit_names=audit_matrix(metrics["label_audit"])[0] if metrics.get("label_audit") else [],
-            failed_gates=[g for g in gates if not g["passed"]],
+            gate_tests=any(g.method for g in gates),
+            tests_sentence=tests_sentence(metrics.comparison) if metrics.comparison and metrics.comparison.metric_tests else "",
+            audit_names=audit_matrix(metrics.label_audit)[0] if metrics.label_audit else [],
+            failed_gates=[g for g in gates if not g.passed],
             slices=slices,
             slice_metrics=shown,
             slice_intervals=slice_intervals,
-            slice_note=slice_note(metrics, head_of(metrics), slice_intervals),
+            slice_note=slice_note(metrics, slice_intervals),
             confusion_grouped=grouped,
             confusion_shown=len(names) - (1 if grouped else 0),
-            compared=[(k, metric_value(metrics, k), v) for k, v in ((metrics.get("comparison") or {}).get("deltas") or {}).items()],
-            lower_is_better=lower_is_better(head_of(metrics)),
-            history_columns=history_metrics(head_of(metrics)),
+            **_comparison_context(metrics),
+            lower_is_better=lower_is_better(metrics.head),
+            history_columns=history_metrics(metrics.head),
+            history_rows=[(h, [value_at(h, (c.name,)) for c in history_metrics(metrics.head)]) for h in reversed(metrics.history or [])],
+            class_areas={
+                area: values.per_class if isinstance(values, ClassAreas) else {}
+                for area, values in (("roc_auc", metrics.roc_auc), ("average_precision", metrics.average_precision))
+            },
             group_header=GROUP_HEADER,
-            groups=group_rows(run_info.get("throughput") or metrics.get("scoring")),
+            groups=group_rows(metrics.scoring),
             max_curves=plots.MAX_CURVES,
             per_label_header=PER_LABEL_HEADER,
             per_label=per_label_rows(metrics),
@@ -289,20 +302,63 @@ def render_html(metrics: dict, run_info: dict) -> str:
     )
 
 
-def _slice_table(metrics: dict, shown, values: dict) -> dict:
-    """One slice column's HTML table: its groups worst first, each with its bar, and the bars' scale."""
+def _comparison_context(metrics: MetricsDocument) -> dict:
+    """The comparison section's rows, prepared for the template (no lookups by key there)."""
+    comparison = metrics.comparison
+    if comparison is None:
+        return {
+            "compared": [],
+            "error_changes": [],
+            "class_tests": [],
+            "class_deltas": [],
+            "flip_samples": [],
+            "samples_shown": 0,
+            "accuracy_change": None,
+        }
+    paired = comparison.accuracy_delta_paired
+    flipped = comparison.flipped
+    samples = comparison.samples
+    return {
+        "compared": [(k, metric_value(metrics, k), v, comparison.metric_tests.get(k)) for k, v in comparison.deltas.items()],
+        "error_changes": error_changes(comparison),
+        "class_tests": [(label, [(k, t[k]) for k in CLASS_TESTS], class_mark(t)) for label, t in comparison.per_class_tests.items()],
+        "class_deltas": [(label, [(k, getattr(d, k)) for k in CLASS_DELTAS]) for label, d in comparison.per_class_deltas.items()],
+        "flip_samples": [
+            (title, samples.get(kind) or [], len(samples.get(kind) or []), getattr(flipped, kind) if flipped else None)
+            for kind, title in FLIP_SAMPLES
+        ]
+        if samples
+        else [],
+        "samples_shown": sum(len(v) for v in samples.values()),
+        "accuracy_change": (paired, ["comparison", "accuracy_delta_paired"])
+        if paired is not None
+        else (comparison.deltas.get("accuracy"), ["comparison", "deltas", "accuracy"]),
+    }
+
+
+CLASS_DELTAS = ("precision", "recall", "f1")  # ClassDelta's fields, in the table's order
+FLIP_SAMPLES = (("right_to_wrong", "Right before, wrong now"), ("wrong_to_right", "Wrong before, right now"))
+
+
+def _slice_table(metrics: MetricsDocument, shown: tuple[SliceMetric, ...], values: dict) -> dict:
+    """One slice column's HTML table: its groups worst first, each with its bar and its cells, and the bars' scale."""
     from markupsafe import Markup
 
-    key, interval, _ = shown[0]
-    groups = sorted_slices(values, key)
-    scale = slice_scale(key, groups, metrics.get(key))
-    bars = [Markup(plots.interval_svg(s.get(key), s.get(interval), metrics.get(key), scale=scale)) for _, s in groups]
-    return {"scale": scale, "groups": [(v, s, bar) for (v, s), bar in zip(groups, bars)]}
+    first = shown[0]
+    groups = sorted_slices(values, first)
+    overall = first.overall(metrics)
+    scale = slice_scale(first, groups, overall)
+    rows = []
+    for value, group in groups:
+        bar = Markup(plots.interval_svg(first.of(group), first.interval_of(group), overall, scale=scale))
+        cells = [(s.key, value_at(group, (s.key,)), s.interval, s.interval_of(group)) for s in shown]
+        rows.append((value, group.rows, cells, bar))
+    return {"scale": scale, "groups": rows}
 
 
-def _regression_svgs(metrics: dict, svgs: dict) -> dict[str, list]:
+def _regression_svgs(metrics: MetricsDocument, svgs: dict) -> dict[str, list]:
     """Per regression output, its plots in REGRESSION_PLOTS' order."""
-    outputs = metrics.get("outputs") or []
+    outputs = metrics.outputs or []
     return {
         output: [
             svgs[stem] for kind in REGRESSION_PLOTS if (stem := regression_plot_name(kind, i, len(outputs)).removesuffix(".svg")) in svgs
@@ -311,9 +367,9 @@ def _regression_svgs(metrics: dict, svgs: dict) -> dict[str, list]:
     }
 
 
-def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
+def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]:
     """What ran, on what, and how fast: (name, text) pairs for the report's last section."""
-    scoring = metrics.get("scoring") or run_info.get("throughput") or {}
+    scoring = metrics.scoring
     facts = [("run", run_info["run_id"]), ("input", run_info["input_uri"])]
     if run_info.get("input_fingerprint"):
         facts.append(("input fingerprint", run_info["input_fingerprint"]))
@@ -325,39 +381,34 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
         facts.append(("adapter", f"{run_info['adapter_uri']} ({merged})"))
         if run_info.get("adapter_fingerprint"):
             facts.append(("adapter fingerprint", run_info["adapter_fingerprint"]))
-    facts.append(("rows", f"{metrics['rows']:,} in the input, {metrics['scored']:,} scored, {metrics['evaluated']:,} evaluated"))
-    if metrics.get("ground_truth_source"):
-        facts.append(("ground truth", metrics["ground_truth_source"]))
-    facts.append(
-        (
-            "mode",
-            f"{run_info['mode']}, {run_info['num_processes']} process(es)"
-            + (f", dtype {dtype}" if (dtype := scoring.get("dtype") or _groups_dtype(scoring) or run_info.get("dtype")) else ""),
-        )
-    )
-    if scoring.get("precision_check"):
-        facts.append(("precision check", precision_sentence(scoring["precision_check"])))
-    if scoring.get("rows_scored") is not None:
+    facts.append(("rows", f"{metrics.rows:,} in the input, {metrics.scored:,} scored, {metrics.evaluated:,} evaluated"))
+    if metrics.ground_truth_source:
+        facts.append(("ground truth", metrics.ground_truth_source))
+    dtype = (scoring.dtype or _groups_dtype(scoring) if scoring else None) or run_info.get("dtype")
+    facts.append(("mode", f"{run_info['mode']}, {run_info['num_processes']} process(es)" + (f", dtype {dtype}" if dtype else "")))
+    if scoring and scoring.precision_check:
+        facts.append(("precision check", precision_sentence(scoring.precision_check)))
+    if scoring:
         facts.append(
             (
                 "scoring",
-                f"{scoring['rows_scored']:,} rows this attempt in {scoring['seconds']:.1f} s: "
-                f"{scoring['rows_per_s']:,.1f} rows/s, {scoring['tokens_per_s']:,.0f} tokens/s",
+                f"{scoring.rows_scored:,} rows this attempt in {scoring.seconds:.1f} s: "
+                f"{scoring.rows_per_s:,.1f} rows/s, {scoring.tokens_per_s:,.0f} tokens/s",
             )
         )
-        if scoring.get("rows_scored") != metrics["scored"]:
-            facts.append(("resumed", f"{metrics['scored'] - scoring['rows_scored']:,} rows were scored by an earlier attempt"))
-        if scoring.get("padded_tokens"):
+        if scoring.rows_scored != metrics.scored:
+            facts.append(("resumed", f"{metrics.scored - scoring.rows_scored:,} rows were scored by an earlier attempt"))
+        if scoring.padded_tokens:
             facts.append(
                 (
                     "padding",
-                    f"{scoring['tokens']:,} tokens of {scoring['padded_tokens']:,} padded ({scoring['tokens'] / scoring['padded_tokens']:.1%} useful)",
+                    f"{scoring.tokens:,} tokens of {scoring.padded_tokens:,} padded ({scoring.tokens / scoring.padded_tokens:.1%} useful)",
                 )
             )
-        facts.append(("truncated", f"{scoring.get('truncated', 0):,} texts cut to the model's maximum length"))
+        facts.append(("truncated", f"{scoring.truncated:,} texts cut to the model's maximum length"))
     if (fact := long_text_fact(metrics)) is not None:
         facts.append(fact)
-    for pipe in scoring.get("pipeline", []):
+    for pipe in (scoring.pipeline if scoring else None) or []:
         facts.append(
             (
                 f"pipeline {pipe.get('pipeline', 0)}",
@@ -367,46 +418,46 @@ def run_facts(metrics: dict, run_info: dict) -> list[tuple[str, str]]:
         )
     for step, seconds in (run_info.get("durations") or {}).items():
         facts.append((f"{step} time", f"{seconds:.1f} s"))
-    if metrics.get("null_text_rows"):
-        facts.append(("null texts", f"{metrics['null_text_rows']:,} rows scored as empty text"))
+    if metrics.null_text_rows:
+        facts.append(("null texts", f"{metrics.null_text_rows:,} rows scored as empty text"))
     if run_info.get("slice_columns"):
         facts.append(("slice columns", ", ".join(run_info["slice_columns"])))
     return facts
 
 
-def precision_sentence(check: dict) -> str:
-    """The precision check (boundary.PrecisionCheck) in words, for the report."""
-    parts = [f"{check['rows']:,} rows of this {check['dtype']} run scored again in float32"]
-    for key, words in (
-        ("max_probability_difference", "largest |probability difference|"),
-        ("max_prediction_difference", "largest |prediction difference|"),
-        ("changed_predictions", "predictions changed"),
-        ("changed_label_decisions", "label decisions changed"),
-    ):
-        if check.get(key) is not None:
-            parts.append(f"{words} {check[key]:.2e}" if key.startswith("max_") else f"{check[key]:,} {words}")
-    if check.get("skipped"):
-        parts.append(f"skipped in part: {check['skipped']}")
+def precision_sentence(check: PrecisionCheck) -> str:
+    """The precision check (scoring_summary.PrecisionCheck) in words, for the report."""
+    parts = [f"{check.rows:,} rows of this {check.dtype} run scored again in float32"]
+    if check.max_probability_difference is not None:
+        parts.append(f"largest |probability difference| {check.max_probability_difference:.2e}")
+    if check.max_prediction_difference is not None:
+        parts.append(f"largest |prediction difference| {check.max_prediction_difference:.2e}")
+    if check.changed_predictions is not None:
+        parts.append(f"{check.changed_predictions:,} predictions changed")
+    if check.changed_label_decisions is not None:
+        parts.append(f"{check.changed_label_decisions:,} label decisions changed")
+    if check.skipped:
+        parts.append(f"skipped in part: {check.skipped}")
     return ", ".join(parts)
 
 
-def _groups_dtype(scoring: dict) -> str | None:
+def _groups_dtype(scoring: ScoringSummary) -> str | None:
     """A fanned-out run's dtype: the one its groups' machines used (each reports its own)."""
-    used = {g.get("dtype") for g in scoring.get("groups") or [] if g.get("dtype")}
+    used = {str(g["dtype"]) for g in scoring.groups or [] if g.get("dtype")}
     return ", ".join(sorted(used)) or None
 
 
 def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> dict[str, str]:
     """Write the plots, report.md, report.html and metrics.json (last), then the completion record
     (scorekeeper/report/publish.py); returns their URIs. Every file is rendered from the document as
-    metrics.json holds it, so none can disagree with it."""
+    metrics.json holds it (`MetricsDocument.finite`), so none can disagree with it."""
     from datetime import UTC, datetime
 
     from scorekeeper.report.publish import publish_complete
 
-    document = metrics.as_dict()
+    document = metrics.finite()
     files = {name: svg.encode() for name, svg in plot_files(document).items()}
     files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
     files["metrics.json"] = metrics.to_json_bytes()
-    finished = document.get("finished_at") or datetime.now(UTC).isoformat(timespec="seconds")
+    finished = document.finished_at or datetime.now(UTC).isoformat(timespec="seconds")
     return publish_complete(run, files, finished)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -57,17 +58,93 @@ def open_or_explain(
 ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """`_open_batches`, a file pyarrow cannot read refused in one line naming it."""
     try:
-        return _open_batches(f, string_columns, columns)
+        schema, batches = _open_batches(f, string_columns, columns)
     except READ_ERRORS as exc:
-        raise InputError(f"cannot read {f.uri}: {_short(exc)}") from None
+        raise InputError(_explain(f, exc, None)) from None
+    return schema, _with_schema(batches, schema)
+
+
+class _Batches(Iterator[pa.RecordBatch]):
+    """A file's batches that remember the file's schema (to name a column in a read error)."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema):
+        self._batches, self.schema = batches, schema
+
+    def __next__(self) -> pa.RecordBatch:
+        return next(self._batches)
+
+
+def _with_schema(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    return _Batches(batches, schema)
 
 
 def batches_or_explain(f: InputFile, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The batches, a read error met midway refused in one line naming the file."""
+    """The batches, a read error met midway refused in one line naming the file (and, for text
+    that is not UTF-8, the column by name and the file's first row that holds it)."""
     try:
         yield from batches
     except READ_ERRORS as exc:
-        raise InputError(f"cannot read {f.uri}: {_short(exc)}") from None
+        raise InputError(_explain(f, exc, getattr(batches, "schema", None))) from None
+
+
+_CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+
+
+def _explain(f: InputFile, exc: BaseException, schema: pa.Schema | None) -> str:
+    """One line for a read error: pyarrow's words, but a CSV column by its name (pyarrow numbers
+    them from 0) and, for invalid UTF-8, the first row of the file that holds it."""
+    text = _short(exc)
+    found = _CSV_COLUMN.search(text)
+    names = (schema.names if schema is not None else _csv_header(f)) if found is not None and f.format == "csv" else []
+    if found is None or int(found.group(1)) >= len(names):
+        return f"cannot read {f.uri}: {text}"
+    column = names[int(found.group(1))]
+    if "UTF8" not in text:
+        return f"cannot read {f.uri}: column '{column}': {text[found.end() :].lstrip(': ')}"
+    row = _first_invalid_utf8_row(f, column)
+    at = f" at its row {row} (from 1, the header not counted)" if row is not None else ""
+    return f"cannot read {f.uri}: column '{column}' is not valid UTF-8 text{at}; the file may be Latin-1 or Windows-1252: save it as UTF-8"
+
+
+def _csv_header(f: InputFile) -> list[str]:
+    """A CSV file's column names, from its first line (a read error can come before pyarrow has a schema)."""
+    import csv
+
+    try:
+        fs, path = fs_and_path(f.uri)
+        codec = compression(path)
+        with fs.open(path, "rb", compression=None if codec == "zstd" else codec) as handle:
+            source = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), "zstd") if codec == "zstd" else handle
+            line = source.readline() if hasattr(source, "readline") else b""
+        return next(csv.reader([line.decode("utf-8", errors="replace")]), [])
+    except (OSError, ValueError, pa.ArrowException, StopIteration):
+        return []
+
+
+def _first_invalid_utf8_row(f: InputFile, column: str) -> int | None:
+    """The file's first data row (from 1) whose `column` is not valid UTF-8: the column read again as bytes."""
+    try:
+        fs, path = fs_and_path(f.uri)
+        codec = compression(path)
+        with fs.open(path, "rb", compression=None if codec == "zstd" else codec) as handle:
+            source = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), "zstd") if codec == "zstd" else handle
+            reader = pacsv.open_csv(
+                source,
+                parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                convert_options=pacsv.ConvertOptions(include_columns=[column], column_types={column: pa.binary()}),
+            )
+            seen = 0
+            for batch in reader:
+                for i, value in enumerate(batch.column(0).to_pylist()):
+                    if value is not None:
+                        try:
+                            value.decode("utf-8")
+                        except UnicodeDecodeError:
+                            return seen + i + 1
+                seen += batch.num_rows
+    except READ_ERRORS:
+        return None
+    return None
 
 
 def _short(exc: BaseException) -> str:

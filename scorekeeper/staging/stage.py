@@ -42,6 +42,7 @@ class LocalStaging:
     has_text_pair: bool
     null_text_rows: int
     slice_columns: list[str] = field(default_factory=list)
+    file_rows: list[int] = field(default_factory=list)  # rows staged from each file, in order
 
     def manifest(self, staging_key: str, ground_truth: StagedGroundTruth | None) -> StagedManifest:
         return StagedManifest(
@@ -89,7 +90,9 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
     null_rows: list[int] = []
     null_count = 0
     types: dict[str, tuple[pa.DataType, str]] = {}
+    file_rows: list[int] = []
     for f in files:
+        file_rows.append(0)
         schema, batches = open_or_explain(f, text_names, columns.required)
         available = _check_columns(f, schema, columns.required, partitions.of(f.uri))
         for batch in batches_or_explain(f, batches):
@@ -131,6 +134,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
             order = ["row_index", "id", "text", "text_pair", "label"] + [f"slice_{i}" for i in range(len(request.slice_columns))]
             out.write(pa.table({k: out_columns[k] for k in order if k in out_columns}))
             offset += n
+            file_rows[-1] += n
     out.close()
     if offset == 0:
         raise InputError(f"no rows in the input {request.input_uri}")
@@ -150,6 +154,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
         has_text_pair=request.text_pair_column is not None,
         null_text_rows=null_count,
         slice_columns=list(request.slice_columns),
+        file_rows=file_rows,
     )
 
 

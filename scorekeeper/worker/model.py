@@ -11,12 +11,12 @@ from scorekeeper.errors import ModelError
 from scorekeeper.head_kind import AUTO, HeadKind
 from scorekeeper.long_text import window_size
 from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-exported for the worker's callers)
-    ORDINARY_TEXT,
     adapter_mismatch_message,
     adapter_supplies,
-    check_encodes_text,
     check_pad_token,
+    check_rows_encode,
     check_safetensors_folder,
+    check_vocabulary,
     labels_from_config,
     missing_weights_message,
     model_max_length,
@@ -121,7 +121,7 @@ def load_tokenizer(model_path: str, trust_remote_code: bool):
     special = {i for i in tokenizer.all_special_ids if i is not None}
     if tokenizer.unk_token_id is not None:
         special.add(tokenizer.unk_token_id)
-    check_encodes_text(tokenizer(ORDINARY_TEXT, add_special_tokens=False)["input_ids"], special, len(tokenizer), model_path)
+    check_vocabulary(special, len(tokenizer), model_path)
     return tokenizer
 
 
@@ -158,6 +158,9 @@ def load_model(
 ) -> LoadedModel:
     """Tokenizer + sequence-classification model (+ PEFT adapter), in eval mode on `device`."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # its "Loading weights" bar is noise on the run's stderr, once per process
 
     from scorekeeper.heads import resolve_head
 

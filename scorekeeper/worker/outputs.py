@@ -24,15 +24,20 @@ from scorekeeper.worker.shards import prediction_table
 
 
 def activate(head: str, logits: torch.Tensor) -> torch.Tensor:
-    """The head's outputs (float64) from its logits (rows x outputs)."""
+    """The head's outputs (float64) from its logits (rows x outputs). A row with a logit that is not
+    finite gets NaN outputs: softmax and sigmoid would turn a -inf beside finite logits into a
+    finite 0, and the range's check (shards.refuse_non_finite) must see it."""
     logits = logits.double()
     if head == HeadKind.SINGLE_LABEL:
-        return torch.softmax(logits, dim=-1)
-    if head == HeadKind.MULTI_LABEL:
-        return torch.sigmoid(logits)
-    if head == HeadKind.REGRESSION:
-        return logits
-    raise ValueError(f"unknown head {head!r}")
+        outputs = torch.softmax(logits, dim=-1)
+    elif head == HeadKind.MULTI_LABEL:
+        outputs = torch.sigmoid(logits)
+    elif head == HeadKind.REGRESSION:
+        outputs = logits.clone()
+    else:
+        raise ValueError(f"unknown head {head!r}")
+    outputs[~torch.isfinite(logits).all(dim=-1)] = float("nan")
+    return outputs
 
 
 def _list_column(values: np.ndarray) -> pa.ListArray:

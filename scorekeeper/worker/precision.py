@@ -3,7 +3,7 @@
 bfloat16 (and float16) move a classifier's probabilities a little; how much depends on the model
 and the rows. A run in a reduced dtype therefore scores a seeded sample of its rows a second time
 with the model loaded in float32 from the same folder, and reports the largest difference and how
-many decisions changed (boundary.PrecisionCheck), so that the figures of every such run say what
+many decisions changed (scoring_summary.PrecisionCheck), so that the figures of every such run say what
 the dtype cost, and a bound can fail the run (ScoreRequest.precision_max_difference).
 
 The sample is a function of the plan alone: each range contributes rows in proportion to its size,
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from scorekeeper.boundary import PrecisionCheck
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
 from scorekeeper.run_folder import IndexRange
+from scorekeeper.scoring_summary import PrecisionCheck
 
 SAMPLE_SEED = 20261201
 

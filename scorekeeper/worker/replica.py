@@ -18,9 +18,10 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from scorekeeper.boundary import Job, PrecisionCheck, PrecisionChecked
+from scorekeeper.boundary import Job, PrecisionChecked
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.run_folder import IndexRange, RunFolder
+from scorekeeper.scoring_summary import PrecisionCheck
 from scorekeeper.worker.batching import Batch, collate, cut_batches
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
 from scorekeeper.worker.first_token import first_token_last_layer

@@ -8,6 +8,7 @@ leaves an orphan shard that nothing refers to, never a half-counted range.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -115,7 +116,8 @@ def commit_shard(
     shard = RunFolder.shard_name(r.index, attempt)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
-    run.publish_bytes(sink.getvalue().to_pybytes(), shard)
+    data = sink.getvalue().to_pybytes()
+    run.publish_bytes(data, shard)
     record = CommitRecord(
         range_index=r.index,
         start=r.start,
@@ -128,6 +130,8 @@ def commit_shard(
         truncated=truncated,
         attempt=attempt,
         long_text=long_text,
+        shard_sha256=hashlib.sha256(data).hexdigest(),
+        shard_bytes=len(data),
     )
     if run.create_commit(record):
         return True

@@ -3,8 +3,9 @@
 -- A regression run's evaluated rows as the slice breakdown reads them (heads_slice_groups.sql):
 -- num = the row's absolute error averaged over its outputs, den = 1. Every evaluated row has every
 -- output, so a slice's sum(num) / sum(den) is the mean of its outputs' MAE: the rule of the
--- top-level mae with several outputs (the uniform average of the outputs').
+-- top-level mae with several outputs (the uniform average of the outputs'). The error is taken from
+-- the halves of prediction and truth, so that it overflows only where its value does.
 CREATE OR REPLACE TEMP TABLE head_slice_rows AS
-SELECT row_index, avg(abs(prediction - truth)) AS num, 1.0::DOUBLE AS den, NULL::BOOLEAN AS exact
+SELECT row_index, avg(abs(prediction * 0.5 - truth * 0.5)) * 2 AS num, 1.0::DOUBLE AS den, NULL::BOOLEAN AS exact
 FROM reg_cells
 GROUP BY row_index;

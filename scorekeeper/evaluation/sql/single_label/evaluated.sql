@@ -5,7 +5,8 @@
 -- column's type and values by scorekeeper/evaluation/matching.py; never chosen row by row).
 -- `truth_id` is the value read as a label id (for pairing with another run). An unknown value
 -- spelled like a label name (integer truth 3 against a label named "3") gets a name of its own,
--- so that it never counts as that label in the per-class metrics. The row's probabilities are
+-- the value and ' [unknown]' (' [unknown {unknown}]' when a label name ends so: single_label.py), so
+-- that it never counts as that label, nor as a label named "3 [unknown]", in the per-class metrics. The row's probabilities are
 -- carried along: the ranking metrics and the label audit read them here rather than joining the
 -- predictions again (each join of millions of rows builds a hash table larger than the memory limit).
 -- The rule is applied once per distinct value (a few, however many rows), then joined to the rows,
@@ -25,7 +26,7 @@ WITH raw AS (
 )
 SELECT r.raw_label, r.truth_id, r.true_id,
        CASE WHEN l.label_name IS NOT NULL THEN l.label_name
-            WHEN r.raw_label IN (SELECT label_name FROM labels) THEN r.raw_label || ' [unknown]'
+            WHEN r.raw_label IN (SELECT label_name FROM labels) THEN r.raw_label || CASE WHEN {unknown} = 1 THEN ' [unknown]' ELSE ' [unknown ' || {unknown} || ']' END
             ELSE r.raw_label END AS true_name
 FROM resolved AS r
 LEFT JOIN labels AS l ON l.label_id = r.true_id;

@@ -1,0 +1,80 @@
+"""Refusals before the start-up: the input's schema, ids and encodings checked before the CLI
+starts Prefect's temporary server or any scoring process (and before the flow starts its own
+processes, when no CLI checked first).
+
+The check is the read step's own validation (scorekeeper/staging/: every file opened, every row's
+text, id and slice columns read and typed, the schemas compared across files, invalid UTF-8
+refused naming the column, file and row) and its duplicate-id check, into a temporary folder that
+is removed afterwards. The labels are not judged here: their staged form depends on the kind of
+head, which only the model folder says (the read step judges them). It runs where it is cheap
+next to a start-up: inputs up to PRECHECK_BYTES, read with the standard credentials (a storage
+block's are known only inside the flow, which then checks there). Any other failure (storage not
+reachable, a file it cannot list) is left to the flow's read step, which says it in its own words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import shutil
+from collections.abc import Iterator
+
+from scorekeeper.errors import ScorekeeperError
+from scorekeeper.params import ScoreRequest
+from scorekeeper.run_folder import RunFolder
+
+log = logging.getLogger(__name__)
+
+PRECHECK_BYTES = 256 * 1024 * 1024  # larger inputs are checked by the read step alone (reading them twice costs more than it saves)
+
+_CHECKED: contextvars.ContextVar[bool] = contextvars.ContextVar("scorekeeper_prechecked", default=False)
+
+
+def precheck(request: ScoreRequest) -> None:
+    """Raise the read step's InputError for an input it would refuse (schema, ids, encodings), where
+    that is cheap to know now; otherwise return and leave the input to the read step."""
+    from scorekeeper.staging.listing import list_input
+    from scorekeeper.staging.stage import new_workdir, stage_input
+
+    try:
+        listing = list_input(request.input_uri, exclude=RunFolder.under(request.output_uri, request.run_name or ".precheck"))
+    except ScorekeeperError:
+        raise
+    except Exception as exc:  # unreachable storage, a listing the read step explains better
+        log.debug("precheck: not listing %s here (%s)", request.input_uri, exc)
+        return
+    if not listing.files or sum(f.size for f in listing.files) > PRECHECK_BYTES:
+        return
+    unlabelled = request.model_copy(update={"label_column": None, "label_columns": [], "ground_truth_uri": None})
+    workdir = new_workdir()
+    try:
+        staged = stage_input(unlabelled, listing.files, workdir, listing.partitions)
+        if request.id_column:
+            from scorekeeper.evaluation.duplicates import duplicate_ids_message
+
+            message = duplicate_ids_message(staged.local_path, request.id_column, [f.uri for f in listing.files], staged.file_rows)
+            if message:
+                from scorekeeper.errors import InputError
+
+                raise InputError(message)
+    except ScorekeeperError:
+        raise
+    except Exception as exc:  # an input the read step explains better
+        log.debug("precheck: leaving %s to the read step (%s)", request.input_uri, exc)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def prechecked() -> Iterator[None]:
+    """Within this block the input counts as checked (the CLI did it before starting anything)."""
+    token = _CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+def was_prechecked() -> bool:
+    return _CHECKED.get()
