@@ -80,7 +80,10 @@ def test_regression_decoder_replica_1_and_2_processes_and_2_pipeline_stages_with
     reference = reference_probabilities(heads["regression"], texts, head="regression")[:, 0]
     one, recorded = _score(tmp_path / "one", rows, heads["regression"], 1)
     assert recorded["head"] == "regression"
-    assert one.column_names == ["row_index", "id", "prediction", "tokens", "unknown_tokens"] and str(one.schema.field("prediction").type) == "double"
+    assert (
+        one.column_names == ["row_index", "id", "prediction", "tokens", "unknown_tokens"]
+        and str(one.schema.field("prediction").type) == "double"
+    )
     two, _ = _score(tmp_path / "two", rows, heads["regression"], 2)
     assert np.abs(one.column("prediction").to_numpy() - reference).max() <= TOLERANCE
     assert np.abs(one.column("prediction").to_numpy() - two.column("prediction").to_numpy()).max() <= SAME_BATCHES_TOLERANCE
