@@ -255,3 +255,24 @@ def test_the_precision_check_scores_its_sample_with_the_same_windows(tmp_path, l
     bound = np.abs(got - windows).max()
     assert check["max_probability_difference"] <= bound + 1e-6
     assert np.abs(got - truncated).max() > 2 * bound  # a check against truncated rows would not pass the line above
+
+
+def test_a_resumed_chunk_run_counts_every_range_once(tmp_path, long_models, monkeypatch):
+    """The first attempt dies after committing one range; the rerun scores the others: the
+    predictions and scoring.long_text are those of all rows, whichever attempt scored them."""
+    rows = make_rows(12, seed=76, max_words=45)
+    texts = [r["text"] for r in rows]
+    data = write_rows(tmp_path / "data" / "rows.csv", rows)
+    params = dict(
+        input_uri=str(data), model_uri=long_models["bert"], output_uri=str(tmp_path / "runs"), run_name="again", label_column=None,
+        rows_per_range=4, tokens_per_batch=64, max_length=MAX_LENGTH, long_text="chunk", chunk_overlap=2, max_chunks=3,
+    )  # fmt: skip
+    monkeypatch.setenv("SCOREKEEPER_FAULT_AFTER_RANGES", "1")
+    with pytest.raises(Exception):  # noqa: B017 - the scoring process exits after its first commit, as a dying machine would
+        run_flow(1, **params)
+    monkeypatch.delenv("SCOREKEEPER_FAULT_AFTER_RANGES")
+    result = run_flow(1, **params)
+    assert result.metrics["scoring"]["rows_scored"] < len(rows)  # an earlier attempt's range was reused
+    want, counts, w, specials, tokenizer = reference(long_models["bert"], texts, "single_label", "chunk", overlap=2, cap=3)
+    assert np.abs(_values(result.predictions, "probabilities") - want).max() < TOLERANCE
+    _check_lengths(result, texts, tokenizer, specials, w, "chunk", counts, overlap=2, cap=3)
