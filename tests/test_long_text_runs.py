@@ -235,7 +235,7 @@ def test_a_decoder_without_special_tokens_chunks_over_the_whole_window(tmp_path)
 
 
 def test_the_precision_check_scores_its_sample_with_the_same_windows(tmp_path, long_models):
-    """bfloat16 (this CPU computes it natively), chunk mode: the check's float32 reference of each
+    """bfloat16 (this CPU computes it natively), chunk mode without overlap: the check's float32 reference of each
     sampled row is that row's windows, so its largest difference is at most the largest difference
     between the committed values and the float32 windows of every row (truncated rows would differ
     by far more)."""
@@ -245,12 +245,13 @@ def test_the_precision_check_scores_its_sample_with_the_same_windows(tmp_path, l
     result = run_flow(
         1, input_uri=str(data), model_uri=long_models["bert"], output_uri=str(tmp_path / "runs"), run_name="bf16",
         label_column=None, rows_per_range=6, tokens_per_batch=64, max_length=MAX_LENGTH, dtype="bfloat16",
-        precision_check_rows=12, long_text="chunk", chunk_overlap=3,
+        precision_check_rows=12, long_text="chunk", max_chunks=2,
     )  # fmt: skip
     check = result.metrics["scoring"]["precision_check"]
     assert check["rows"] == 12
     got = _values(result.predictions, "probabilities")
-    windows, _, _, _, _ = reference(long_models["bert"], texts, "single_label", "chunk", overlap=3)
+    windows, counts, w, specials, tokenizer = reference(long_models["bert"], texts, "single_label", "chunk", cap=2)  # no overlap
+    _check_lengths(result, texts, tokenizer, specials, w, "chunk", counts, cap=2)
     truncated, _, _, _, _ = reference(long_models["bert"], texts, "single_label", "truncate")
     bound = np.abs(got - windows).max()
     assert check["max_probability_difference"] <= bound + 1e-6
