@@ -70,17 +70,13 @@ def test_a_reference_run_a_drifted_nightly_run_a_backfill_and_previous(tmp_path,
         "score": ref.signal(r.column("score").to_pylist(), c.column("score").to_pylist(), numeric=True),
         "slice:channel": ref.signal([x["channel"] for x in rows(160, 1, ["web", "app"])], ["email"] * 160, numeric=False),
     }
-    for name in ("tokens", "unknown_token_share"):
-        if name in drift["signals"]:
-            tokens = [r.column("tokens").to_pylist(), c.column("tokens").to_pylist()]
-            unknown = [r.column("unknown_tokens").to_pylist(), c.column("unknown_tokens").to_pylist()]
-            if name == "tokens":
-                want[name] = ref.signal([float(t) for t in tokens[0]], [float(t) for t in tokens[1]], numeric=True)
-            else:
-                share = [[u / t if t else None for u, t in zip(unknown[k], tokens[k], strict=True)] for k in (0, 1)]
-                want[name] = ref.signal(share[0], share[1], numeric=True)
-        else:
-            assert name in drift["skipped"]
+    # every run's predictions.parquet has tokens and unknown_tokens: both length signals are measured
+    assert drift["skipped"] == {}
+    tokens = [r.column("tokens").to_pylist(), c.column("tokens").to_pylist()]
+    unknown = [r.column("unknown_tokens").to_pylist(), c.column("unknown_tokens").to_pylist()]
+    want["tokens"] = ref.signal([float(t) for t in tokens[0]], [float(t) for t in tokens[1]], numeric=True)
+    share = [[u / t if t else None for u, t in zip(unknown[k], tokens[k], strict=True)] for k in (0, 1)]
+    want["unknown_token_share"] = ref.signal(share[0], share[1], numeric=True)
     verdicts = ref.judge(want, 160, 160)
     assert set(drift["signals"]) == set(want)
     for name, w in want.items():

@@ -89,7 +89,8 @@ def test_multi_label_micro_and_macro_f1(tmp_path_factory, seed, skill_ref, skill
     golden._multi_label(root / "ref", seed, skill_ref)
     golden._multi_label(root / "cur", seed + 1, skill_cur)
     evaluate(root, "ref", "multi_label")
-    got = evaluate(root, "cur", "multi_label", "ref").estimated
+    document = evaluate(root, "cur", "multi_label", "ref")
+    got = document.estimated
     labels = golden.TOPICS
     r, c = pq.read_table(root / "ref" / "predictions.parquet"), pq.read_table(root / "cur" / "predictions.parquet")
     truth_lists = pq.read_table(root / "ref" / "work" / "input.parquet").column("label").to_pylist()
@@ -99,6 +100,18 @@ def test_multi_label_micro_and_macro_f1(tmp_path_factory, seed, skill_ref, skill
     macro, micro = ref.estimated_f1(rows, hits, np.array(c.column("probabilities").to_pylist()), predicted, renormalise=False)
     assert got is not None and got.accuracy is None
     assert math.isclose(got.micro_f1, micro, abs_tol=1e-9) and math.isclose(got.macro_f1, macro, abs_tol=1e-9)
+    # the multi-label drift signals, recomputed from both runs' predictions
+    ref_lists, cur_lists = r.column("predicted_labels").to_pylist(), c.column("predicted_labels").to_pylist()
+    want = {"labels_per_row": ref.signal([float(len(x)) for x in ref_lists], [float(len(x)) for x in cur_lists], numeric=True)}
+    for name in labels:
+        want[f"positive:{name}"] = ref.signal(
+            ["1" if name in x else "0" for x in ref_lists], ["1" if name in x else "0" for x in cur_lists], numeric=False
+        )
+    assert document.drift is not None and set(document.drift.signals) == set(want)
+    for name, w in want.items():
+        s = document.drift.signals[name]
+        assert [b.reference_rows for b in s.bins] == w["a"] and [b.current_rows for b in s.bins] == w["b"], name
+        assert math.isclose(s.psi, w["psi"], abs_tol=1e-9) and math.isclose(s.p, w["p"], rel_tol=1e-6, abs_tol=1e-300), name
 
 
 @settings(PROFILE)

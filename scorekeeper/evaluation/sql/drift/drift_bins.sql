@@ -8,7 +8,12 @@
 CREATE OR REPLACE TEMP TABLE drift_bins AS
 WITH numeric_values AS (
     SELECT v.signal, v.side,
-           CASE WHEN v.num IS NULL THEN NULL ELSE list_count(list_filter(e.edges, lambda x: v.num > x)) END AS bin
+           -- the edges below the value: at most 9 (drift_edges.sql pads them with +inf), compared in
+           -- place rather than filtered per row
+           CASE WHEN v.num IS NULL THEN NULL ELSE
+               (v.num > e.padded[1])::INT + (v.num > e.padded[2])::INT + (v.num > e.padded[3])::INT
+             + (v.num > e.padded[4])::INT + (v.num > e.padded[5])::INT + (v.num > e.padded[6])::INT
+             + (v.num > e.padded[7])::INT + (v.num > e.padded[8])::INT + (v.num > e.padded[9])::INT END AS bin
     FROM drift_values AS v JOIN drift_edges AS e ON e.signal = v.signal
 ), numeric_counts AS (
     SELECT signal, bin,
