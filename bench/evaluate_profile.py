@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     evaluation.connect_run = lambda run: TimedConnection(connect_run(run), times)
     try:
         began = time.perf_counter()
-        document = evaluation.evaluate(run, stored["labels"], manifest, slices, truth_column=request.get("label_column") or "label")
+        document = evaluation.evaluate_run(run, stored["labels"], manifest, slices, truth_column=request.get("label_column") or "label")
         total = time.perf_counter() - began
     finally:
         evaluation.connect_run = connect_run

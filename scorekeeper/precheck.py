@@ -7,7 +7,7 @@ text, id and slice columns read and typed, the schemas compared across files, in
 refused naming the column, file and row) and its duplicate-id check, into a temporary folder that
 is removed afterwards. The labels are not judged here: their staged form depends on the kind of
 head, which only the model folder says (the read step judges them). It runs where it is cheap
-next to a start-up: inputs up to PRECHECK_BYTES, read with the standard credentials (a storage
+next to a start-up: inputs up to PRECHECK_BYTES (64 MiB), read with the standard credentials (a storage
 block's are known only inside the flow, which then checks there). Any other failure (storage not
 reachable, a file it cannot list) is left to the flow's read step, which says it in its own words.
 """
@@ -26,7 +26,8 @@ from scorekeeper.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 
-PRECHECK_BYTES = 256 * 1024 * 1024  # larger inputs are checked by the read step alone (reading them twice costs more than it saves)
+# Larger inputs are checked by the read step alone: read twice, they would delay every valid run's start-up.
+PRECHECK_BYTES = 64 * 1024 * 1024
 
 _CHECKED: contextvars.ContextVar[bool] = contextvars.ContextVar("scorekeeper_prechecked", default=False)
 

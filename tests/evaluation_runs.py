@@ -1,4 +1,4 @@
-"""Run folders for evaluate()/compare() written directly from probabilities and a typed ground-truth
+"""Run folders for evaluate_run()/compare() written directly from probabilities and a typed ground-truth
 column (no scoring), shared by the input-invariant tests and the property tests."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from scorekeeper.evaluation.driver import evaluate
+from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.run_folder import CompletionRecord, RunFolder, StagedManifest
 from scorekeeper.run_seal import seal_outputs
 from tests.helpers import write_predictions
@@ -21,7 +21,7 @@ def write_run(
     root: Path, name: str, probs: np.ndarray, labels: list[str], truth: pa.Array, *, fingerprint: str = "same-input", complete: bool = True
 ) -> tuple[RunFolder, StagedManifest, dict | None]:
     """A run folder as the flow leaves it (predictions.parquet, work/input.parquet with `truth` as
-    its label column, plan.json with the labels; report/metrics.json from evaluate() if complete).
+    its label column, plan.json with the labels; report/metrics.json from evaluate_run() if complete).
     Returns the folder, its manifest and, if complete, its metrics."""
     run = root / name
     (run / "work").mkdir(parents=True)
@@ -40,7 +40,7 @@ def write_run(
     )  # fmt: skip
     metrics = None
     if complete:
-        document = evaluate(folder, labels, manifest, [])
+        document = evaluate_run(folder, labels, manifest, [])
         (run / "report").mkdir()
         (run / "report" / "metrics.json").write_bytes(document.to_json_bytes())
         seal_complete(folder)

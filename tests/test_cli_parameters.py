@@ -50,10 +50,10 @@ FORMS: dict[str, list[tuple[list[str], object]]] = {
     "compare_to": [(["--compare-to", "previous"], "previous"), (["--compare-to", "base-01"], "base-01"), (["--compare-to", "none"], None)],
     "drift_reference": [
         (["--drift-reference", "previous"], "previous"),
-        (["--drift-reference", "validation"], "validation"),
+        (["--drift-reference", "base-01"], "base-01"),
         (["--drift-reference", "none"], None),
     ],
-    "drift_min_psi": [(["--drift-min-psi", "0.25"], 0.25), (["--drift-min-psi", "0"], 0.0)],
+    "drift_min_psi": [(["--drift-min-psi", "0.25"], 0.25)],
     "gates": [
         (["--gates", "accuracy>=0.9", "--gates", "macro_f1 >= 0.8"], {"accuracy": ">=0.9", "macro_f1": ">= 0.8"}),
         (["--gates", '{"accuracy": ">=0.9"}'], {"accuracy": ">=0.9"}),

@@ -60,7 +60,7 @@ def test_multi_label_encoder_replica_1_and_2_processes_and_2_pipeline_stages(tmp
     reference = reference_probabilities(heads["multi_label"], texts, head="multi_label")
     one, recorded = _score(tmp_path / "one", rows, heads["multi_label"], 1)
     assert recorded["head"] == "multi_label"  # the kind used, resolved from the config
-    assert one.column_names == ["row_index", "id", "predicted_labels", "probabilities"]
+    assert one.column_names == ["row_index", "id", "predicted_labels", "probabilities", "tokens", "unknown_tokens"]
     thresholds = {"spam": 0.3, "praise": 0.7}
     two, _ = _score(tmp_path / "two", rows, heads["multi_label"], 2, thresholds=thresholds)
     piped, _ = _score(tmp_path / "pipe", rows, heads["multi_label"], 2, mode="pipeline", microbatches=2)
@@ -80,7 +80,10 @@ def test_regression_decoder_replica_1_and_2_processes_and_2_pipeline_stages_with
     reference = reference_probabilities(heads["regression"], texts, head="regression")[:, 0]
     one, recorded = _score(tmp_path / "one", rows, heads["regression"], 1)
     assert recorded["head"] == "regression"
-    assert one.column_names == ["row_index", "id", "prediction"] and str(one.schema.field("prediction").type) == "double"
+    assert (
+        one.column_names == ["row_index", "id", "prediction", "tokens", "unknown_tokens"]
+        and str(one.schema.field("prediction").type) == "double"
+    )
     two, _ = _score(tmp_path / "two", rows, heads["regression"], 2)
     assert np.abs(one.column("prediction").to_numpy() - reference).max() <= TOLERANCE
     assert np.abs(one.column("prediction").to_numpy() - two.column("prediction").to_numpy()).max() <= SAME_BATCHES_TOLERANCE

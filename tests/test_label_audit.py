@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scorekeeper.evaluation.driver import evaluate
+from scorekeeper.evaluation.driver import evaluate_run
 from tests.test_compare import LABELS, write_run
 from tests.test_properties import examples
 
@@ -35,7 +35,7 @@ def confident_learning(given: np.ndarray, probs: np.ndarray):
 
 def audit_of(tmp_path, probs, truth, name="run"):
     run, manifest = write_run(tmp_path, name, probs, truth, complete=False)
-    return evaluate(run, LABELS, manifest, []).as_dict()
+    return evaluate_run(run, LABELS, manifest, []).as_dict()
 
 
 def test_the_audit_is_the_confident_joint_off_its_diagonal(tmp_path):

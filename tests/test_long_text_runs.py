@@ -235,7 +235,7 @@ def test_a_decoder_without_special_tokens_chunks_over_the_whole_window(tmp_path)
 
 
 def test_the_precision_check_scores_its_sample_with_the_same_windows(tmp_path, long_models):
-    """bfloat16 (this CPU computes it natively), chunk mode: the check's float32 reference of each
+    """bfloat16 (this CPU computes it natively), chunk mode without overlap: the check's float32 reference of each
     sampled row is that row's windows, so its largest difference is at most the largest difference
     between the committed values and the float32 windows of every row (truncated rows would differ
     by far more)."""
@@ -245,13 +245,35 @@ def test_the_precision_check_scores_its_sample_with_the_same_windows(tmp_path, l
     result = run_flow(
         1, input_uri=str(data), model_uri=long_models["bert"], output_uri=str(tmp_path / "runs"), run_name="bf16",
         label_column=None, rows_per_range=6, tokens_per_batch=64, max_length=MAX_LENGTH, dtype="bfloat16",
-        precision_check_rows=12, long_text="chunk", chunk_overlap=3,
+        precision_check_rows=12, long_text="chunk", max_chunks=2,
     )  # fmt: skip
     check = result.metrics["scoring"]["precision_check"]
     assert check["rows"] == 12
     got = _values(result.predictions, "probabilities")
-    windows, _, _, _, _ = reference(long_models["bert"], texts, "single_label", "chunk", overlap=3)
+    windows, counts, w, specials, tokenizer = reference(long_models["bert"], texts, "single_label", "chunk", cap=2)  # no overlap
+    _check_lengths(result, texts, tokenizer, specials, w, "chunk", counts, cap=2)
     truncated, _, _, _, _ = reference(long_models["bert"], texts, "single_label", "truncate")
     bound = np.abs(got - windows).max()
     assert check["max_probability_difference"] <= bound + 1e-6
     assert np.abs(got - truncated).max() > 2 * bound  # a check against truncated rows would not pass the line above
+
+
+def test_a_resumed_chunk_run_counts_every_range_once(tmp_path, long_models, monkeypatch):
+    """The first attempt dies after committing one range; the rerun scores the others: the
+    predictions and scoring.long_text are those of all rows, whichever attempt scored them."""
+    rows = make_rows(12, seed=76, max_words=45)
+    texts = [r["text"] for r in rows]
+    data = write_rows(tmp_path / "data" / "rows.csv", rows)
+    params = dict(
+        input_uri=str(data), model_uri=long_models["bert"], output_uri=str(tmp_path / "runs"), run_name="again", label_column=None,
+        rows_per_range=4, tokens_per_batch=64, max_length=MAX_LENGTH, long_text="chunk", chunk_overlap=2, max_chunks=3,
+    )  # fmt: skip
+    monkeypatch.setenv("SCOREKEEPER_FAULT_AFTER_RANGES", "1")
+    with pytest.raises(Exception):  # noqa: B017 - the scoring process exits after its first commit, as a dying machine would
+        run_flow(1, **params)
+    monkeypatch.delenv("SCOREKEEPER_FAULT_AFTER_RANGES")
+    result = run_flow(1, **params)
+    assert result.metrics["scoring"]["rows_scored"] < len(rows)  # an earlier attempt's range was reused
+    want, counts, w, specials, tokenizer = reference(long_models["bert"], texts, "single_label", "chunk", overlap=2, cap=3)
+    assert np.abs(_values(result.predictions, "probabilities") - want).max() < TOLERANCE
+    _check_lengths(result, texts, tokenizer, specials, w, "chunk", counts, overlap=2, cap=3)

@@ -111,29 +111,3 @@ def evaluate_run(
     finally:
         con.close()
     return document
-
-
-def evaluate(
-    run: RunFolder,
-    labels: list[str],
-    manifest: StagedManifest,
-    slice_columns: list[str],
-    baseline: Location | None = None,
-    truth_column: str = "label",
-) -> MetricsDocument:
-    """evaluate_run for a single-label head."""
-    return evaluate_run(run, labels, manifest, slice_columns, baseline, HeadKind.SINGLE_LABEL, truth_column=truth_column)
-
-
-def evaluate_head(
-    run: RunFolder,
-    labels: list[str],
-    manifest: StagedManifest,
-    head: HeadKind | str,
-    thresholds: float | dict[str, float],
-    slice_columns: list[str],
-    baseline: Location | None = None,
-    truth_column: str = "label",
-) -> MetricsDocument:
-    """evaluate_run for a multi-label or regression head (the argument order of its callers)."""
-    return evaluate_run(run, labels, manifest, slice_columns, baseline, head, thresholds, truth_column)
