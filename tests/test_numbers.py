@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from scorekeeper.cli import summary_line
 from scorekeeper.numbers import readable
-from scorekeeper.report.render import fmt
+from scorekeeper.report.render import ci, fmt, signed
 
 
 @given(st.floats(allow_nan=False, allow_infinity=False))
@@ -43,3 +43,12 @@ def test_the_last_line_of_a_resumed_run_says_what_it_scored_and_what_it_reused()
     assert summary_line(resumed).startswith("scorekeeper: run r scored 2000 rows and reused 1000 committed earlier (3000 rows);")
     fresh = resumed | {"throughput": {"rows_scored": 3000}}
     assert summary_line(fresh).startswith("scorekeeper: run r scored 3000 rows;")
+
+
+def test_intervals_and_changes_in_the_report_read_as_their_values_do():
+    """report.md's interval and delta cells (the slices, length_impact, comparisons) at any magnitude."""
+    assert ci([2.5316e250, 3.6462e250]) == "[2.532e+250, 3.646e+250]" and ci([0.25, 0.75]) == "[0.2500, 0.7500]"
+    assert ci([1e-9, 3e-9]) == "[1.000e-09, 3.000e-09]" and ci(None) == ""
+    assert signed(0.0123) == "+0.0123" and signed(-0.0123) == "-0.0123" and signed(0.0) == "+0.0000"
+    assert signed(2e250) == "+2.000e+250" and signed(-3e-9) == "-3.000e-09" and signed(None) == "n/a"
+    assert signed(float("inf")) == "n/a"

@@ -29,11 +29,16 @@ def fmt(value, digits: int = 4) -> str:
 
 
 def ci(interval, digits: int = 4) -> str:
-    return f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else ""
+    """An interval's ends, each as `fmt` shows a value (scientific past 1e6 or below 1e-4)."""
+    return f"[{readable(interval[0], digits)}, {readable(interval[1], digits)}]" if interval else ""
 
 
 def signed(value, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
+    """A change with its sign, as `fmt` shows a value (scientific past 1e6 or below 1e-4)."""
+    if value is None:
+        return "n/a"
+    shown = readable(float(value), digits)
+    return shown if shown == "n/a" or shown.startswith("-") else "+" + shown
 
 
 def md(text) -> str:
