@@ -25,6 +25,7 @@ from scorekeeper.worker.windows import (
     WindowSettings,
     aggregate,
     covered,
+    encode_rows,
     encode_windows,
     row_windows,
     text_frame,
@@ -195,6 +196,29 @@ def test_truncate_windows_are_the_tokenizers_own_truncation(tokenizers, kind):
     unk = tokenizer.unk_token_id
     assert rows.unknown.tolist() == [x.count(unk) if unk is not None else 0 for x in whole]
     assert rows.counts.rows_over_length == sum(len(x) > 24 for x in whole) > 0
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+def test_truncate_mode_keeps_the_tokenizers_own_cut_when_it_cuts_from_the_left(tokenizers, kind):
+    """truncation_side left: truncate mode's inputs are the last tokens, as the tokenizer gives them;
+    the windows of head_tail and chunk stay as defined (they do not depend on the tokenizer's side)."""
+    import copy
+
+    from tests.helpers import make_rows
+
+    tokenizer = copy.deepcopy(tokenizers[kind])
+    tokenizer.truncation_side = "left"
+    frame = text_frame(tokenizer)
+    texts = [r["text"] for r in make_rows(40, seed=5, max_words=40)]
+    with_types = kind == "wordpiece"
+    window = 24 - frame.specials
+    mine, rows = encode_rows(tokenizer, texts, None, frame, WindowSettings("truncate", window), 24, with_types)
+    assert mine.ids == tokenizer(texts, truncation=True, max_length=24)["input_ids"]
+    whole = tokenizer(texts)["input_ids"]
+    assert rows.tokens.tolist() == [len(x) for x in whole] and rows.counts.rows_over_length == sum(len(x) > 24 for x in whole) > 0
+    chunked, _ = encode_rows(tokenizer, texts, None, frame, WindowSettings("chunk", window), 24, with_types)
+    tokenizer.truncation_side = "right"
+    assert chunked.ids == encode_windows(tokenizer, texts, frame, WindowSettings("chunk", window), 24, with_types)[0].ids
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "bpe"])

@@ -280,8 +280,12 @@ def encode_rows(
     with_type_ids: bool,
 ):
     """A range's model inputs and row lengths: windows per `settings` for single texts, the
-    tokenizer's own truncation for text pairs (refused up front for head_tail and chunk)."""
-    if pairs is None and frame is not None:
+    tokenizer's own truncation for text pairs (refused up front for head_tail and chunk). Truncate
+    mode with a tokenizer that cuts from the left (`truncation_side: left`) keeps the tokenizer's own
+    cut too, the last tokens: truncate mode's inputs are always what `tokenizer(text, truncation=True)`
+    gives."""
+    keeps_the_tokenizers_cut = settings.mode == TRUNCATE and getattr(tokenizer, "truncation_side", "right") != "right"
+    if pairs is None and frame is not None and not keeps_the_tokenizers_cut:
         return encode_windows(tokenizer, texts, frame, settings, max_length, with_type_ids)
     if settings.mode != TRUNCATE:
         raise InputError(f"long_text {settings.mode} scores one text per row; text pairs (and this tokenizer) only truncate")
