@@ -26,6 +26,7 @@ it): there two takers of one stale lease can both proceed, which is the document
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -201,7 +202,9 @@ def run_lease(run: RunFolder, run_id: str, owner: str, ttl_s: float = LEASE_TTL_
         try:
             release_lease(run, owner, generation)
         except OSError as exc:
-            log.warning("could not release the run lease: %s", exc)
+            # A full disk is the run's own error, said once; the lease it leaves is taken over as soon
+            # as this process is gone (`_owner_gone`) or its TTL passes.
+            (log.debug if exc.errno == errno.ENOSPC else log.warning)("could not release the run lease: %s", exc)
         _prune_empty_folders(run, generation)
 
 

@@ -124,6 +124,7 @@ def test_a_crash_between_shard_and_commit_leaves_the_range_uncommitted(tmp_path,
 
 def test_two_runs_under_one_name_never_share_the_folder(tmp_path):
     run = RunFolder.from_uri(str(tmp_path / "r"))
+    run.publish_bytes(b"{}", RunFolder.PLAN)  # a run that wrote something: its folder stays when the lease is released
     with run_lease(run, "r", owner="first"):
         with pytest.raises(RunConflict, match="is being written by another job"):
             with run_lease(run, "r", owner="second"):

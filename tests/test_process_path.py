@@ -25,6 +25,7 @@ def test_deploy_all_needs_only_the_process_pools_the_readme_creates(deployed):
     assert deployed.deploy_all == {
         "scorekeeper/nightly": "scorekeeper",
         "scorekeeper/adhoc": "scorekeeper",
+        "scorekeeper/monitor": "scorekeeper",
         ScoreRequest.model_fields["fan_out_deployment"].default: "scorekeeper-groups",
     }
 
