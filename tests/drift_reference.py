@@ -1,4 +1,4 @@
-"""An independent implementation of SPEC section 12 (docs/drift.md) in numpy and scipy, written from
+"""An independent implementation of the drift and estimate definitions (docs/drift.md, docs/contracts.md) in numpy and scipy, written from
 the definitions, not from the SQL: bins, PSI, p, KS, Holm, the alarm and the estimates. The tests
 compare scorekeeper/evaluation/drift.py and estimate.py with it over generated tables."""
 

@@ -38,7 +38,7 @@ BASE = {"input_uri": "in.parquet", "model_uri": "model", "output_uri": "out"}
 
 
 def expected_windows(c: list[int], mode: str, w: int, h: int, overlap: int, cap: int) -> tuple[list[list[int]], bool]:
-    """SPEC's windows of content tokens c, element by element."""
+    """The windows of content tokens c (docs/long_text.md), element by element."""
     n = len(c)
     if mode == "truncate":
         return [c[0:w]], False
