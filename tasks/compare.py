@@ -8,8 +8,7 @@ import logging
 from prefect import task
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.history import completed_runs
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.evaluation.history import previous_run, refuse_other_head
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
@@ -34,15 +33,9 @@ def resolve_baseline(request: ScoreRequest, run_id: str) -> str | None:
         raise InputError(f"compare_to names this run ({run_id!r}); name another run under {output.uri}, or 'previous'")
     files = [f.fingerprint for f in list_input_files(request.input_uri, exclude=output.child(run_id))]
     if request.compare_to == "previous":
-        runs = [r for r in completed_runs(output) if r["run_id"] != run_id]
-        same = [r for r in runs if r["input_files"] == files]
-        if not same:
-            raise InputError(
-                f"compare_to 'previous': no completed run under {output.uri} read the same input as this run "
-                f"({len(runs)} other completed run(s) there); run once without compare_to, or name a run"
-            )
-        name = same[-1]["run_id"]  # oldest first: the last is the latest
-        log.info("comparing with the previous run on the same input: %s (finished %s)", name, same[-1]["finished_at"])
+        previous = previous_run(output, run_id, "compare_to", lambda r: r["input_files"] == files, "read the same input as this run")
+        name = previous["run_id"]
+        log.info("comparing with the previous run on the same input: %s (finished %s)", name, previous["finished_at"])
     else:
         name = request.compare_to
     other = RunFolder(output.fs, output.join(name))
@@ -64,10 +57,5 @@ def resolve_baseline_task(request: ScoreRequest, context: RunContext) -> str | N
     """Find the run to compare with (compare_to) before anything is scored."""
     name = resolve_baseline(request, context.run_id)
     if name is not None:
-        other = Location.from_uri(request.output_uri).child(name)
-        other_head = other.read_json(RunFolder.METRICS).get("head", HeadKind.SINGLE_LABEL)
-        if other_head != context.head:
-            raise InputError(
-                f"compare_to: run {name!r} scored a {other_head} head and this run a {context.head} head; compare runs of one kind"
-            )
+        refuse_other_head(Location.from_uri(request.output_uri), name, context.head, "compare_to", "compare runs of one kind")
     return name

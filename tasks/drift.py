@@ -8,8 +8,7 @@ import logging
 from prefect import task
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.history import completed_runs
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.evaluation.history import previous_run, refuse_other_head
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.run_folder import RunFolder
@@ -33,15 +32,15 @@ def resolve_drift_reference(request: ScoreRequest, run_id: str, model_fingerprin
     if name == run_id:
         raise InputError(f"drift_reference names this run ({run_id!r}); name another run under {output.uri}, or 'previous'")
     if name == "previous":
-        runs = [r for r in completed_runs(output) if r["run_id"] != run_id]
-        same = [r for r in runs if r.get("model_fingerprint") == model_fingerprint and r.get("adapter_fingerprint") == adapter_fingerprint]
-        if not same:
-            raise InputError(
-                f"drift_reference 'previous': no completed run under {output.uri} was scored with this run's model and adapter "
-                f"({len(runs)} other completed run(s) there); run once without drift_reference, or name a run"
-            )
-        name = same[-1]["run_id"]  # oldest first: the last is the latest
-        log.info("measuring drift against the previous run of this model: %s (finished %s)", name, same[-1]["finished_at"])
+        previous = previous_run(
+            output,
+            run_id,
+            "drift_reference",
+            lambda r: r.get("model_fingerprint") == model_fingerprint and r.get("adapter_fingerprint") == adapter_fingerprint,
+            "was scored with this run's model and adapter",
+        )
+        name = previous["run_id"]
+        log.info("measuring drift against the previous run of this model: %s (finished %s)", name, previous["finished_at"])
     subject = f"drift_reference {request.drift_reference!r}" if request.drift_reference == "previous" else "drift_reference"
     refuse_unverified(RunFolder(output.fs, output.join(name)), subject)
     return name
@@ -54,11 +53,7 @@ def resolve_drift_reference_task(request: ScoreRequest, context: RunContext) -> 
     another kind of head is refused."""
     name = resolve_drift_reference(request, context.run_id, context.model_fingerprint, context.adapter_fingerprint)
     if name is not None:
-        other = Location.from_uri(request.output_uri).child(name)
-        other_head = other.read_json(RunFolder.METRICS).get("head", HeadKind.SINGLE_LABEL)
-        if other_head != context.head:
-            raise InputError(
-                f"drift_reference: run {name!r} scored a {other_head} head and this run a {context.head} head; "
-                "measure drift against a run of the same kind"
-            )
+        refuse_other_head(
+            Location.from_uri(request.output_uri), name, context.head, "drift_reference", "measure drift against a run of the same kind"
+        )
     return name

@@ -17,6 +17,8 @@ import posixpath
 
 from pydantic import ValidationError
 
+from scorekeeper.errors import InputError
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import HistoryEntry, LeftOutRun, MetricsDocument, RecordedMetrics, history_entry
 from scorekeeper.run_folder import CompletionRecord, RunFolder
 from scorekeeper.run_seal import HISTORY, bytes_reason, unverified_reason
@@ -30,6 +32,27 @@ def completed_runs(output: Location) -> list[dict]:
     line in the history (a HistoryEntry's fields) plus `input_files` (the fingerprints of the files
     it read, in order)."""
     return scan_runs(output)[0]
+
+
+def previous_run(output: Location, run_id: str, parameter: str, matches, matching: str) -> dict:
+    """`previous` of `parameter` (compare_to, drift_reference): the latest completed run under
+    `output` other than `run_id` whose record `matches`; refused when none does, `matching` saying in
+    words what the runs were asked to share."""
+    runs = [r for r in completed_runs(output) if r["run_id"] != run_id]
+    same = [r for r in runs if matches(r)]
+    if not same:
+        raise InputError(
+            f"{parameter} 'previous': no completed run under {output.uri} {matching} "
+            f"({len(runs)} other completed run(s) there); run once without {parameter}, or name a run"
+        )
+    return same[-1]  # oldest first: the last is the latest
+
+
+def refuse_other_head(output: Location, name: str, head: HeadKind | str, parameter: str, advice: str) -> None:
+    """Refuse `parameter`'s run `name` when it scored another kind of head than this run's `head`."""
+    other_head = output.child(name).read_json(RunFolder.METRICS).get("head", HeadKind.SINGLE_LABEL)
+    if other_head != head:
+        raise InputError(f"{parameter}: run {name!r} scored a {other_head} head and this run a {head} head; {advice}")
 
 
 def scan_runs(output: Location) -> tuple[list[dict], list[LeftOutRun]]:
