@@ -2,11 +2,16 @@
 over a completed run folder (bench/scale.py leaves them in <work>/scale-runs/).
 
     python bench/evaluate_profile.py build/scale/scale-runs/scale-3000000 [--slice-columns category] [--top 25]
+                                     [--drift-reference RUN [--repeat 3]]
 
 The evaluation runs as the flow runs it (scorekeeper/evaluation/driver.py, the connection's settings from the
 environment: SCOREKEEPER_DUCKDB_MEMORY_LIMIT=4GB shows what spilling costs), with each statement
 timed through the connection. The recomputed metrics are checked against the run's metrics.json:
 equal but for the last digits of float sums, which vary with DuckDB's threads.
+
+With --drift-reference (a completed run, as the flow's drift_reference names one), the run is evaluated
+without and with it, alternated --repeat times, and what drift and estimates add to the evaluation is
+the ratio of the fastest of each (the statements shown are the fastest run with the reference's).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from scorekeeper.evaluation import driver as evaluation  # noqa: E402
 from scorekeeper.evaluation import duck  # noqa: E402
 from scorekeeper.run_folder import RunFolder  # noqa: E402
+from scorekeeper.storage import Location  # noqa: E402
 
 # what the flow adds after the evaluation (tasks/evaluation.py, flows/score.py), and its clock
 NOT_EVALUATED = {"finished_at", "history", "gates", "scoring", "precision"}
@@ -41,7 +47,7 @@ class TimedConnection:
     def execute(self, query: str, *args, **kwargs):
         began = time.perf_counter()
         result = self._con.execute(query, *args, **kwargs)
-        key = " ".join(query.split())[:100]
+        key = getattr(query, "name", None) or " ".join(query.split())[:100]
         self._times[key] = self._times.get(key, 0.0) + time.perf_counter() - began
         return result
 
@@ -62,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run", type=Path, help="a completed single-label run folder")
     ap.add_argument("--slice-columns", nargs="*", default=None, help="default: the run's own (request.json)")
     ap.add_argument("--top", type=int, default=25, help="statements shown, slowest first")
+    ap.add_argument("--drift-reference", type=Path, default=None, help="a completed run: time the evaluation with and without it")
+    ap.add_argument("--repeat", type=int, default=3, help="with --drift-reference: alternated evaluations of each")
     args = ap.parse_args(argv)
     folder = args.run.resolve()
     run = RunFolder.under(str(folder.parent), folder.name)
@@ -71,21 +79,42 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{folder}: not a completed single-label run")
     request = json.loads((folder / RunFolder.REQUEST).read_text())
     slices = request.get("slice_columns", []) if args.slice_columns is None else args.slice_columns
-    times: dict[str, float] = {}
-    connect_run = evaluation.connect_run
-    evaluation.connect_run = lambda run: TimedConnection(connect_run(run), times)
-    try:
-        began = time.perf_counter()
-        document = evaluation.evaluate_run(run, stored["labels"], manifest, slices, truth_column=request.get("label_column") or "label")
-        total = time.perf_counter() - began
-    finally:
-        evaluation.connect_run = connect_run
+    reference = Location.from_uri(str(args.drift_reference.resolve())) if args.drift_reference else None
+
+    def timed(drift_reference: Location | None):
+        times: dict[str, float] = {}
+        connect_run = evaluation.connect_run
+        evaluation.connect_run = lambda run: TimedConnection(connect_run(run), times)
+        try:
+            began = time.perf_counter()
+            document = evaluation.evaluate_run(
+                run, stored["labels"], manifest, slices, truth_column=request.get("label_column") or "label", drift_reference=drift_reference
+            )
+            return time.perf_counter() - began, times, document
+        finally:
+            evaluation.connect_run = connect_run
+
+    runs = {"without": [], "with": []}
+    for _ in range(args.repeat if reference else 1):
+        runs["without"].append(timed(None))
+        if reference:
+            runs["with"].append(timed(reference))
+    total, times, document = min(runs["with"] or runs["without"], key=lambda r: r[0])
     for key, seconds in sorted(times.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"{seconds:8.2f}  {key}")
     print(
         f"evaluate {total:.2f} s ({sum(times.values()):.2f} in statements), peak RSS "
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, DuckDB {duck.settings()['memory_limit']}"
     )
+    if reference:
+        without = min(r[0] for r in runs["without"])
+        print(
+            f"without drift_reference {without:.2f} s, with it {total:.2f} s: +{100 * (total - without) / without:.1f}% "
+            f"(fastest of {args.repeat} alternated each: without {[round(r[0], 2) for r in runs['without']]}, "
+            f"with {[round(r[0], 2) for r in runs['with']]})"
+        )
+        if "drift" not in stored:
+            document.drift = document.estimated = None  # the run was scored without one: compare the rest
     new = {k: v for k, v in json.loads(document.model_dump_json()).items() if k not in NOT_EVALUATED}
     old = {k: v for k, v in stored.items() if k not in NOT_EVALUATED}
     wrong = differences(new, old)

@@ -1,7 +1,7 @@
 """Scale mode: how the parent flow process grows with the rows it handles.
 
     python bench/scale.py [--rows 1000000,3000000,10000000] [--work DIR] [--json OUT]
-                          [--cli-args "--num-processes 1"]
+                          [--cli-args "--num-processes 1"] [--seed 7]
 
 For each row count it builds an input of short labelled texts (cached in --work), runs
 `scorekeeper run` on it in a subprocess with the bench's small BERT, and reports:
@@ -182,13 +182,14 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=str(BENCH / ".work"), help="cache for inputs, the model and runs")
     ap.add_argument("--json", help="write the results to this file")
     ap.add_argument("--cli-args", default="", help="extra arguments for `scorekeeper run`, one shell string")
+    ap.add_argument("--seed", type=int, default=7, help="the input's sample (another seed: new rows of the same generator)")
     args = ap.parse_args(argv)
     work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     model_dir = models.build_model(MODEL, work / "models" / MODEL, corpus.train_tokenizer(work / "tokenizer.json"))
     results = []
     for rows in [int(x.replace("_", "")) for x in args.rows.split(",") if x]:
-        data = build_input(work / f"scale-{rows}.parquet", rows)
+        data = build_input(work / (f"scale-{rows}.parquet" if args.seed == 7 else f"scale-{rows}-seed{args.seed}.parquet"), rows, args.seed)
         out = work / "scale-runs"
         out.mkdir(exist_ok=True)
         subprocess.run(["rm", "-rf", str(out / f"scale-{rows}")], check=True)

@@ -74,12 +74,25 @@ def expected(reference: dict, current: dict) -> dict[str, dict]:
     }
 
 
+# drift.py counts a numeric signal per value first when it has few distinct values, and per bucket
+# otherwise (KS from bucket bounds, then a sort of the buckets that may hold a larger gap): GROUPED 0
+# counts every signal per value, a huge one none; one bucket per bin sorts nearly everything, three
+# leave some buckets out, 1000 most
+WAYS = {"per-value": (0, 1000), "buckets-1": (10**12, 1), "buckets-3": (10**12, 3), "buckets-1000": (10**12, 1000), "chosen": (d.GROUPED, d.KS_BUCKETS)}
+
+
+@pytest.mark.parametrize("way", WAYS)
 @settings(settings.get_profile("drift"), max_examples=40)
-@given(two_runs())
-def test_every_bin_psi_p_ks_and_holm_agree_with_the_reference_implementation(runs):
+@given(runs=two_runs())
+def test_every_bin_psi_p_ks_and_holm_agree_with_the_reference_implementation(runs, way):
     reference, current = runs
     con, r, c = open_runs(reference, current)
-    got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    before = d.GROUPED, d.KS_BUCKETS
+    d.GROUPED, d.KS_BUCKETS = WAYS[way]
+    try:
+        got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    finally:
+        d.GROUPED, d.KS_BUCKETS = before
     want = expected(reference, current)
     verdicts = ref.judge(want, len(reference["row_index"]), len(current["row_index"]))
     assert set(got.signals) == set(want)

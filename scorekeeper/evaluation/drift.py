@@ -13,8 +13,10 @@ Every scored row of both runs takes part. Per signal (a value per row, numeric o
     p_holm    Holm's step-down adjustment over all signals of the run
     drifted   psi >= min_psi and p_holm < 0.05; null (not judged) below 100 rows in either run
 
-The values, bins, counts, PSI and KS are SQL (sql/drift/) over one table of every signal's values
-(`drift_values`); Python sees only the per-bin counts. A signal either run cannot supply (a run
+The values, bins, counts, PSI and KS are SQL (sql/drift/): each signal is a view of both runs'
+values, read straight from their files one signal at a time (its reference count and deciles, its
+bin counts, its KS statistic), so no table of every row's values is made; Python sees only the
+per-bin counts. A signal either run cannot supply (a run
 written before predictions.parquet had `tokens`, a slice column the reference did not stage) is
 left out and named in `skipped`.
 """
@@ -25,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scorekeeper.evaluation.duck import parquet_uri, sql
+from scorekeeper.evaluation.duck import number, parquet_uri, sql
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Drift, DriftBin, DriftRows, DriftSignal, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
@@ -37,6 +39,9 @@ ALPHA = 0.05  # the Holm-adjusted p below which a shift is real
 MIN_ROWS = 100  # fewer rows than this in either run: no signal is judged
 MAX_VALUES = 50  # a categorical signal's bins: past this many values, the reference's 49 and `other`
 DECILES = 10
+GROUPED = 4  # a numeric signal of at most (its values / GROUPED) distinct values is counted per value first
+SAMPLE = 100_000  # the values that choose it
+KS_BUCKETS = 4000  # a numeric signal of many values: its buckets per bin
 SIDES = ("reference", "current")
 
 
@@ -53,20 +58,19 @@ class RunSide:
     slices: dict[str, str] | None = None  # user's slice column -> staged column
 
 
-def open_reference(con, reference: Location) -> RunSide:
-    """The reference run's predictions (and staged input, when it is still there and holds one row
-    per prediction) as views on `con`, once the run vouches for the files read here
+def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) -> RunSide:
+    """The reference run's predictions (and, when this run has `slice_columns`, its staged input, when
+    it is still there and holds one row per prediction) as views on `con`, once the run vouches for the files read here
     (scorekeeper/run_seal.py: checked as they are now, not only when the run started)."""
     refuse_unverified(RunFolder(reference.fs, reference.path), "drift_reference")
     con.read_parquet(parquet_uri(reference, RunFolder.PREDICTIONS)).create_view("reference_predictions")
     plan = reference.read_json(RunFolder.PLAN) if reference.exists(RunFolder.PLAN) else {}
     request = reference.read_json(RunFolder.REQUEST) if reference.exists(RunFolder.REQUEST) else {}
     staged, slices = None, None
-    if reference.exists(RunFolder.STAGED_INPUT):
+    if slice_columns and reference.exists(RunFolder.STAGED_INPUT):
         # work/ is not sealed: its slice columns are used only when it still holds the predicted rows
         con.read_parquet(parquet_uri(reference, RunFolder.STAGED_INPUT)).create_view("reference_staged")
-        rows = con.execute(sql("drift_staged_rows.sql")).fetchone()
-        if rows[0] == rows[1]:
+        if con.execute(sql("drift_staged_rows.sql")).fetchone()[0] == 0:
             staged = "reference_staged"
             slices = {column: f"slice_{i}" for i, column in enumerate(request.get("slice_columns") or [])}
     return RunSide("reference", "reference_predictions", columns_of(con, "reference_predictions"), plan.get("labels") or [], staged, slices)
@@ -82,28 +86,37 @@ def columns_of(con, view: str) -> frozenset[str]:
     return frozenset(d[0] for d in con.execute(sql("drift_columns.sql", view=view)).description)
 
 
-def collect_values(
+@dataclass(frozen=True)
+class Signal:
+    """One signal as a view of both runs' values (`reference`, and `num` or `cat`), named `view`."""
+
+    name: str
+    view: str
+    numeric: bool
+
+
+def signal_views(
     con, head: HeadKind | str, reference: RunSide, current: RunSide, slice_columns: Sequence[str]
-) -> tuple[list[str], dict[str, str]]:
-    """Fill `drift_values` with every signal both runs supply; the numeric signals, and the skipped
-    ones with the reason."""
+) -> tuple[list[Signal], dict[str, str]]:
+    """Every signal both runs supply as a view of its values (a multi-label run's per-label signals
+    counted at once into `drift_categorical_counts` instead); the skipped ones with the reason."""
     head = HeadKind(head)
     skipped: dict[str, str] = {}
-    numeric: list[str] = []
-    con.execute(sql("drift_values.sql"))
-    sides = (reference, current)
+    signals: list[Signal] = []
+    sources = {"reference": reference.predictions, "current": current.predictions}
 
-    def insert(name: str, **macros) -> None:
-        for side in sides:
-            con.execute(sql(name, source=side.predictions, **macros), {"side": side.side})
+    def view(name: str, file: str, numeric: bool, **macros) -> None:
+        signal = Signal(name, f"drift_signal_{len(signals)}", numeric)
+        con.execute(sql(file, view=signal.view, **(sources | macros)))
+        signals.append(signal)
 
-    for name in ("tokens", "unknown_token_share"):
-        missing = [s.side for s in sides if not {"tokens", "unknown_tokens"} <= s.columns]
-        if missing:
+    missing = [s.side for s in (reference, current) if not {"tokens", "unknown_tokens"} <= s.columns]
+    if missing:
+        for name in ("tokens", "unknown_token_share"):
             skipped[name] = f"the {' and '.join(missing)} run's predictions.parquet has no tokens and unknown_tokens columns"
-    if "tokens" not in skipped:
-        insert("drift_tokens.sql")
-        numeric += ["tokens", "unknown_token_share"]
+    else:
+        view("tokens", "drift_tokens.sql", True)
+        view("unknown_token_share", "drift_unknown_share.sql", True)
     shared = [(i, name) for i, name in enumerate(current.labels) if name in reference.labels]
     per_label = (
         "positive:" if head == HeadKind.MULTI_LABEL else "prediction:" if head == HeadKind.REGRESSION and len(current.labels) > 1 else None
@@ -112,33 +125,30 @@ def collect_values(
         for name in current.labels:
             if name not in reference.labels:
                 skipped[per_label + name] = "the reference run's model has no such output"
-    con.execute(sql("drift_labels.sql"), {"ids": [i for i, _ in shared], "names": [n for _, n in shared]})
     if head == HeadKind.SINGLE_LABEL:
-        insert("drift_single_label.sql")
-        numeric.append("score")
+        view("predicted_label", "drift_predicted_label.sql", False)
+        view("score", "drift_score.sql", True)
     elif head == HeadKind.MULTI_LABEL:
-        insert("drift_multi_label.sql")
-        numeric.append("labels_per_row")
+        view("labels_per_row", "drift_labels_per_row.sql", True)
+        con.execute(sql("drift_labels.sql"), {"ids": [i for i, _ in shared], "names": [n for _, n in shared]})
+        con.execute(sql("drift_positive_counts.sql", **sources))
     elif len(current.labels) > 1:
-        for side in sides:
-            # the reference's outputs in its own order: its list positions, named as this run's
-            ids = [side.labels.index(n) for _, n in shared]
-            con.execute(sql("drift_labels.sql"), {"ids": ids, "names": [n for _, n in shared]})
-            con.execute(sql("drift_regression_outputs.sql", source=side.predictions), {"side": side.side})
-        numeric += [f"prediction:{n}" for _, n in shared]
+        for i, name in shared:
+            # each run's own list position of the output (1-based), named as this run's
+            positions = {"reference_index": number(reference.labels.index(name) + 1), "current_index": number(i + 1)}
+            view(f"prediction:{name}", "drift_prediction_output.sql", True, **positions)
     else:
-        insert("drift_regression.sql")
-        numeric.append("prediction")
+        view("prediction", "drift_prediction.sql", True)
     for column in slice_columns:
-        signal = f"slice:{column}"
-        absent = [s.side for s in sides if s.staged is None or not s.slices or column not in s.slices]
+        name = f"slice:{column}"
+        absent = [s.side for s in (reference, current) if s.staged is None or not s.slices or column not in s.slices]
         if absent:
-            skipped[signal] = f"the {' and '.join(absent)} run staged no slice column {column!r}"
+            skipped[name] = f"the {' and '.join(absent)} run staged no slice column {column!r}"
             continue
-        for side in sides:
-            assert side.staged is not None and side.slices is not None
-            con.execute(sql("drift_slice.sql", staged=side.staged, column=side.slices[column]), {"side": side.side, "signal": signal})
-    return numeric, skipped
+        assert reference.staged is not None and current.staged is not None and reference.slices and current.slices
+        view(name, "drift_slice.sql", False, reference=reference.staged, current=current.staged,
+             reference_column=reference.slices[column], current_column=current.slices[column])  # fmt: skip
+    return signals, skipped
 
 
 def decile_ranks(m: int) -> list[int]:
@@ -146,23 +156,106 @@ def decile_ranks(m: int) -> list[int]:
     return [(j * m + DECILES - 1) // DECILES for j in range(1, DECILES)]
 
 
-def numeric_edges(con, numeric: Sequence[str]) -> dict[str, list[float]]:
-    """Each numeric signal's merged decile edges of the reference's non-null values (empty when it
-    has none), as the table `drift_edges`."""
-    counts = dict(con.execute(sql("drift_reference_counts.sql"), {"signals": list(numeric)}).fetchall())
+def merged(values) -> list[float]:
+    """Decile values as bin edges: ascending, duplicates merged."""
+    return sorted(set(float(v) for v in values))
+
+
+def quantile_edges(con, view: str, m: int) -> list[float]:
+    """The merged deciles of the m non-null reference values of `view` by DuckDB's discrete quantile."""
+    if m == 0:
+        return []
+    # quantile_disc(q) is the value at 1-based rank ceil(q m); q = (rank - 0.5) / m puts that rank
+    # half a row away from any rounding of q m.
+    quantiles = [(r - 0.5) / m for r in decile_ranks(m)]
+    return merged(con.execute(sql("drift_deciles.sql", values=view), {"quantiles": quantiles}).fetchone()[0])
+
+
+def reference_edges(con, view: str) -> list[float]:
+    """A numeric signal's bin edges: the merged deciles of the reference's non-null values in `view`
+    (empty when it has none)."""
+    return quantile_edges(con, view, int(con.execute(sql("drift_reference_range.sql", values=view)).fetchone()[0]))
+
+
+def padded(edges: list[float]) -> list[float]:
+    """The edges padded to 9 with +inf, as the bin counts compare with."""
+    return edges + [math.inf] * (DECILES - 1 - len(edges))
+
+
+def few_values(con, signal: Signal) -> bool:
+    """Whether a numeric signal looks to hold few distinct values (at most 1 / GROUPED of its first
+    SAMPLE values are distinct): only which way it is counted depends on it."""
+    distinct, values = con.execute(sql("drift_sample_distinct.sql", values=signal.view), {"sample": SAMPLE}).fetchone()
+    return int(distinct) * GROUPED <= int(values)
+
+
+def bucket_scales(edges: list[float], low: float | None, high: float | None) -> tuple[list[float], list[float]]:
+    """Each bin's lower end and KS_BUCKETS / its width (0 for a bin of no width, or one too wide for a
+    double), as drift_bucket_macros.sql places values: the first bin runs from the reference's
+    smallest value, the last to its largest (values beyond them fall in the end buckets)."""
+    if low is None or high is None:
+        return [0.0], [0.0]
+    ends = [float(low), *edges, float(high)]
+    anchors, scales = [], []
+    for lower, upper in zip(ends, ends[1:], strict=False):
+        width = upper - lower
+        scale = KS_BUCKETS / width if math.isfinite(width) and width > 0 else 0.0
+        anchors.append(lower)
+        scales.append(scale if math.isfinite(scale) else 0.0)
+    return anchors, scales
+
+
+def numeric_signal(con, signal: Signal) -> tuple[list[float], float | None]:
+    """One numeric signal's edges and KS statistic (None when either run has no non-null value),
+    its rows per bin into `drift_numeric_counts`, the same numbers either way it is counted
+    (tests/test_drift.py checks both against the reference implementation):
+    - few distinct values: both runs' rows counted once per value; deciles, bins and KS read from those counts;
+    - many: the reference's count, range and deciles, then one pass counting both runs' rows per
+      bucket (KS_BUCKETS equal-width buckets per bin, drift_bucket_macros.sql), which gives the bins
+      and bounds the KS gap per bucket (drift_ks_bounds.sql), then a sort of only the buckets whose
+      bound exceeds the largest exact gap (drift_ks_refine.sql), instead of a sort of every value
+      (drift_ks_sorted.sql, when those buckets hold most values)."""
+    if few_values(con, signal):
+        con.execute(sql("drift_value_counts.sql", values=signal.view))
+        m, n = (int(x) for x in con.execute(sql("drift_value_totals.sql")).fetchone())
+        edges = merged(con.execute(sql("drift_value_deciles.sql"), {"ranks": decile_ranks(m)}).fetchone()[0]) if m else []
+        con.execute(sql("drift_value_bins.sql"), {"signal": signal.name, "padded": padded(edges)})
+        if m == 0 or n == 0:
+            return edges, None
+        return edges, int(con.execute(sql("drift_ks_grouped.sql"), {"m": m, "n": n}).fetchone()[0]) / (m * n)
+    m, low, high = con.execute(sql("drift_reference_range.sql", values=signal.view)).fetchone()
+    m = int(m)
+    edges = quantile_edges(con, signal.view, m)
+    anchors, scales = bucket_scales(edges, low, high)
+    placing = {"padded": padded(edges), "anchors": anchors, "scales": scales, "k": KS_BUCKETS}
+    con.execute(sql("drift_buckets.sql", values=signal.view), placing)
+    con.execute(sql("drift_bucket_bins.sql"), {"signal": signal.name, "k": KS_BUCKETS})
+    n = int(con.execute(sql("drift_bucket_totals.sql")).fetchone()[0])
+    if m == 0 or n == 0:
+        return edges, None
+    con.execute(sql("drift_ks_bounds.sql"), {"m": m, "n": n})
+    gap, candidates, candidate_values = (int(x) for x in con.execute(sql("drift_ks_low.sql")).fetchone())
+    if 2 * candidate_values > m + n:  # most values would be sorted anyway (runs alike value for value): sort them all
+        gap = int(con.execute(sql("drift_ks_sorted.sql", values=signal.view), {"m": m, "n": n}).fetchone()[0])
+    elif candidates:
+        gap = max(gap, int(con.execute(sql("drift_ks_refine.sql", values=signal.view), placing | {"m": m, "n": n}).fetchone()[0]))
+    return edges, gap / (m * n)
+
+
+def count_bins(con, signals: Sequence[Signal]) -> tuple[dict[str, list[float]], dict[str, float | None]]:
+    """Both runs' rows per bin of every signal into `drift_numeric_counts` and
+    `drift_categorical_counts`, one signal at a time; the numeric signals' edges (also as the table
+    `drift_edges`) and KS statistics."""
     edges: dict[str, list[float]] = {}
-    for signal in numeric:
-        m = int(counts.get(signal, 0))
-        if m == 0:
-            edges[signal] = []
-            continue
-        # DuckDB's quantile_disc(q) is the value at 1-based rank ceil(q m); q = (rank - 0.5) / m puts
-        # that rank half a row away from any rounding of q m.
-        quantiles = [(r - 0.5) / m for r in decile_ranks(m)]
-        values = con.execute(sql("drift_deciles.sql"), {"quantiles": quantiles, "signal": signal}).fetchone()[0]
-        edges[signal] = sorted(set(float(v) for v in values))
+    ks: dict[str, float | None] = {}
+    con.execute(sql("drift_bucket_macros.sql"))
+    for signal in signals:
+        if signal.numeric:
+            edges[signal.name], ks[signal.name] = numeric_signal(con, signal)
+        else:
+            con.execute(sql("drift_categorical_counts.sql", values=signal.view), {"signal": signal.name})
     con.execute(sql("drift_edges.sql"), {"signals": list(edges), "edges": list(edges.values())})
-    return edges
+    return edges, ks
 
 
 def chi_square_p(psi: float, m: int, n: int, bins: int) -> float:
@@ -196,12 +289,12 @@ def drift(
     min_psi: float = DEFAULT_MIN_PSI,
 ) -> Drift:
     """metrics.json `drift` of `current` against `reference` (both open on `con`)."""
-    numeric, skipped = collect_values(con, head, reference, current, slice_columns)
-    edges = numeric_edges(con, numeric)
+    con.execute(sql("drift_counts.sql"))
+    signals, skipped = signal_views(con, head, reference, current, slice_columns)
+    edges, ks = count_bins(con, signals)
     con.execute(sql("drift_bins.sql"), {"max_values": MAX_VALUES})
     rows = {side.side: int(con.execute(sql("drift_rows.sql", source=side.predictions)).fetchone()[0]) for side in (reference, current)}
     m, n = rows["reference"], rows["current"]
-    ks = dict(con.execute(sql("drift_ks.sql")).fetchall())
     stats = {signal: (int(b), float(psi)) for signal, b, _, _, psi in con.execute(sql("drift_psi.sql")).fetchall()}
     bins: dict[str, list[DriftBin]] = {}
     for signal, b, is_null, value, is_other, a, c in con.execute(sql("drift_bin_rows.sql")).fetchall():

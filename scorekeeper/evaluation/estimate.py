@@ -19,7 +19,7 @@ from typing import Any
 
 from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation.base import ECE_BINS
-from scorekeeper.evaluation.duck import sql
+from scorekeeper.evaluation.duck import number, sql
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Drift, Estimated, LabelBinCount, RecordedMetrics, ResidualBin, ResidualBins
 
@@ -59,16 +59,20 @@ def regression_signal(outputs: list[str], i: int) -> str:
 
 def regression_records(con, outputs: list[str]) -> dict[str, Any]:
     """A regression run's residual_bins per output: the `prediction` signal's bins of its own
-    predictions (as a later run's drift step makes them) and the evaluated cells' MAE in each."""
-    this = d.RunSide("reference", "predictions", d.columns_of(con, "predictions"), outputs)
-    con.execute(sql("drift_values.sql"))
-    con.execute(sql("drift_labels.sql"), {"ids": list(range(len(outputs))), "names": list(outputs)})
-    if len(outputs) > 1:
-        con.execute(sql("drift_regression_outputs.sql", source=this.predictions), {"side": this.side})
-    else:
-        con.execute(sql("drift_regression.sql", source=this.predictions), {"side": this.side})
+    predictions (its merged deciles, as a later run's drift step makes them) and the evaluated
+    cells' MAE in each."""
     signals = [regression_signal(outputs, i) for i in range(len(outputs))]
-    edges = d.numeric_edges(con, signals)
+    edges: dict[str, list[float]] = {}
+    for i, signal in enumerate(signals):
+        # the drift step's view of the signal, with this run on both sides: only the reference side is read
+        if len(outputs) > 1:
+            position = number(i + 1)
+            con.execute(sql("drift_prediction_output.sql", view="residual_signal", reference="predictions", current="predictions",
+                            reference_index=position, current_index=position))  # fmt: skip
+        else:
+            con.execute(sql("drift_prediction.sql", view="residual_signal", reference="predictions", current="predictions"))
+        edges[signal] = d.reference_edges(con, "residual_signal")
+    con.execute(sql("drift_edges.sql"), {"signals": signals, "edges": [edges[s] for s in signals]})
     con.execute(sql("drift_labels.sql"), {"ids": list(range(len(outputs))), "names": signals})
     out = {name: ResidualBins(edges=edges[s], bins=[ResidualBin(rows=0, mae=None) for _ in range(len(edges[s]) + 1)])
            for name, s in zip(outputs, signals, strict=True)}  # fmt: skip
@@ -187,7 +191,7 @@ def reference_records(con, head: HeadKind | str, labels: list[str]) -> dict[str,
 def monitor(con, head: HeadKind | str, labels: list[str], slice_columns: list[str], reference, reference_name: str, min_psi: float):
     """(drift, estimated) of the run on `con` (its `predictions` and `staged` views) against the
     completed run `reference` (a Location)."""
-    ref_side = d.open_reference(con, reference)
+    ref_side = d.open_reference(con, reference, slice_columns)
     current = d.current_side(con, labels, slice_columns)
     drift = d.drift(con, head, ref_side, current, slice_columns, reference_name, min_psi)
     recorded = d.recorded_reference(reference)

@@ -1,5 +1,8 @@
--- reads: <staged>
--- creates: nothing
--- A slice column's values (categorical, as text) for every staged row of one run.
-INSERT INTO drift_values
-SELECT $side, $signal, NULL, {column}::VARCHAR FROM {staged};
+-- reads: <reference>, <current>
+-- creates: <view>
+-- A slice column's values (categorical, as text) for every staged row of both runs (each run's
+-- staged input and its own staged column holding the slice).
+CREATE OR REPLACE TEMP VIEW {view} AS
+SELECT true AS reference, {reference_column}::VARCHAR AS cat FROM {reference}
+UNION ALL
+SELECT false, {current_column}::VARCHAR FROM {current};

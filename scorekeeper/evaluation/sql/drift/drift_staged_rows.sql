@@ -1,6 +1,8 @@
 -- reads: reference_staged, reference_predictions
 -- creates: nothing
--- The reference's staged rows and predictions that share a row_index, and its predictions: equal
+-- The rows at which the reference's staged input and its predictions hold different row_indexes,
+-- read side by side (both are written in row_index order; the shorter is padded with nulls): none
 -- when its staged input (not sealed by its completion record) still holds the rows it scored.
-SELECT (SELECT count(*) FROM reference_staged AS s SEMI JOIN reference_predictions AS p ON p.row_index = s.row_index),
-       (SELECT count(*) FROM reference_predictions);
+SELECT count(*) FILTER (WHERE s.row_index IS DISTINCT FROM p.row_index)
+FROM (SELECT row_index FROM reference_staged) AS s
+POSITIONAL JOIN (SELECT row_index FROM reference_predictions) AS p;

@@ -1,8 +1,9 @@
--- reads: <source>
--- creates: nothing
--- Every head's length signals (numeric): tokens per row before any cut, and the share of its
--- tokens that are the tokenizer's unknown token (null for a row of no tokens).
-INSERT INTO drift_values
-SELECT $side, 'tokens', tokens, NULL FROM {source}
+-- reads: <reference>, <current>
+-- creates: <view>
+-- Every head's length signal (numeric): tokens per row before any cut, of both runs' scored rows
+-- (`reference` true for the reference run's). Each signal is a view of this shape, read by drift.py
+-- one signal at a time, so no table of every signal's values is ever made.
+CREATE OR REPLACE TEMP VIEW {view} AS
+SELECT true AS reference, tokens::DOUBLE AS num FROM {reference}
 UNION ALL
-SELECT $side, 'unknown_token_share', unknown_tokens / nullif(tokens, 0), NULL FROM {source};
+SELECT false, tokens::DOUBLE FROM {current};
