@@ -221,3 +221,33 @@ def test_holm_matches_the_reference(p):
 @settings(settings.get_profile("drift"), max_examples=60)
 def test_decile_ranks_are_the_nearest_rank_rule_in_integers(m):
     assert d.decile_ranks(m) == [math.ceil(j * m / 10) if (j * m) % 10 else j * m // 10 for j in range(1, 10)]
+
+
+@pytest.mark.parametrize(
+    ("staged", "holds"),
+    [(list(range(5)), True), (list(range(4)), False), (list(range(6)), False), ([0, 1, 3, 2, 4], False), ([0, 1, 2, 3, 7], False)],
+    ids=["same rows", "a row gone", "a row more", "reordered", "another row"],
+)
+def test_the_references_staged_input_serves_slices_only_while_it_holds_the_rows_it_scored(staged, holds):
+    con = duckdb.connect()
+    con.from_arrow(pa.table({"row_index": pa.array(range(5), pa.int64())})).create_view("reference_predictions")
+    con.from_arrow(pa.table({"row_index": pa.array(staged, pa.int64())})).create_view("reference_staged")
+    assert (con.execute(d.sql("drift_staged_rows.sql")).fetchone()[0] == 0) is holds
+
+
+def test_a_slice_the_references_staged_input_cannot_serve_is_skipped_with_the_reason():
+    rng = np.random.default_rng(4)
+    n = 150
+    table = {
+        "row_index": np.arange(n),
+        "predicted_label": rng.choice(LABELS, n).tolist(),
+        "score": rng.uniform(0.4, 1, n),
+        "tokens": np.full(n, 5, np.int32),
+        "unknown_tokens": np.zeros(n, np.int32),
+        "slice": ["a"] * n,
+    }
+    con, r, c = open_runs(table, table)
+    gone = d.RunSide(r.side, r.predictions, r.columns, r.labels, unstaged="the reference run's staged input (work/input.parquet) is gone")
+    got = d.drift(con, "single_label", gone, c, ["lang"], "ref")
+    assert got.skipped == {"slice:lang": "the reference run's staged input (work/input.parquet) is gone"}
+    assert "slice:lang" not in got.signals and "score" in got.signals

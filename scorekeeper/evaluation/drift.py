@@ -56,24 +56,30 @@ class RunSide:
     labels: list[str]
     staged: str | None = None  # the view of its staged input, when it has one
     slices: dict[str, str] | None = None  # user's slice column -> staged column
+    unstaged: str | None = None  # why it has no staged input to read slices from, when it has none
 
 
 def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) -> RunSide:
     """The reference run's predictions (and, when this run has `slice_columns`, its staged input, when
-    it is still there and holds one row per prediction) as views on `con`, once the run vouches for the files read here
-    (scorekeeper/run_seal.py: checked as they are now, not only when the run started)."""
+    it is still there and holds one row per prediction) as views on `con`, once the run vouches for
+    the files read here (scorekeeper/run_seal.py: checked as they are now, not only when the run started)."""
     refuse_unverified(RunFolder(reference.fs, reference.path), "drift_reference")
     con.read_parquet(parquet_uri(reference, RunFolder.PREDICTIONS)).create_view("reference_predictions")
     plan = reference.read_json(RunFolder.PLAN) if reference.exists(RunFolder.PLAN) else {}
     request = reference.read_json(RunFolder.REQUEST) if reference.exists(RunFolder.REQUEST) else {}
-    staged, slices = None, None
-    if slice_columns and reference.exists(RunFolder.STAGED_INPUT):
+    staged, slices, unstaged = None, None, None
+    if slice_columns and not reference.exists(RunFolder.STAGED_INPUT):
+        unstaged = f"the reference run's staged input ({RunFolder.STAGED_INPUT}) is gone"
+    elif slice_columns:
         # work/ is not sealed: its slice columns are used only when it still holds the predicted rows
         con.read_parquet(parquet_uri(reference, RunFolder.STAGED_INPUT)).create_view("reference_staged")
         if con.execute(sql("drift_staged_rows.sql")).fetchone()[0] == 0:
             staged = "reference_staged"
             slices = {column: f"slice_{i}" for i, column in enumerate(request.get("slice_columns") or [])}
-    return RunSide("reference", "reference_predictions", columns_of(con, "reference_predictions"), plan.get("labels") or [], staged, slices)
+        else:
+            unstaged = f"the reference run's staged input ({RunFolder.STAGED_INPUT}) no longer holds the rows it scored"
+    columns = columns_of(con, "reference_predictions")
+    return RunSide("reference", "reference_predictions", columns, plan.get("labels") or [], staged, slices, unstaged)
 
 
 def current_side(con, labels: list[str], slice_columns: list[str]) -> RunSide:
@@ -142,6 +148,9 @@ def signal_views(
     for column in slice_columns:
         name = f"slice:{column}"
         absent = [s.side for s in (reference, current) if s.staged is None or not s.slices or column not in s.slices]
+        if reference.unstaged:
+            skipped[name] = reference.unstaged
+            continue
         if absent:
             skipped[name] = f"the {' and '.join(absent)} run staged no slice column {column!r}"
             continue
