@@ -88,7 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             began = time.perf_counter()
             document = evaluation.evaluate_run(
-                run, stored["labels"], manifest, slices, truth_column=request.get("label_column") or "label", drift_reference=drift_reference
+                run,
+                stored["labels"],
+                manifest,
+                slices,
+                truth_column=request.get("label_column") or "label",
+                drift_reference=drift_reference,
             )
             return time.perf_counter() - began, times, document
         finally:

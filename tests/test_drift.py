@@ -78,7 +78,13 @@ def expected(reference: dict, current: dict) -> dict[str, dict]:
 # otherwise (KS from bucket bounds, then a sort of the buckets that may hold a larger gap): GROUPED 0
 # counts every signal per value, a huge one none; one bucket per bin sorts nearly everything, three
 # leave some buckets out, 1000 most
-WAYS = {"per-value": (0, 1000), "buckets-1": (10**12, 1), "buckets-3": (10**12, 3), "buckets-1000": (10**12, 1000), "chosen": (d.GROUPED, d.KS_BUCKETS)}
+WAYS = {
+    "per-value": (0, 1000),
+    "buckets-1": (10**12, 1),
+    "buckets-3": (10**12, 3),
+    "buckets-1000": (10**12, 1000),
+    "chosen": (d.GROUPED, d.KS_BUCKETS),
+}
 
 
 @pytest.mark.parametrize("way", WAYS)

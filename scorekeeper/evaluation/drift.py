@@ -299,8 +299,8 @@ def drift(
 ) -> Drift:
     """metrics.json `drift` of `current` against `reference` (both open on `con`)."""
     con.execute(sql("drift_counts.sql"))
-    signals, skipped = signal_views(con, head, reference, current, slice_columns)
-    edges, ks = count_bins(con, signals)
+    views, skipped = signal_views(con, head, reference, current, slice_columns)
+    edges, ks = count_bins(con, views)
     con.execute(sql("drift_bins.sql"), {"max_values": MAX_VALUES})
     rows = {side.side: int(con.execute(sql("drift_rows.sql", source=side.predictions)).fetchone()[0]) for side in (reference, current)}
     m, n = rows["reference"], rows["current"]
