@@ -125,7 +125,8 @@ def test_regression_mae_per_output_and_mean(tmp_path_factory, seed, noise, shift
     values = np.array(table.column("prediction").to_pylist()) + shift
     pq.write_table(table.set_column(2, "prediction", [values.tolist()]), root / "cur" / "predictions.parquet")
     evaluate(root, "ref", "regression")
-    got = evaluate(root, "cur", "regression", "ref").estimated
+    document = evaluate(root, "cur", "regression", "ref")
+    got = document.estimated
     r = np.array(pq.read_table(root / "ref" / "predictions.parquet").column("prediction").to_pylist()).reshape(-1, len(outputs))
     truth = np.array(pq.read_table(root / "ref" / "work" / "input.parquet").column("label").to_pylist()).reshape(-1, len(outputs))
     c = values.reshape(-1, len(outputs))
@@ -133,6 +134,13 @@ def test_regression_mae_per_output_and_mean(tmp_path_factory, seed, noise, shift
     assert got is not None and got.per_output is not None
     assert np.allclose([got.per_output[o] for o in outputs], expected, atol=1e-9)
     assert math.isclose(got.mae, float(np.mean(expected)), abs_tol=1e-9)
+    # the regression drift signals (many distinct values: counted per bucket), recomputed
+    for i, name in enumerate(outputs):
+        w = ref.signal(list(r[:, i]), list(c[:, i]), numeric=True)
+        s = document.drift.signals["prediction" if len(outputs) == 1 else f"prediction:{name}"]
+        assert [b.reference_rows for b in s.bins] == w["a"] and [b.current_rows for b in s.bins] == w["b"], name
+        assert [b.upper for b in s.bins if not b.null][:-1] == w["edges"], name
+        assert math.isclose(s.psi, w["psi"], abs_tol=1e-9) and math.isclose(s.ks, w["ks"], abs_tol=1e-9), name
 
 
 def test_a_reference_without_ground_truth_gives_no_estimate_and_says_why(tmp_path):
