@@ -199,10 +199,10 @@ def test_more_than_50_categories_keep_the_references_49_most_frequent_and_other(
     assert [b.value for b in s.bins[:49]] == bins[:49]
 
 
-def test_a_signal_the_reference_cannot_supply_is_skipped_and_named():
-    rng = np.random.default_rng(3)
-    n = 200
-    base = {
+def plain_run(seed: int, n: int) -> dict:
+    """A single-label run of random labels and scores, five tokens a row, one slice value."""
+    rng = np.random.default_rng(seed)
+    return {
         "row_index": np.arange(n),
         "predicted_label": rng.choice(LABELS, n).tolist(),
         "score": rng.uniform(0.4, 1, n),
@@ -210,6 +210,10 @@ def test_a_signal_the_reference_cannot_supply_is_skipped_and_named():
         "unknown_tokens": np.zeros(n, np.int32),
         "slice": ["a"] * n,
     }
+
+
+def test_a_signal_the_reference_cannot_supply_is_skipped_and_named():
+    base = plain_run(3, 200)
     old = {k: v for k, v in base.items() if k not in ("tokens", "unknown_tokens")}
     con, r, c = open_runs(old, base)
     got = d.drift(con, "single_label", r, c, ["lang"], "ref")
@@ -242,16 +246,7 @@ def test_the_references_staged_input_serves_slices_only_while_it_holds_the_rows_
 
 
 def test_a_slice_the_references_staged_input_cannot_serve_is_skipped_with_the_reason():
-    rng = np.random.default_rng(4)
-    n = 150
-    table = {
-        "row_index": np.arange(n),
-        "predicted_label": rng.choice(LABELS, n).tolist(),
-        "score": rng.uniform(0.4, 1, n),
-        "tokens": np.full(n, 5, np.int32),
-        "unknown_tokens": np.zeros(n, np.int32),
-        "slice": ["a"] * n,
-    }
+    table = plain_run(4, 150)
     con, r, c = open_runs(table, table)
     gone = d.RunSide(r.side, r.predictions, r.columns, r.labels, unstaged="the reference run's staged input (work/input.parquet) is gone")
     got = d.drift(con, "single_label", gone, c, ["lang"], "ref")

@@ -15,10 +15,10 @@ Every scored row of both runs takes part. Per signal (a value per row, numeric o
 
 The values, bins, counts, PSI and KS are SQL (sql/drift/): each signal is a view of both runs'
 values, read straight from their files one signal at a time (its reference count and deciles, its
-bin counts, its KS statistic), so no table of every row's values is made; Python sees only the
-per-bin counts. A signal either run cannot supply (a run
-written before predictions.parquet had `tokens`, a slice column the reference did not stage) is
-left out and named in `skipped`.
+bin counts, its KS statistic), so no table of every row's values is made; Python sees only counts
+per bin (and, for KS, one integer per signal). A signal either run cannot supply (a run written
+before predictions.parquet had `tokens`, a slice column the reference did not stage) is left out and
+named in `skipped`.
 """
 
 from __future__ import annotations
@@ -192,8 +192,8 @@ def padded(edges: list[float]) -> list[float]:
 
 
 def few_values(con, signal: Signal) -> bool:
-    """Whether a numeric signal looks to hold few distinct values (at most 1 / GROUPED of its first
-    SAMPLE values are distinct): only which way it is counted depends on it."""
+    """Whether a numeric signal looks to hold few distinct values (at most 1 / GROUPED of SAMPLE of its
+    values, the first the scan returns, are distinct): only which way it is counted depends on it."""
     distinct, values = con.execute(sql("drift_sample_distinct.sql", values=signal.view), {"sample": SAMPLE}).fetchone()
     return int(distinct) * GROUPED <= int(values)
 
