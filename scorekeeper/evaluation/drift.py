@@ -42,7 +42,6 @@ DECILES = 10
 GROUPED = 4  # a numeric signal of at most (its values / GROUPED) distinct values is counted per value first
 SAMPLE = 100_000  # the values that choose it
 KS_BUCKETS = 4000  # a numeric signal of many values: its buckets per bin
-SIDES = ("reference", "current")
 
 
 @dataclass(frozen=True)
@@ -147,10 +146,10 @@ def signal_views(
         view("prediction", "drift_prediction.sql", True)
     for column in slice_columns:
         name = f"slice:{column}"
-        absent = [s.side for s in (reference, current) if s.staged is None or not s.slices or column not in s.slices]
         if reference.unstaged:
             skipped[name] = reference.unstaged
             continue
+        absent = [s.side for s in (reference, current) if s.staged is None or not s.slices or column not in s.slices]
         if absent:
             skipped[name] = f"the {' and '.join(absent)} run staged no slice column {column!r}"
             continue
