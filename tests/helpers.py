@@ -25,6 +25,7 @@ from scorekeeper.storage import is_local
 from scorekeeper.tasks.open_run import open_run
 from scorekeeper.tasks.plan import plan_run
 from scorekeeper.tasks.read import read_inputs
+from scorekeeper.worker.model import CPU_NATIVE_FLAGS, cpu_feature_flags
 from tests import prefect_session
 
 LABELS = ["negative", "neutral", "positive"]
@@ -197,3 +198,15 @@ def basic_auth_server(folder: Path, user: str, password: str, signature: str | N
         yield f"127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
+
+
+def needs_native(dtype: str):
+    """Skip a test that scores in a reduced dtype on a CPU that only emulates it: the worker refuses
+    such a run (resolve_dtype), so the test can only pass where the CPU has one of the dtype's
+    instruction flags. The reason names the flags, so a skip says what the machine lacks."""
+    import pytest
+
+    flags = CPU_NATIVE_FLAGS[dtype]
+    return pytest.mark.skipif(
+        not cpu_feature_flags() & flags, reason=f"{dtype} needs one of the CPU flags {', '.join(sorted(flags))} (this CPU only emulates it)"
+    )

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import make_rows, run_flow, write_rows
+from tests.helpers import make_rows, needs_native, run_flow, write_rows
 from tests.test_long_text import expected_windows
 
 pytestmark = pytest.mark.integration
@@ -234,6 +234,7 @@ def test_a_decoder_without_special_tokens_chunks_over_the_whole_window(tmp_path)
     assert "length_impact" not in result.metrics  # no ground truth: nothing to split
 
 
+@needs_native("bfloat16")
 def test_the_precision_check_scores_its_sample_with_the_same_windows(tmp_path, long_models):
     """bfloat16 (this CPU computes it natively), chunk mode without overlap: the check's float32 reference of each
     sampled row is that row's windows, so its largest difference is at most the largest difference

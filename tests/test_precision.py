@@ -13,9 +13,8 @@ import pytest
 from scorekeeper.errors import GateFailed
 from scorekeeper.params import ScoreRequest
 from scorekeeper.scoring_summary import PrecisionCheck
-from scorekeeper.worker.model import cpu_feature_flags
 from scorekeeper.worker.precision import compare, rows_to_check, sample_positions
-from tests.helpers import make_rows, probabilities, run_flow, write_rows
+from tests.helpers import make_rows, needs_native, probabilities, run_flow, write_rows
 
 
 def test_the_sample_spans_the_length_range_and_is_a_function_of_the_range():
@@ -54,7 +53,7 @@ def test_the_figures_per_head_and_merged_over_processes():
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not cpu_feature_flags() & {"avx512_bf16", "amx_bf16", "bf16"}, reason="this CPU only emulates bfloat16")
+@needs_native("bfloat16")
 def test_bfloat16_predictions_do_not_depend_on_the_process_count_and_are_checked(tmp_path, models):
     data = write_rows(tmp_path / "rows.parquet", make_rows(45, seed=5, max_words=50))
     params = dict(input_uri=str(data), model_uri=models["bert"], dtype="bfloat16", rows_per_range=16, precision_check_rows=12)
