@@ -25,7 +25,7 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -33,6 +33,11 @@ from scorekeeper.errors import InputError
 from scorekeeper.evaluation.duck import Fragment, identifier, parquet_uri, sql
 from scorekeeper.metrics.document import EstimateBias, LabelPlan, PredictionPowered, PredictionPoweredMetric, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.run_seal import refuse_unverified
+from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.params import ScoreRequest
 
 Z95 = 1.959963984540054
 PLAN_FILE = "label_plan.parquet"  # under report/ (published), and under work/ until the report is
@@ -51,7 +56,7 @@ class PlanMetric:
     """One metric of `prediction_powered.metrics`: a mean of per-row targets, or an F1 of totals."""
 
     name: str  # its key in prediction_powered.metrics
-    kind: Literal["mean", "macro_f1", "micro_f1"]
+    kind: Literal["mean", "f1_macro", "f1_micro"]
     source: str  # the `metric` of pp_cells / pp_targets rows it reads
     terms: tuple[str, ...] | None = None  # a mean over these terms of `source` only (None: all of them)
     upper: float | None = 1.0  # the top of its range (None: unbounded); the bottom is 0
@@ -88,7 +93,9 @@ def label_run(ev, kind, request: LabelRequest, scored: int, from_files: bool) ->
     `prediction_powered`. Refuses a plan over no scored row, and ground truth from files that labels
     none of the plan's rows but others (the labels of another run's plan)."""
     if scored == 0:
-        raise InputError(f"label_budget {request.budget}: run {request.key} scored no rows, so there is nothing to draw a labelling plan from")
+        raise InputError(
+            f"label_budget {request.budget}: run {request.key} scored no rows, so there is nothing to draw a labelling plan from"
+        )
     model, plan = draw_plan(ev, kind, request, scored)
     document, outside = prediction_powered(ev, kind, request, model, scored)
     if document is None and outside and from_files:
@@ -215,6 +222,58 @@ def set_variables(con, **values: Any) -> None:
         con.execute(Fragment("SET VARIABLE pp_" + name + " = ?" + cast), [value])
 
 
+# -- the plan a rerun keeps ----------------------------------------------------------------------------
+
+
+def pinned_plan(run: RunFolder) -> dict | None:
+    """metrics.json `label_plan` of the run's last published evaluation, if it drew one."""
+    if not run.exists(RunFolder.METRICS):
+        return None
+    recorded = RecordedMetrics.parse(run.read_json(RunFolder.METRICS))
+    plan = getattr(recorded, "label_plan", None) if recorded is not None else None
+    return plan if isinstance(plan, dict) and plan.get("budget") else None
+
+
+def check_label_plan(request: ScoreRequest, run_id: str, run: RunFolder) -> dict | None:
+    """The run's pinned plan, when it has one: a budget or sampling other than its own is refused, and
+    so is a plan whose reference run is gone (its label-free predictions could not be recomputed)."""
+    plan = pinned_plan(run)
+    if plan is None:
+        return None
+    budget, sampling = int(plan["budget"]), str(plan.get("sampling"))
+    if request.label_budget != budget or request.label_sampling != sampling:
+        raise InputError(
+            f"run {run_id} drew its labelling plan with label_budget {budget} and label_sampling {sampling} "
+            f"(report/label_plan.parquet); a rerun keeps the plan: rerun with --label-budget {budget} --label-sampling {sampling}, "
+            "or give another run name for a new plan"
+        )
+    reference = plan.get("reference")
+    if reference:
+        output = Location.from_uri(request.output_uri)
+        refuse_unverified(RunFolder(output.fs, output.join(reference)), f"label_plan.reference {reference!r}")
+    return plan
+
+
+def label_request(request: ScoreRequest, run_id: str, run: RunFolder, drift_reference: str | None) -> LabelRequest | None:
+    """What the evaluate step draws (or re-reads) the plan with; None without a label_budget. A pinned
+    plan's f comes from the reference recorded with it, whatever drift_reference says now."""
+    if not request.label_budget:
+        return None
+    plan = pinned_plan(run)
+    name = (plan.get("reference") if plan is not None else drift_reference) or None
+    from scorekeeper.evaluation.drift import recorded_reference
+
+    reference = recorded_reference(Location.from_uri(request.output_uri).child(name)) if name else None
+    return LabelRequest(
+        key=run_id,
+        budget=request.label_budget,
+        sampling=request.label_sampling,
+        reference_name=name,
+        reference=reference,
+        pinned=plan is not None,
+    )
+
+
 def has_table(con, name: str) -> bool:
     (found,) = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()
     return bool(found)
@@ -292,7 +351,7 @@ def _mean_metric(spec: PlanMetric, sample: _Sample, f_all: dict, n: int, classic
     lams = [sample.lam(k) for k in keys]
     value = sum(sample.total(k, f_all[k], lam) for k, lam in zip(keys, lams, strict=True)) / (len(keys) * n)
     e = sum(sample.y[k] - lam * sample.f[k] for k, lam in zip(keys, lams, strict=True)) / (len(keys) * n)
-    var = sample.var(e)
+    var = sample.var(np.asarray(e, dtype=float))
     # the sample alone: the Hajek ratio of the per-row target (the mean over the terms)
     y = sum(sample.y[k] for k in keys) / len(keys)
     m = float(np.sum(1 / sample.pi))
@@ -303,14 +362,14 @@ def _mean_metric(spec: PlanMetric, sample: _Sample, f_all: dict, n: int, classic
         value, ci = classical, classical_ci
     else:
         ci = _interval(value, var, spec.upper)
-    return PredictionPoweredMetric(
-        value=value, ci=ci, lam=lams[0] if len(lams) == 1 else lams, classical=classical, classical_ci=classical_ci
+    return PredictionPoweredMetric.model_validate(
+        {"value": value, "ci": ci, "lambda": lams[0] if len(lams) == 1 else lams, "classical": classical, "classical_ci": classical_ci}
     )
 
 
 def _f1_parts(spec: PlanMetric, sample: _Sample) -> list[tuple[str, tuple[str, str], tuple[str, str], tuple[str, str]]]:
     """(label, TP key, FP key, FN key) of an F1 metric's labels (micro_f1: one, named '')."""
-    if spec.kind == "micro_f1":
+    if spec.kind == "f1_micro":
         return [("", (spec.source, "TP"), (spec.source, "FP"), (spec.source, "FN"))]
     labels = [t[3:] for t in sample.terms(spec.source) if t.startswith("TP:")]
     return [(label, (spec.source, f"TP:{label}"), (spec.source, f"FP:{label}"), (spec.source, f"FN:{label}")) for label in labels]
@@ -347,12 +406,14 @@ def _f1_metric(spec: PlanMetric, sample: _Sample, f_all: dict) -> PredictionPowe
     lams = {k: sample.lam(k) for k in keys}
     value, var = _linearised(parts, sample, f_all, lams)
     classical, classical_var = _linearised(parts, sample, f_all, dict.fromkeys(keys, 0.0))
-    return PredictionPoweredMetric(
-        value=value,
-        ci=_interval(value, var, spec.upper),
-        lam={k[1]: lams[k] for k in keys},
-        classical=classical,
-        classical_ci=_interval(classical, classical_var, spec.upper),
+    return PredictionPoweredMetric.model_validate(
+        {
+            "value": value,
+            "ci": _interval(value, var, spec.upper),
+            "lambda": {k[1]: lams[k] for k in keys},
+            "classical": classical,
+            "classical_ci": _interval(classical, classical_var, spec.upper),
+        }
     )
 
 

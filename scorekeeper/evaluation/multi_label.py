@@ -28,8 +28,8 @@ from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.base import CONFIDENT_ERRORS, ECE_BINS, LOG_LOSS_EPS, Coverage, Evaluation, _mean, _number
 from scorekeeper.evaluation.compare_tests import label_positions
 from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
-from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables, empty_targets, has_table
 from scorekeeper.evaluation.heads_compare import _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
+from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.matching import ColumnKind, TruthRule
 from scorekeeper.evaluation.paired_tests import mcnemar_exact
 from scorekeeper.evaluation.slices import head_slices
@@ -324,8 +324,8 @@ class MultiLabel:
         ev.con.execute(sql("multi_label_label_free.sql"))
         return LabelFreeModel(
             metrics=(
-                PlanMetric("micro_f1", "micro_f1", "micro_f1"),
-                PlanMetric("macro_f1", "macro_f1", "macro_f1"),
+                PlanMetric("micro_f1", "f1_micro", "micro_f1"),
+                PlanMetric("macro_f1", "f1_macro", "macro_f1"),
                 PlanMetric("subset_accuracy", "mean", "subset_accuracy"),
             ),
             headline="micro_f1",

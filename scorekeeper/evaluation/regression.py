@@ -31,8 +31,8 @@ from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, _number
 from scorekeeper.evaluation.duck import Fragment, identifier, records, sql, statement
 from scorekeeper.evaluation.estimate import _overall_mae
-from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables, empty_targets, has_table
 from scorekeeper.evaluation.heads_compare import BOOTSTRAP_BLOCKS, _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
+from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
 from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
@@ -392,15 +392,15 @@ class Regression:
             edges.append([float(e) for e in recorded.get("edges") or []])
             maes.append([float(b["mae"]) if b.get("mae") is not None else overall for b in bins] or [0.0])
         kinds = {name: kind for name, kind, *_ in ev.con.execute("DESCRIBE predictions").fetchall()}
-        prediction = (
-            Fragment("prediction::DOUBLE[]") if kinds["prediction"].endswith("[]") else Fragment("[prediction::DOUBLE]")
-        )
+        prediction = Fragment("prediction::DOUBLE[]") if kinds["prediction"].endswith("[]") else Fragment("[prediction::DOUBLE]")
         params = {"reference": uses, "edges": edges, "maes": maes, "outputs": ev.labels}
         set_variables(ev.con, **params)
         ev.con.execute(sql("regression_label_free.sql", prediction=prediction))
-        per_output = tuple(PlanMetric(f"mae:{name}", "mean", "mae", terms=(name,), upper=None) for name in ev.labels) if len(ev.labels) > 1 else ()
+        per_output = (
+            tuple(PlanMetric(f"mae:{name}", "mean", "mae", terms=(name,), upper=None) for name in ev.labels) if len(ev.labels) > 1 else ()
+        )
         return LabelFreeModel(
-            metrics=(PlanMetric("mae", "mean", "mae", upper=None), *per_output),
+            metrics=(PlanMetric("mae", "mean", "mae", terms=tuple(ev.labels), upper=None), *per_output),
             headline="mae",
             sample_target=None,
             uses_reference=uses,

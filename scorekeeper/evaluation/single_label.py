@@ -22,10 +22,10 @@ from scorekeeper.evaluation.base import (
     _number,
 )
 from scorekeeper.evaluation.compare import compare
-from scorekeeper.evaluation.estimate import accuracy_variance
-from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables
 from scorekeeper.evaluation.duck import SLICE_GROUPS, literal, null_group_key, number, ovr_table, sql
+from scorekeeper.evaluation.estimate import accuracy_variance
 from scorekeeper.evaluation.label_audit import label_audit
+from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables
 from scorekeeper.evaluation.matching import ColumnKind, TruthRule, why_nothing_evaluated
 from scorekeeper.evaluation.truth import match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
@@ -132,7 +132,9 @@ class SingleLabel:
         recorded = reference.model_dump() if reference is not None else {}
         calibration, by_label = recorded.get("calibration"), recorded.get("calibration_by_label")
         uses = bool(calibration is not None and by_label)
-        bins = {int(c["bin"]): (int(c["rows"]), round((c.get("accuracy") or 0.0) * int(c["rows"]))) for c in calibration or []} if uses else {}
+        bins = (
+            {int(c["bin"]): (int(c["rows"]), round((c.get("accuracy") or 0.0) * int(c["rows"]))) for c in calibration or []} if uses else {}
+        )
         params = {
             "reference": uses,
             "bins": ECE_BINS,
@@ -145,7 +147,7 @@ class SingleLabel:
         set_variables(ev.con, **params)
         ev.con.execute(sql("single_label_label_free.sql"))
         return LabelFreeModel(
-            metrics=(PlanMetric("accuracy", "mean", "accuracy"), PlanMetric("macro_f1", "macro_f1", "macro_f1")),
+            metrics=(PlanMetric("accuracy", "mean", "accuracy"), PlanMetric("macro_f1", "f1_macro", "macro_f1")),
             headline="accuracy",
             sample_target="accuracy",
             uses_reference=uses,
