@@ -24,6 +24,11 @@ class InputError(ScorekeeperError):
     """The input rows, ground truth or parameters are unusable as given."""
 
 
+class NoInput(InputError):
+    """The input holds no data: a missing file, folder or prefix, one without data files, or files
+    without rows (`if_empty` decides whether that fails the run or skips it)."""
+
+
 class ModelError(ScorekeeperError):
     """The model or adapter folder cannot be used as given."""
 
