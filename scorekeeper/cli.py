@@ -337,10 +337,10 @@ class _DropKnownErrors(logging.Filter):
     the one-line message printed by the CLI says it all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from scorekeeper.errors import ScorekeeperError, storage_failure
+        from scorekeeper.errors import ScorekeeperError, storage_error
 
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_failure(exc) is not None):
+        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_error(exc) is not None):
             return False
         message = record.getMessage()
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
@@ -354,6 +354,7 @@ _KNOWN_ERROR_NAMES = (
     "GatherError",
     "GateFailed",
     "OutputError",
+    "LeaseLost",
     "Interrupted",
     "ScorekeeperError",
     "KeyboardInterrupt",
@@ -362,6 +363,9 @@ _KNOWN_ERROR_NAMES = (
     "Disk quota exceeded",
     "Read-only file system",
     "bucket does not exist",
+    # storage that stopped answering once every retry was spent (errors.storage_unreachable): one line too
+    "EndpointConnectionError",
+    "ConnectionClosedError",
 )
 
 
