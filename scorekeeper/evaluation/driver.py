@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
 from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
-from scorekeeper.evaluation.duck import connect_run, parquet_uri, sql
+from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
 from scorekeeper.evaluation.estimate import monitor, reference_records
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import LabelRequest, label_run
@@ -40,8 +40,8 @@ def open_evaluation(run: RunFolder, labels: list[str]):
     """A connection holding the run's `predictions` and `staged` views and the `labels` table."""
     con = connect_run(run)
     try:
-        con.read_parquet(parquet_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        parquet_view(con, "predictions", run, RunFolder.PREDICTIONS)
+        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
         label_table(con, "labels", labels)
     except BaseException:
         con.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.duck import Fragment, connect_run, parquet_uri, sql, statement
+from scorekeeper.evaluation.duck import Fragment, connect_run, parquet_view, sql, statement
 from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import GroundTruthSource
@@ -50,7 +50,7 @@ def truth_table(
     source: GroundTruthSource | None
     view: str | None
     if ground_truth:
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+        parquet_view(con, "ground_truth", run, RunFolder.STAGED_GROUND_TRUTH)
         id_cast = Fragment("" if ground_truth.id_type == manifest.id_type else "::VARCHAR")
         con.execute(sql("truth_from_files.sql", id_cast=id_cast, value=value))
         view, source = "ground_truth", "ground_truth_uri"
@@ -160,7 +160,7 @@ def check_truth(
         return None
     con = connect_run(run)
     try:
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
         label_table(con, "labels", labels)
         _, kind = truth_table(con, run, manifest, head)
         if head == HeadKind.REGRESSION:
