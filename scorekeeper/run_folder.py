@@ -43,7 +43,7 @@ class _Record(BaseModel):
     """A run-folder record whose fields added later (ADDED) are left out while unset (None): a
     record written before them is written back byte for byte, as readers of older files expect."""
 
-    ADDED: ClassVar[tuple[str, ...]] = ("skipped", "skipped_files")
+    ADDED: ClassVar[tuple[str, ...]] = ("skipped", "skipped_files", "input_template")
 
     @model_serializer(mode="wrap")
     def _leave_out_unset_additions(self, handler):
