@@ -514,8 +514,8 @@ class Drift(Part):
     min_psi: float
     signals: dict[str, DriftSignal]
     drifted: list[str]
-    drifted_signals: int  # len(drifted): what the drifted_signals gate reads
-    alarm: bool
+    drifted_signals: int | None  # len(drifted): what the drifted_signals gate reads; null when no signal was judged
+    alarm: bool | None  # any signal drifted; null when no signal was judged
     skipped: dict[str, str]  # signal -> why one of the runs cannot supply it
 
 
