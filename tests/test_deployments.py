@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,9 @@ def test_the_monitor_deployment_checks_new_data_for_drift_every_night():
     request = ScoreRequest(**monitor["parameters"])
     assert request.label_column is None and request.drift_reference not in (None, "previous")
     assert request.gates == {"drifted_signals": "<=0"}
+    # Dated (docs/inputs.md): the day that ended, into a run of its own named after it.
+    assert request.dated_templates() == {"input_uri": "s3://scorekeeper/incoming/{date-1d}/", "run_name": "monitor-{date-1d}"}
+    assert ScoreRequest(**_deployments()["nightly"]["parameters"]).dated_templates() == {"run_name": "nightly-{date}"}
 
 
 def test_prefect_yaml_defines_a_scheduled_and_an_adhoc_deployment_of_the_flow():
@@ -325,3 +329,77 @@ def test_deployment_run_with_a_storage_block_scores_publishes_artifacts_and_leak
         assert not stack.s3.credentials_in(log_path.read_bytes()), log_path
     leaked = {path: found for path, data in stack.s3.objects(stack.bucket).items() if (found := stack.s3.credentials_in(data))}
     assert not leaked
+
+
+@pytest.mark.integration
+def test_a_dated_monitor_deployment_runs_three_nights_and_a_backfill(stack):
+    """prefect.yaml's monitor deployment, its dated templates as deployed, pointed at this test's
+    bucket: three nights scheduled in the past (each fills its folder and run name from its own
+    scheduled time), the third without data (skipped: Completed, "no data tonight", nothing
+    written), then that night backfilled with `prefect deployment run -p as_of` once its data came."""
+    from prefect.states import Scheduled
+
+    stack.use_worker()
+    deployed = _deployments()["monitor"]["parameters"]
+    here = {  # the deployment's own templates and reference, in this test's bucket with its model
+        name: deployed[name].replace("s3://scorekeeper/", f"s3://{stack.bucket}/dated/") for name in ("input_uri", "output_uri")
+    }
+    assert "{date-1d}" in here["input_uri"] and "{date-1d}" in deployed["run_name"]
+    overrides = stack.parameters(**here) | {
+        "gates": {},  # a dozen rows a night: under the 100 rows from which drift is judged (docs/drift.md)
+        "if_empty": "skip",
+    }
+    del overrides["rows_per_range"]
+    fs = stack.s3.filesystem()
+    nights = {"2026-11-28": make_rows(12, seed=21), "2026-11-29": make_rows(9, seed=22)}
+    for day, rows in nights.items():
+        fs.pipe_file(here["input_uri"].replace("{date-1d}", day) + "reviews.jsonl", _jsonl(rows))
+
+    # The labelled reference the deployment measures against: the validation set scored once as `validation`.
+    flow_run_id, out = stack.run_deployment(stack.parameters(output_uri=here["output_uri"], run_name="validation"))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+    scheduled = {day: datetime.fromisoformat(f"{day}T02:30:00+00:00") for day in ("2026-11-29", "2026-11-30", "2026-12-01")}
+    with _client() as client:
+        monitor = client.read_deployment_by_name(f"{FLOW}/monitor")
+        assert monitor.parameters["input_uri"] == deployed["input_uri"] and monitor.parameters["run_name"] == deployed["run_name"]
+        runs = {
+            day: client.create_flow_run_from_deployment(monitor.id, parameters=overrides, state=Scheduled(scheduled_time=moment)).id
+            for day, moment in scheduled.items()
+        }
+    finished = {day: _wait_final(str(run_id)) for day, run_id in runs.items()}
+    assert all(f.state.is_completed() for f in finished.values()), {d: f.state for d, f in finished.items()}
+
+    output = here["output_uri"].removeprefix("s3://")
+    written = sorted(fs.find(f"{stack.bucket}/dated"))
+    said = {day: (f.state.name, f.state.message, f.expected_start_time) for day, f in finished.items()}
+    assert f"{output}monitor-2026-11-28/request.json" in written, f"{said}\n{written}"
+    for day, data_day in (("2026-11-29", "2026-11-28"), ("2026-11-30", "2026-11-29")):
+        record = json.loads(fs.cat_file(f"{output}monitor-{data_day}/request.json"))
+        assert record["input_uri"] == here["input_uri"].replace("{date-1d}", data_day)
+        assert record["as_of"] == f"{day}T02:30:00Z" and record["run_name"] == f"monitor-{data_day}"
+        assert record["templates"] == {"input_uri": here["input_uri"], "run_name": deployed["run_name"]}
+        metrics = json.loads(fs.cat_file(f"{output}monitor-{data_day}/report/metrics.json"))
+        assert metrics["rows"] == len(nights[data_day]) and metrics["drift"]["reference"] == "validation"
+    skipped = finished["2026-12-01"].state
+    assert skipped.type.value == "COMPLETED" and skipped.message.startswith("no data tonight: input not found: ")
+    assert "dated/incoming/2026-11-30/" in skipped.message and not fs.exists(f"{output}monitor-2026-11-30")
+
+    # The night's data arrives late: backfill it as the operator does (README), as_of its scheduled day.
+    fs.pipe_file(f"{stack.bucket}/dated/incoming/2026-11-30/reviews.jsonl", _jsonl(make_rows(7, seed=23)))
+    out = stack.server.cli(
+        "deployment", "run", f"{FLOW}/monitor", "--params", json.dumps(overrides | {"as_of": "2026-12-01"}),
+        "--watch", "--watch-timeout", "400", timeout=450, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    record = json.loads(fs.cat_file(f"{output}monitor-2026-11-30/request.json"))
+    assert record["as_of"] == "2026-12-01T00:00:00Z" and record["input_uri"].endswith("/dated/incoming/2026-11-30/")
+    metrics = json.loads(fs.cat_file(f"{output}monitor-2026-11-30/report/metrics.json"))
+    assert metrics["rows"] == 7 and metrics["drift"]["reference"] == "validation"
+    history = [h["run_id"] for h in metrics["history"]]  # oldest first; the first two nights ran side by side
+    assert history[0] == "validation" and history[-1] == "monitor-2026-11-30"
+    assert sorted(history[1:3]) == ["monitor-2026-11-28", "monitor-2026-11-29"]
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
