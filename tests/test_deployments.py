@@ -48,6 +48,7 @@ def test_the_monitor_deployment_checks_new_data_for_drift_every_night():
     request = ScoreRequest(**monitor["parameters"])
     assert request.label_column is None and request.drift_reference not in (None, "previous")
     assert request.gates == {"drifted_signals": "<=0"}
+    assert request.label_budget > 0 and request.label_sampling == "active"  # a labelling plan every night (docs/labelling.md)
     # Dated (docs/inputs.md): the day that ended, into a run of its own named after it.
     assert request.dated_templates() == {"input_uri": "s3://scorekeeper/incoming/{date-1d}/", "run_name": "monitor-{date-1d}"}
     assert ScoreRequest(**_deployments()["nightly"]["parameters"]).dated_templates() == {"run_name": "nightly-{date}"}

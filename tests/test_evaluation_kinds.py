@@ -33,8 +33,9 @@ def test_the_registry_has_one_evaluation_per_head_kind():
 
 
 def test_the_interface_is_what_the_driver_calls():
-    """The protocol declares the methods the driver runs, in its order: truth, metrics, slices, comparison."""
-    assert INTERFACE == ["truth_table", "metrics", "slices", "comparison"]
+    """The protocol declares the methods the driver runs, in its order: truth, metrics, slices, comparison,
+    and section 13's label-free predictions, targets and the label-free estimate's variance (labelling.py)."""
+    assert INTERFACE == ["truth_table", "metrics", "slices", "comparison", "label_free", "label_targets", "label_free_variance"]
     assert "kind" in base.HeadEvaluation.__annotations__
 
 

@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument
+from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument, RecordedMetrics
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.labelling import LabelFreeModel
 
 Logger = logging.Logger | logging.LoggerAdapter
 
@@ -77,6 +80,21 @@ class HeadEvaluation(Protocol):
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
         """The comparison with the completed run `baseline` on the rows both scored."""
+        ...
+
+    # SPEC section 13 (docs/labelling.md): the per-row targets and label-free predictions of the
+    # prediction-powered metrics; labelling.py draws the plan and estimates from them.
+    def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
+        """The views pp_label_free (row_index, f, u) and pp_cells (row_index, metric, term, f) over every
+        scored row, f from the `reference` run's calibration (None: the model's own outputs)."""
+        ...
+
+    def label_targets(self, ev: Evaluation) -> None:
+        """The table pp_targets (row_index, metric, term, y) over the rows with ground truth (after metrics)."""
+        ...
+
+    def label_free_variance(self, ev: Evaluation, reference: RecordedMetrics | None, rows: int) -> float | None:
+        """The headline label-free estimate's own variance (estimate_bias's v_lf); None: no estimate_bias."""
         ...
 
 

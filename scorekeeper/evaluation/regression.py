@@ -30,7 +30,9 @@ from scorekeeper.evaluation import paired_heads as ph
 from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, _number
 from scorekeeper.evaluation.duck import Fragment, identifier, records, sql, statement
+from scorekeeper.evaluation.estimate import _overall_mae
 from scorekeeper.evaluation.heads_compare import BOOTSTRAP_BLOCKS, _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
+from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
 from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
@@ -374,6 +376,48 @@ class Regression:
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
         return compare_head(ev.con, ev.run, baseline, document, self.kind, _pair)
+
+    # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
+
+    def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
+        """pp_label_free and pp_cells: per output, f = the reference's MAE in the row's prediction bin
+        (its residual_bins), 0 without one; the headline mae is the mean over the outputs."""
+        residuals = (reference.model_dump().get("residual_bins") or {}) if reference is not None else {}
+        uses = bool(residuals) and all(name in residuals for name in ev.labels)
+        edges, maes = [], []
+        for name in ev.labels:
+            recorded = residuals.get(name) or {} if uses else {}
+            bins = recorded.get("bins") or []
+            overall = _overall_mae(recorded, name, bins)
+            edges.append([float(e) for e in recorded.get("edges") or []])
+            maes.append([float(b["mae"]) if b.get("mae") is not None else overall for b in bins] or [0.0])
+        kinds = {name: kind for name, kind, *_ in ev.con.execute("DESCRIBE predictions").fetchall()}
+        prediction = Fragment("prediction::DOUBLE[]") if kinds["prediction"].endswith("[]") else Fragment("[prediction::DOUBLE]")
+        params = {"reference": uses, "edges": edges, "maes": maes, "outputs": ev.labels}
+        set_variables(ev.con, **params)
+        ev.con.execute(sql("regression_label_free.sql", prediction=prediction))
+        per_output = (
+            tuple(PlanMetric(f"mae:{name}", "mean", "mae", terms=(name,), upper=None) for name in ev.labels) if len(ev.labels) > 1 else ()
+        )
+        return LabelFreeModel(
+            metrics=(PlanMetric("mae", "mean", "mae", terms=tuple(ev.labels), upper=None), *per_output),
+            headline="mae",
+            sample_target=None,
+            uses_reference=uses,
+            classical_only=not uses,
+        )
+
+    def label_targets(self, ev: Evaluation) -> None:
+        """pp_targets over the evaluated rows: each output's absolute error."""
+        if not has_table(ev.con, "reg_status"):
+            empty_targets(ev.con)
+            return
+        set_variables(ev.con, outputs=ev.labels)
+        ev.con.execute(sql("regression_targets.sql"))
+
+    def label_free_variance(self, ev: Evaluation, reference: RecordedMetrics | None, rows: int) -> float | None:
+        """mae's label-free estimate is taken as exact with a reference; without one there is none (no estimate_bias)."""
+        return 0.0 if reference is not None else None
 
 
 EVALUATION = Regression()
