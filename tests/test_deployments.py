@@ -156,6 +156,58 @@ class Stack:
         assert metrics["rows"] == metrics["scored"] == metrics["evaluated"] == len(self.rows)
 
 
+DEPLOY_MD = REPO / "infra" / "DEPLOY.md"
+
+
+def _config() -> dict:
+    return yaml.safe_load((REPO / "prefect.yaml").read_text())
+
+
+def test_deploy_md_is_held_to_prefect_yaml():
+    """infra/DEPLOY.md's table has one row per deployment of prefect.yaml, with its schedule, work
+    pool and gates; every deployment it runs, and every pool it creates, is prefect.yaml's."""
+    config, text = _config(), DEPLOY_MD.read_text()
+    expected = {}
+    for d in config["deployments"]:
+        schedules = d.get("schedules") or []
+        schedule = "; ".join(f"cron `{s['cron']}` ({s.get('timezone', 'UTC')})" for s in schedules) or "none"
+        gates = (d.get("parameters") or {}).get("gates") or {}
+        shown = ", ".join(f"`{metric} {condition}`" for metric, condition in gates.items()) or "none"
+        expected[f"{d['flow_name']}/{d['name']}"] = f"| {schedule} | `{d['work_pool']['name']}` | {shown} |"
+    rows = dict(re.findall(r"^\| `([\w-]+/[\w-]+)` (\|.*\|)$", text, re.M))
+    assert rows == expected
+    run = set(re.findall(r"prefect deployment run '([\w-]+/[\w-]+)'", text))
+    assert run and run <= set(expected), run - set(expected)
+    pools = {d["work_pool"]["name"] for d in config["deployments"]}
+    assert pools <= set(re.findall(r"prefect work-pool create ([\w-]+)", text))
+    for name in ("monitor", "as_of", "if_empty", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "Crashed"):
+        assert name in text, f"infra/DEPLOY.md does not mention {name}"
+
+
+@pytest.mark.integration
+def test_the_crash_automation_in_deploy_md_is_created_by_a_real_server():
+    """The zombie-run automation DEPLOY.md gives, run as written against a Prefect server: it exists
+    there afterwards, proactive on heartbeats, marking the run Crashed."""
+    from prefect.client.orchestration import get_client
+
+    from tests import prefect_session
+
+    code = DEPLOY_MD.read_text().split("## 9.", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    with prefect_session.api():
+        exec(compile(code, "infra/DEPLOY.md", "exec"), {})
+        with get_client(sync_client=True) as client:
+            found = [a for a in client.read_automations() if a.name.startswith("scorekeeper: crash flow runs")]
+            assert len(found) >= 1
+            automation = found[-1]
+            try:
+                assert automation.trigger.posture == "Proactive" and automation.trigger.after == {"prefect.flow-run.heartbeat"}
+                assert [a.type for a in automation.actions] == ["change-flow-run-state"]
+                assert automation.actions[0].state == "CRASHED"
+            finally:
+                for a in found:
+                    client.delete_automation(a.id)
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, models, deployed):
     from prefect.settings import PREFECT_API_URL, temporary_settings
