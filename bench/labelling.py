@@ -134,6 +134,7 @@ class Prepared:
         missing, unmatched, scored = self.con.execute(sql("coverage.sql")).fetchone()
         SINGLE.metrics(ev, Coverage(source, column, len(b.truth), int(missing), int(unmatched), int(scored)))
         self.model = SINGLE.label_free(ev, reference)
+        self.con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT row_index FROM predictions")  # every row's targets
         SINGLE.label_targets(ev)
         self.n = len(b.truth)
         self.v_lf = SINGLE.label_free_variance(ev, reference, self.n)
@@ -158,7 +159,9 @@ class Prepared:
         self.ev = ev
 
     def pi(self, budget: int, sampling: str) -> np.ndarray:
-        self.con.execute(sql("plan_design.sql"), {"active": sampling == "active", "target": min(budget, self.n), "key": "bench"})
+        self.con.execute(
+            sql("plan_design.sql"), {"active": sampling == "active", "target": min(budget, self.n), "key": "bench", "draw": False}
+        )
         return np.array([p for (p,) in self.con.execute("SELECT pi FROM pp_design ORDER BY row_index").fetchall()])
 
     def estimate(self, pi: np.ndarray, planned: np.ndarray) -> dict:
@@ -267,7 +270,7 @@ def timing(n: int, budget: int = 1000) -> dict:
         drift_bench.evaluate(reference)
         current = drift_bench.labelled_run(root, "current", rng, n)
         recorded = RecordedMetrics.parse(json.loads((reference / "report" / "metrics.json").read_text()))
-        seconds: dict[str, list[float]] = {"without": [], "with": []}
+        seconds: dict[str, list[float]] = {"without": [], "with": [], "pinned": []}
         peak = {"rss": 0}
         proc = psutil.Process()
 
@@ -277,8 +280,13 @@ def timing(n: int, budget: int = 1000) -> dict:
                 stop.wait(0.2)
 
         for _ in range(2):
-            for key in ("without", "with"):
-                request = LabelRequest(key="current", budget=budget, sampling="active", reference_name="reference", reference=recorded)
+            for key in ("without", "with", "pinned"):
+                request = LabelRequest(
+                    key="current", budget=budget, sampling="active", reference_name="reference", reference=recorded, pinned=key == "pinned"
+                )
+                if key == "pinned":  # the labels-back rerun: the plan's rows from its published file, no draw
+                    (current / "report").mkdir(exist_ok=True)
+                    (current / "report" / labelling.PLAN_FILE).write_bytes((current / labelling.PLAN_WORK).read_bytes())
                 stop = threading.Event()
                 watcher = threading.Thread(target=watch, args=(stop,), daemon=True)
                 if key == "with":
@@ -288,23 +296,21 @@ def timing(n: int, budget: int = 1000) -> dict:
                 evaluate_run(
                     RunFolder.from_uri(str(current)), drift_bench.LABELS, manifest(n), [], None, "single_label",
                     drift_reference=Location.from_uri(str(reference)),
-                    labelling=request if key == "with" else None,
+                    labelling=None if key == "without" else request,
                 )  # fmt: skip
                 seconds[key].append(time.perf_counter() - start)
                 stop.set()
-        without, with_plan = min(seconds["without"]), min(seconds["with"])
+        without, with_plan, pinned = min(seconds["without"]), min(seconds["with"]), min(seconds["pinned"])
         print(
-            f"evaluate at {n:,} rows with drift_reference: {without:.1f} s without a plan, {with_plan:.1f} s with a plan of "
-            f"{budget} rows and its estimates (+{100 * (with_plan - without) / without:.1f}%); each the faster of 2 alternated "
-            f"runs {seconds}; peak RSS during the evaluation with the plan {peak['rss'] / 2**20:.0f} MiB"
+            f"evaluate at {n:,} rows with drift_reference: {without:.1f} s without a plan; {with_plan:.1f} s drawing a plan of "
+            f"{budget} rows and estimating from it (+{100 * (with_plan - without) / without:.1f}%); {pinned:.1f} s estimating "
+            f"from the pinned plan, as the labels-back rerun does (+{100 * (pinned - without) / without:.1f}%); each the faster of "
+            f"2 alternated runs {seconds}; peak RSS during the evaluation drawing the plan {peak['rss'] / 2**20:.0f} MiB"
         )
         return {
-            "rows": n,
-            "without_s": without,
-            "with_s": with_plan,
-            "extra": (with_plan - without) / without,
-            "peak_rss_mib": peak["rss"] / 2**20,
-        }
+            "rows": n, "without_s": without, "with_s": with_plan, "pinned_s": pinned, "extra": (with_plan - without) / without,
+            "extra_pinned": (pinned - without) / without, "peak_rss_mib": peak["rss"] / 2**20,
+        }  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -100,7 +100,7 @@ def label_run(ev, kind, request: LabelRequest, scored: int, from_files: bool) ->
     document, outside = prediction_powered(ev, kind, request, model, scored)
     if document is None and outside and from_files:
         (ids,) = ev.con.execute(
-            "SELECT list(DISTINCT s.id::VARCHAR ORDER BY s.id::VARCHAR)[:3] FROM pp_targets AS t "
+            "SELECT list(DISTINCT s.id::VARCHAR ORDER BY s.id::VARCHAR)[:3] FROM pp_labelled AS t "
             "JOIN staged AS s ON s.row_index = t.row_index ANTI JOIN pp_planned AS p ON p.row_index = t.row_index"
         ).fetchone()
         raise InputError(
@@ -116,7 +116,8 @@ def draw_plan(ev, kind, request: LabelRequest, scored: int) -> tuple[LabelFreeMo
     (the plan's rows), and metrics.json `label_plan`; writes work/label_plan.parquet."""
     con = ev.con
     model = kind.label_free(ev, request.reference)
-    con.execute(sql("plan_design.sql"), {"active": request.sampling == "active", "target": min(request.budget, scored), "key": request.key})
+    design = {"active": request.sampling == "active", "target": min(request.budget, scored), "key": request.key, "draw": not request.pinned}
+    con.execute(sql("plan_design.sql"), design)
     if request.pinned:
         uri = parquet_uri(ev.run, PLAN_REPORT if ev.run.exists(PLAN_REPORT) else PLAN_WORK)
         con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT DISTINCT row_index FROM read_parquet(?)", [uri])
@@ -161,8 +162,8 @@ def prediction_powered(ev, kind, request: LabelRequest, model: LabelFreeModel, s
     kind.label_targets(ev)
     plan_rows, labelled, outside = con.execute(
         "SELECT (SELECT count(*) FROM pp_planned), "
-        "(SELECT count(DISTINCT t.row_index) FROM pp_targets AS t JOIN pp_planned AS p USING (row_index)), "
-        "(SELECT count(DISTINCT t.row_index) FROM pp_targets AS t ANTI JOIN pp_planned AS p USING (row_index))"
+        "(SELECT count(DISTINCT t.row_index) FROM pp_targets AS t), "
+        "(SELECT count(*) FROM pp_labelled AS t ANTI JOIN pp_planned AS p USING (row_index))"
     ).fetchone()
     plan_rows, labelled, outside = int(plan_rows), int(labelled), int(outside)
     if labelled == 0:
@@ -170,13 +171,19 @@ def prediction_powered(ev, kind, request: LabelRequest, model: LabelFreeModel, s
     response = labelled / plan_rows
     con.execute(
         "CREATE OR REPLACE TEMP TABLE pp_sample AS "
-        "SELECT d.row_index, d.pi * ? AS pi FROM pp_design AS d JOIN pp_planned USING (row_index) "
-        "SEMI JOIN pp_targets AS t ON t.row_index = d.row_index",
+        "SELECT d.row_index, d.pi * ? AS pi FROM pp_design AS d SEMI JOIN pp_targets AS t ON t.row_index = d.row_index",
         [response],
     )
-    f_all = {(m, t): float(v) for m, t, v in con.execute(sql("pp_totals.sql")).fetchall()}
-    cells = con.execute(sql("pp_sample_cells.sql")).fetchnumpy()
-    sample = _Sample.of(cells, labelled)
+    # one pass over every row's cells: each target's sum of f, and f on the sample's rows
+    f_all, sample_f = {}, {}
+    for metric, term, total, rows, fs in con.execute(sql("pp_totals.sql")).fetchall():
+        f_all[(metric, term)] = float(total)
+        sample_f[(metric, term)] = (rows or [], fs or [])
+    targets = con.execute(
+        "SELECT metric, term, list(row_index ORDER BY row_index), list(y ORDER BY row_index) FROM pp_targets GROUP BY ALL"
+    ).fetchall()
+    (order, pis) = con.execute("SELECT list(row_index ORDER BY row_index), list(pi ORDER BY row_index) FROM pp_sample").fetchone()
+    sample = _Sample.of(order, pis, sample_f, {(m, t): (r, y) for m, t, r, y in targets})
     n = scored
     metrics = {spec.name: _estimate(spec, sample, f_all, n, model.classical_only) for spec in model.metrics}
     headline = next(spec for spec in model.metrics if spec.name == model.headline)
@@ -280,7 +287,8 @@ def has_table(con, name: str) -> bool:
 
 
 def empty_targets(con) -> None:
-    """pp_targets of a run without ground truth: no row."""
+    """pp_labelled and pp_targets of a run without ground truth: no row."""
+    con.execute("CREATE OR REPLACE TEMP TABLE pp_labelled (row_index BIGINT)")
     con.execute("CREATE OR REPLACE TEMP TABLE pp_targets (row_index BIGINT, metric VARCHAR, term VARCHAR, y DOUBLE)")
 
 
@@ -296,19 +304,15 @@ class _Sample:
     f: dict[tuple[str, str], np.ndarray]
 
     @classmethod
-    def of(cls, cells: dict[str, Any], labelled: int) -> _Sample:
-        metric, term = cells["metric"], cells["term"]
-        y, f, pi = (np.asarray(cells[c], dtype=float) for c in ("y", "f", "pi"))
+    def of(cls, rows: list, pi: list, f: dict[tuple[str, str], tuple[list, list]], y: dict[tuple[str, str], tuple[list, list]]) -> _Sample:
+        """From the sample's rows and pi (row_index order), and per target its (rows, values) of f and of Y."""
         ys, fs = {}, {}
-        pis = None
-        for start in range(0, len(metric), labelled):  # ordered by metric, term, row_index: one block per term
-            key = (str(metric[start]), str(term[start]))
-            block = slice(start, start + labelled)
-            if not (np.all(metric[block] == metric[start]) and np.all(term[block] == term[start])):
+        for key, (f_rows, f_values) in f.items():
+            y_rows, y_values = y.get(key, ([], []))
+            if list(f_rows) != list(rows) or list(y_rows) != list(rows):
                 raise ValueError(f"prediction-powered cells: target {key} does not cover every labelled row")
-            ys[key], fs[key] = y[block], f[block]
-            pis = pi[block] if pis is None else pis
-        return cls(pi=pis if pis is not None else np.zeros(0), y=ys, f=fs)
+            fs[key], ys[key] = np.asarray(f_values, dtype=float), np.asarray(y_values, dtype=float)
+        return cls(pi=np.asarray(pi, dtype=float), y=ys, f=fs)
 
     def terms(self, source: str) -> list[str]:
         return [t for (m, t) in self.y if m == source]

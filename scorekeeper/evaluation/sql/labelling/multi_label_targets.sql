@@ -1,9 +1,12 @@
--- reads: ml_rows, predictions
--- creates: pp_ml_truth, pp_targets
+-- reads: ml_rows, predictions, pp_planned
+-- creates: pp_labelled, pp_ml_truth, pp_targets
 -- A multi-label run's per-row targets Y of its prediction-powered metrics (docs/labelling.md), one
 -- row per row with ground truth (ml_rows.truth not null) and target: subset accuracy (every label's
 -- decision right), per label TP, FP, FN of the prediction (predicted_labels; pp_names: the labels in
 -- model order) against the truth, and micro_f1's TP, FP, FN summed over the labels.
+-- pp_labelled: every row with ground truth; pp_ml_truth and pp_targets: only the plan's (pp_planned).
+CREATE OR REPLACE TEMP VIEW pp_labelled AS SELECT row_index FROM ml_rows WHERE truth IS NOT NULL;
+
 CREATE OR REPLACE TEMP TABLE pp_ml_truth AS
 WITH per_label AS (
     SELECT r.row_index,
@@ -11,6 +14,7 @@ WITH per_label AS (
            unnest(r.truth) AS truth,
            unnest(list_transform(r.truth, lambda t, i: list_contains(p.predicted_labels, (getvariable('pp_names')::VARCHAR[])[i]))) AS predicted
     FROM ml_rows AS r JOIN predictions AS p ON p.row_index = r.row_index
+    SEMI JOIN pp_planned AS l ON l.row_index = r.row_index
     WHERE r.truth IS NOT NULL
 )
 SELECT row_index, label_id, truth, predicted FROM per_label;

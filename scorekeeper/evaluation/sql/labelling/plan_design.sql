@@ -5,7 +5,8 @@
 -- constant for which they sum to $target = min(B, N) (iterative capping: the k largest weights are
 -- taken with certainty for the smallest k at which (target - k) w_(k+1) <= the sum of the weights
 -- after the k-th; ties fall on the same side), and the draw U = the first 8 bytes of
--- sha256('{$key}:{row_index}') as a big-endian unsigned integer / 2^64.
+-- sha256('{$key}:{row_index}') as a big-endian unsigned integer / 2^64 (only when $draw: a pinned plan's rows
+-- are its file's, and sha256 of every row is the plan's largest cost).
 CREATE OR REPLACE TEMP TABLE pp_design AS
 WITH stats AS (
     SELECT avg(u) AS mean_u FROM pp_label_free
@@ -31,5 +32,7 @@ WITH stats AS (
 )
 SELECT r.row_index, r.f, r.u, r.w,
        CASE WHEN r.rank < s.first_free OR s.c IS NULL THEN 1.0 ELSE least(1.0, s.c * r.w) END AS pi,
-       ('0x' || left(sha256($key || ':' || r.row_index::VARCHAR), 16))::UBIGINT::DOUBLE / 18446744073709551616.0 AS draw
+       CASE WHEN $draw
+            THEN ('0x' || left(sha256($key || ':' || r.row_index::VARCHAR), 16))::UBIGINT::DOUBLE / 18446744073709551616.0
+       END AS draw
 FROM ranked AS r CROSS JOIN scale AS s;

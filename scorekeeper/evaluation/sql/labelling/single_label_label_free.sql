@@ -6,8 +6,9 @@
 -- this run's mean score s_b in the bin; q_k = (truth_kb + p_k) / (rows_kb + 1) at the row's bin of
 -- p_k (pp_truth, pp_rows: the reference's calibration_by_label), renormalised over the row's labels.
 -- Without one: f = score, q = the probabilities. Bins: pp_bins equal-width, the last holding 1.0.
--- pp_label_free: one row per scored row (f, u = sqrt(f (1 - f))). pp_cells: per row and target, f.
-CREATE OR REPLACE TEMP VIEW pp_calibrated AS
+-- pp_calibrated (a table: computed once): f and q per row. pp_label_free: one row per scored row (f, u =
+-- sqrt(f (1 - f))). pp_cells: per row and target, f.
+CREATE OR REPLACE TEMP TABLE pp_calibrated AS
 WITH binned AS (
     SELECT row_index, predicted_id, score, probabilities,
            least(CAST(floor(score * getvariable('pp_bins')) AS INTEGER), getvariable('pp_bins') - 1) AS bin
