@@ -296,3 +296,27 @@ def test_dated_runs_fill_record_resume_and_keep_each_night_apart(models, tmp_pat
     plan = json.loads((tmp_path / "runs" / "nightly-2026-12-01" / "plan.json").read_text())
     assert plan["input_template"] == params["input_uri"] and plan["files"][0]["uri"].endswith("2026-12-01/reviews.csv")
     assert [h["run_id"] for h in second.metrics["history"]] == ["nightly-2026-11-30", "nightly-2026-12-01"]
+
+
+@pytest.mark.integration
+def test_the_flow_itself_skips_a_night_without_data_or_refuses_it_naming_the_filled_folder(models, tmp_path, prefect_api):
+    """What a deployment's flow run does (the CLI checks first, but not where only a storage block
+    can list the input): skip returns the 'no data tonight' result before the lease, fail refuses."""
+    from scorekeeper.flows.score import score_dataset
+
+    params = dict(
+        input_uri=str(tmp_path / "incoming" / "{date-1d}"),
+        output_uri=str(tmp_path / "runs"),
+        run_name="monitor-{date-1d}",
+        model_uri=models["bert"],
+        as_of="2026-12-03T02:30:00Z",
+    )
+    returned = score_dataset(**params, if_empty="skip")
+    assert returned == {
+        "skipped": f"no data tonight: input not found: {tmp_path / 'incoming' / '2026-12-02'}; nothing was scored or written (if_empty skip)",
+        "input_uri": str(tmp_path / "incoming" / "2026-12-02"),
+        "as_of": "2026-12-03T02:30:00Z",
+    }
+    with pytest.raises(NoInput, match=r"input not found: .*/incoming/2026-12-02 \(if_empty skip ends a night"):
+        score_dataset(**params)
+    assert not (tmp_path / "runs").exists()
