@@ -320,3 +320,32 @@ def test_the_flow_itself_skips_a_night_without_data_or_refuses_it_naming_the_fil
     with pytest.raises(NoInput, match=r"input not found: .*/incoming/2026-12-02 \(if_empty skip ends a night"):
         score_dataset(**params)
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.integration
+def test_the_cli_fills_with_now_and_hands_its_flow_run_that_moment(models, tmp_path):
+    """`scorekeeper run` without --as-of: the CLI fills the templates with now (UTC), checks the
+    filled folder, and gives its flow run that moment, so both read the same night (request.json)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests import prefect_session
+
+    today = datetime.now(UTC).date()
+    _night_folders(tmp_path, {str(today - timedelta(days=1)): 4, str(today): 4})  # the date may turn during the run
+    args = ["--input-uri", "incoming/{date-1d}/", "--output-uri", "runs", "--run-name", "nightly-{date-1d}"]
+    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("scorekeeper")), *BASE, "--model-uri", models["bert"], *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = (tmp_path / "runs").iterdir()
+    record = json.loads((run / "request.json").read_text())
+    moment = datetime.fromisoformat(record["as_of"])
+    night = str((moment - timedelta(days=1)).date())
+    assert record["as_of"].endswith("Z") and today <= moment.date() <= datetime.now(UTC).date()
+    assert run.name == record["run_name"] == f"nightly-{night}" and "scored 4 rows" in done.stdout
+    assert record["input_uri"] == f"incoming/{night}/" and record["templates"]["input_uri"] == "incoming/{date-1d}/"
