@@ -171,6 +171,16 @@ def test_the_moment_is_as_of_else_the_scheduled_time_else_now():
     assert (filled.input_uri, filled.run_name, filled.as_of) == ("in/2026-12-03/", "n-2026-12-03", "2026-12-03T02:30:07Z")
     assert dated.dated_templates() == {"input_uri": "in/{date}/", "run_name": "n-{date}"} and filled.dated_templates() == {}
     assert filled.filled(datetime(2030, 1, 1, tzinfo=UTC)).input_uri == "in/2026-12-03/"
+    every = ScoreRequest(
+        input_uri="s3://b/in/{scheduled:%Y/%m/%d}/*.parquet", ground_truth_uri="s3://b/labels/{date-2d}.csv", id_column="id",
+        model_uri="m/{date}", output_uri="s3://b/runs/{scheduled:%Y}/", run_name="r{scheduled-3h:%Y%m%dT%H}",
+    )  # fmt: skip
+    assert every.filled(scheduled).public_dict() | {"as_of": None} == every.public_dict() | {
+        "input_uri": "s3://b/in/2026/12/03/*.parquet",
+        "ground_truth_uri": "s3://b/labels/2026-12-01.csv",
+        "output_uri": "s3://b/runs/2026/",
+        "run_name": "r20261202T23",
+    }  # fmt: skip  (model_uri is no template field: its braces are its own)
 
 
 def test_a_run_name_template_must_make_a_run_name_on_every_night():
