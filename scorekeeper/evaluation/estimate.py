@@ -91,6 +91,7 @@ def estimate(
     recorded calibration; `drift` is this run's drift (the regression estimate reads its bins)."""
     head = HeadKind(head)
     estimated = Estimated(method="reference_calibration", reference=reference_name, assumptions=ASSUMPTIONS, rows=rows)
+    estimated.caveat = caveat(drift)
     recorded = reference.model_dump()
     if head == HeadKind.REGRESSION:
         _regression(estimated, recorded, labels, drift)
@@ -108,14 +109,77 @@ def estimate(
     counts_t = [[float(c["truth"]) for c in by_label.get(name) or _empty()] for name in labels]
     params = {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS}
     if head == HeadKind.SINGLE_LABEL:
-        cells = con.execute(sql("estimate_single_label.sql"), params).fetchall()
+        con.execute(sql("estimate_single_label.sql"), params)
     else:
-        cells = con.execute(sql("estimate_multi_label.sql"), params | {"names": labels}).fetchall()
-    macro, micro = f1_from_expected([(float(tp), float(fp), float(fn)) for _, tp, fp, fn in cells])
+        con.execute(sql("estimate_multi_label.sql"), params | {"names": labels})
+    cells = [(float(tp), float(fp), float(fn)) for _, tp, fp, fn in con.execute(sql("estimate_expected.sql")).fetchall()]
+    macro, micro = f1_from_expected(cells)
+    renormalised = head == HeadKind.SINGLE_LABEL
     estimated.macro_f1 = macro
+    estimated.macro_f1_ci = f1_interval(con, macro, macro_gradients(cells), counts_r, counts_t, renormalised)
     if head == HeadKind.MULTI_LABEL:
         estimated.micro_f1 = micro
+        estimated.micro_f1_ci = f1_interval(con, micro, micro_gradients(cells), counts_r, counts_t, renormalised)
     return estimated
+
+
+def caveat(drift: Drift | None) -> str | None:
+    """estimated.caveat: the input signals that drifted (drift.py INPUT_SIGNALS), named; None when none did."""
+    moved = d.drifted_inputs(drift)
+    if not moved:
+        return None
+    return (
+        f"the inputs moved against the reference run ({', '.join(moved)} drifted): the estimate assumes this run's inputs "
+        "are like the reference's, so it and its interval may be far off"
+    )
+
+
+def macro_gradients(cells: list[tuple[float, float, float]]) -> tuple[list[float], list[float]]:
+    """d macro-F1 / d TP_k and d FN_k (FP_k = predicted_k - TP_k moves with TP_k): with D_k = 2TP + FP
+    + FN, F1_k = 2TP / D_k; the labels left out of the macro (D_k = 0) have none."""
+    kept = [2 * tp + fp + fn > 0 for tp, fp, fn in cells]
+    share = 1 / max(sum(kept), 1)
+    tp_gradient, fn_gradient = [], []
+    for (tp, fp, fn), keep in zip(cells, kept, strict=True):
+        total = 2 * tp + fp + fn
+        tp_gradient.append(share * 2 * (tp + fp + fn) / total**2 if keep else 0.0)
+        fn_gradient.append(-share * 2 * tp / total**2 if keep else 0.0)
+    return tp_gradient, fn_gradient
+
+
+def micro_gradients(cells: list[tuple[float, float, float]]) -> tuple[list[float], list[float]]:
+    """d micro-F1 / d TP_k and d FN_k: the same for every label (the counts are summed first)."""
+    tp, fp, fn = (sum(c[i] for c in cells) for i in range(3))
+    total = 2 * tp + fp + fn
+    if total <= 0:
+        return [0.0] * len(cells), [0.0] * len(cells)
+    return [2 * (tp + fp + fn) / total**2] * len(cells), [-2 * tp / total**2] * len(cells)
+
+
+def f1_interval(
+    con,
+    value: float | None,
+    gradients: tuple[list[float], list[float]],
+    counts_r: list[list[float]],
+    counts_t: list[list[float]],
+    renormalised: bool,
+) -> list[float] | None:
+    """The 95% interval of an estimated F1 (docs/drift.md), by the delta method over `estimate_cells`:
+    the run's part (each row's outcomes drawn from its q) plus the reference's (each label's bin
+    rate a_kb = (t_kb + mean p of this run's cells in it) / (r_kb + 1), of variance
+    a_kb (1 - a_kb) / (r_kb + 1), shared by every cell in the bin); clipped to [0, 1]."""
+    if value is None:
+        return None
+    rows = con.execute(
+        sql("estimate_f1_variance.sql"), {"tp_gradient": gradients[0], "fn_gradient": gradients[1], "renormalised": renormalised}
+    ).fetchall()
+    variance = float(rows[0][2] or 0.0)
+    for label_id, b, h, _, mean_p in rows[1:]:
+        r, t = counts_r[label_id][b], counts_t[label_id][b]
+        a = (t + mean_p) / (r + 1)
+        variance += float(h) ** 2 * a * (1 - a) / (r + 1)
+    half = Z95 * math.sqrt(max(variance, 0.0))
+    return [max(0.0, value - half), min(1.0, value + half)]
 
 
 def _empty() -> list[dict]:
