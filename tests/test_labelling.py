@@ -379,3 +379,36 @@ def test_with_every_row_labelled_the_estimate_is_the_runs_metric_with_no_width(n
 def test_a_plan_over_a_run_without_scored_rows_is_refused():
     with pytest.raises(Exception, match="scored no rows"):
         labelling.label_run(None, None, LabelRequest(key="cur", budget=5, sampling="uniform"), 0, False)
+
+
+def test_the_reports_commands_rerun_this_run_with_the_labels():
+    """The CLI command parses into this run's request with the labels as ground truth; the deployment
+    command names the run, the labels and the moment its dated templates were filled with."""
+    import shlex
+
+    from scorekeeper.cli import build_parser, parse_request
+    from scorekeeper.params import ScoreRequest
+    from scorekeeper.report.labelling_report import labels_back_commands
+
+    night = ScoreRequest(
+        input_uri="in/2026-12-02/", model_uri="m", output_uri="runs", id_column="review_id", label_column=None, label_budget=300,
+        max_length=64, slice_columns=["a", "b"], drift_reference="validation", as_of="2026-12-03",
+    )  # fmt: skip
+    info = night.public_dict() | {"run_id": "monitor-2026-12-02", "deployment": "scorekeeper/monitor"}
+    cli, prefect = labels_back_commands(info)
+    options = vars(build_parser().parse_args(shlex.split(cli)[1:]))
+    options.pop("command")
+    request, _ = parse_request(options)
+    assert request.run_name == "monitor-2026-12-02" and request.ground_truth_uri == "labels.csv" and request.label_column == "label"
+    assert (request.input_uri, request.max_length, request.id_column, request.label_budget, request.drift_reference) == (
+        "in/2026-12-02/",
+        64,
+        "review_id",
+        300,
+        "validation",
+    )
+    assert shlex.split(prefect) == [
+        "prefect", "deployment", "run", "scorekeeper/monitor", "--param", "run_name=monitor-2026-12-02",
+        "--param", "ground_truth_uri=labels.csv", "--param", "label_column=label", "--param", f"as_of={night.as_of}",
+    ]  # fmt: skip
+    assert labels_back_commands(info | {"id_column": None}) is None  # no id to join labels on

@@ -64,8 +64,10 @@ def labels_back_commands(run_info: dict, labels: str = LABELS_FILE) -> tuple[str
     }
     cli = "scorekeeper run " + " ".join(f"--{name.replace('_', '-')} {shlex.quote(_cli_value(v))}" for name, v in wanted.items())
     deployment = run_info.get("deployment")
-    if deployment:  # the deployment holds the rest of the parameters
+    if deployment:  # the deployment holds the rest of the parameters; as_of fills its dated templates as this run's were
         params = {"run_name": run_info["run_id"], "ground_truth_uri": labels, "label_column": label_column}
+        if run_info.get("as_of"):
+            params["as_of"] = run_info["as_of"]
     else:
         deployment, params = "scorekeeper/adhoc", wanted
     prefect = f"prefect deployment run {shlex.quote(deployment)} " + " ".join(
