@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from prefect import flow
 from prefect.runtime import flow_run
+from prefect.states import Completed, State
 from pydantic import Field
 
 from scorekeeper.errors import Interrupted, storage_error
@@ -32,17 +33,21 @@ from scorekeeper.tasks.gather import gather_task
 from scorekeeper.tasks.open_run import check_output_uri, open_run_task, resolve_run_id, run_location
 from scorekeeper.tasks.plan import commit_progress, plan_run_task
 from scorekeeper.tasks.precision import check_precision_task
-from scorekeeper.tasks.read import read_inputs_task
+from scorekeeper.tasks.read import check_input_present_task, read_inputs_task
 from scorekeeper.tasks.report import report_task
+from scorekeeper.tasks.runlog import run_logger
 from scorekeeper.tasks.score import score_ranges_task, scoring_processes
 
 
-def score_dataset(**parameters: Any) -> dict:
+def score_dataset(**parameters: Any) -> dict | State:
     install_log_redaction()
     # The parameters hold no credential (Prefect stores them); the URIs the CLI handed over do.
-    request = with_handed_uris(ScoreRequest(**parameters))
+    template = with_handed_uris(ScoreRequest(**parameters))
     try:
-        return _score(request)
+        # Dated templates ({date}, {scheduled:...}) filled once, from as_of or the flow run's scheduled
+        # time: a retry of tonight's flow run keeps its scheduled time, so it fills (and resumes) the same.
+        request = template.filled(template.fill_moment(flow_run.get_scheduled_start_time()))
+        return _score(request, template.dated_templates())
     except Exception as exc:  # its message becomes the flow run's state message: one line, no secret
         failure = storage_error(exc)  # a full disk, a missing bucket: no traceback
         if failure is not None:
@@ -53,34 +58,38 @@ def score_dataset(**parameters: Any) -> dict:
         raise clean from None
 
 
-def _score(request: ScoreRequest) -> dict:
+def _score(request: ScoreRequest, templates: dict[str, str]) -> dict | State:
     run_id = resolve_run_id(request, flow_run.get_id())
     check_output_uri(request.output_uri)
     try:
-        with (
-            storage_credentials(request.storage_block),
-            run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
-            _prechecked(request),
-            scoring_processes(request) as processes,
-        ):
-            if request.fan_out > 1:
-                check_fan_out_task(request)
-            context = open_run_task(request)
-            baseline = resolve_baseline_task(request, context)
-            drift_reference = resolve_drift_reference_task(request, context)
-            manifest = read_inputs_task(request, context)
-            job = plan_run_task(request, context, manifest)
-            if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
-                scoring = score_groups_task(request, context, job)
-            else:
-                scoring = score_ranges_task(context, job, processes)
-            gathered = gather_task(context, job)
-            if gathered.get("long_text"):  # summed over every committed range: metrics.json scoring.long_text
-                scoring = scoring.model_copy(update={"long_text": LongTextCounts(**gathered["long_text"])})
-            metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.get("long_text"))
-            files = report_task(request, context, metrics, scoring)
-            check_gates_task(context, metrics)
-            check_precision_task(request, context, scoring)
+        with storage_credentials(request.storage_block):
+            if templates or request.if_empty == "skip":  # before the lease: a night without data writes nothing
+                skipped = check_input_present_task(request, run_id, bool(templates))
+                if skipped is not None:
+                    return skipped_run(request, skipped)
+            with (
+                run_lease(run_location(request, run_id), run_id, owner=str(flow_run.get_id())),
+                _prechecked(request),
+                scoring_processes(request) as processes,
+            ):
+                if request.fan_out > 1:
+                    check_fan_out_task(request)
+                context = open_run_task(request, templates)
+                baseline = resolve_baseline_task(request, context)
+                drift_reference = resolve_drift_reference_task(request, context)
+                manifest = read_inputs_task(request, context)
+                job = plan_run_task(request, context, manifest)
+                if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
+                    scoring = score_groups_task(request, context, job)
+                else:
+                    scoring = score_ranges_task(context, job, processes)
+                gathered = gather_task(context, job)
+                if gathered.get("long_text"):  # summed over every committed range: metrics.json scoring.long_text
+                    scoring = scoring.model_copy(update={"long_text": LongTextCounts(**gathered["long_text"])})
+                metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.get("long_text"))
+                files = report_task(request, context, metrics, scoring)
+                check_gates_task(context, metrics)
+                check_precision_task(request, context, scoring)
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
         raise interrupted(request, run_id) from None
     return {
@@ -92,6 +101,13 @@ def _score(request: ScoreRequest) -> dict:
         "throughput": scoring.as_dict(),  # the flow's result is JSON
         "report": redact_uri(files.get("report.html")),
     }
+
+
+def skipped_run(request: ScoreRequest, message: str) -> State:
+    """A night without data under if_empty skip: the flow run ends Completed, its state message the
+    line the CLI prints; its result says what was skipped (nothing was written)."""
+    run_logger(__name__).info(message)
+    return Completed(message=message, data={"skipped": message, "input_uri": redact_uri(request.input_uri), "as_of": request.as_of})
 
 
 @contextmanager

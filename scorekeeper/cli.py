@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="score a dataset and evaluate it (runs the Prefect flow locally)")
     for name, field in ScoreRequest.model_fields.items():
         flag = "--" + name.replace("_", "-")
-        help_text = field.description or ""
+        help_text = (field.description or "").replace("%", "%%")  # argparse formats help with %
         if not field.is_required():
             help_text += f" (default: {field.get_default(call_default_factory=True)!r})"
         if field.annotation is bool:
@@ -129,6 +129,12 @@ def _run(options: dict[str, Any]) -> int:
 
     try:
         request, parameters = parse_request(options)
+        # Dated templates filled here, once (as_of, or now): the flow run is handed the same moment,
+        # so a run started a second before midnight does not read one night and name another.
+        when = request.fill_moment()
+        dated = bool(request.dated_templates())
+        request = request.filled(when)
+        parameters["as_of"] = request.as_of
         from scorekeeper.launch import ScoringProcesses, offering, visible_gpus
 
         # Fanned out, each group's machine resolves its own process count (its GPUs), not this one.
@@ -144,9 +150,13 @@ def _run(options: dict[str, Any]) -> int:
         from scorekeeper.tasks.fan_out import needs_orchestration
 
         return _fail(needs_orchestration(request), 2)
-    from scorekeeper.precheck import precheck, prechecked
+    from scorekeeper.precheck import no_data_tonight, precheck, prechecked
 
     try:
+        skipped = no_data_tonight(request, dated)  # if_empty: a night without data, before anything starts
+        if skipped is not None:
+            print(f"scorekeeper: {skipped}")
+            return 0
         precheck(request)  # the input's schema, ids and encodings, before anything starts
     except ScorekeeperError as exc:
         return _fail(str(exc), exc.exit_code)
@@ -190,6 +200,9 @@ def _run(options: dict[str, Any]) -> int:
             ahead.stop()
         if server is not None:
             server.stop()
+    if not isinstance(result, dict) or "skipped" in result:  # no data found by the flow (a storage block's input)
+        print(f"scorekeeper: {result['skipped'] if isinstance(result, dict) else result}")
+        return 0
     print(summary_line(result))
     return 0
 
@@ -324,10 +337,10 @@ class _DropKnownErrors(logging.Filter):
     the one-line message printed by the CLI says it all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from scorekeeper.errors import ScorekeeperError, storage_failure
+        from scorekeeper.errors import ScorekeeperError, storage_error
 
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_failure(exc) is not None):
+        if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_error(exc) is not None):
             return False
         message = record.getMessage()
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
@@ -341,6 +354,7 @@ _KNOWN_ERROR_NAMES = (
     "GatherError",
     "GateFailed",
     "OutputError",
+    "LeaseLost",
     "Interrupted",
     "ScorekeeperError",
     "KeyboardInterrupt",
@@ -349,6 +363,9 @@ _KNOWN_ERROR_NAMES = (
     "Disk quota exceeded",
     "Read-only file system",
     "bucket does not exist",
+    # storage that stopped answering once every retry was spent (errors.storage_unreachable): one line too
+    "EndpointConnectionError",
+    "ConnectionClosedError",
 )
 
 

@@ -24,12 +24,24 @@ class InputError(ScorekeeperError):
     """The input rows, ground truth or parameters are unusable as given."""
 
 
+class NoInput(InputError):
+    """The input holds no data: a missing file, folder or prefix, one without data files, or files
+    without rows (`if_empty` decides whether that fails the run or skips it)."""
+
+
 class ModelError(ScorekeeperError):
     """The model or adapter folder cannot be used as given."""
 
 
 class RunConflict(ScorekeeperError):
     """An existing run under the same name cannot be resumed with these parameters."""
+
+
+class LeaseLost(ScorekeeperError):
+    """The run folder's lease could not be renewed within its life (object storage unreachable, a
+    full disk) or was taken over: the job stopped before another job could write into the folder."""
+
+    exit_code = 3
 
 
 class ScoringFailed(ScorekeeperError):
@@ -82,13 +94,60 @@ def storage_failure(exc: BaseException) -> str | None:
         phrases = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded", errno.EROFS: "Read-only file system"}
         code = next((c for c, phrase in phrases.items() if phrase in str(exc)), None)
     if code in reasons:
-        return reasons[code] + (f" ({exc.filename})" if exc.filename else "")
+        if not exc.filename:
+            return reasons[code]
+        folder, _, name = str(exc.filename).rstrip("/").rpartition("/")
+        return reasons[code] + (f" holding {folder} (writing {name})" if folder else f" ({exc.filename})")
     if "NoSuchBucket" in str(exc) or "bucket does not exist" in str(exc).lower():
         return "the bucket does not exist (create it, or fix output_uri)"
     return None
 
 
+def storage_errors() -> tuple[type[BaseException], ...]:
+    """Every kind of error storage raises: OSError (the local file system, and what s3fs translates
+    S3's replies into) and the clients' own errors that are not OSErrors (botocore's connection and
+    HTTP errors such as EndpointConnectionError once its retries are spent, aiohttp's, fsspec's
+    timeouts). What the run's lease treats alike: one more failure to reach the run folder."""
+    global _STORAGE_ERRORS
+    if _STORAGE_ERRORS is None:
+        import aiohttp
+        import botocore.exceptions
+        import fsspec.exceptions
+
+        _STORAGE_ERRORS = (
+            OSError,
+            botocore.exceptions.BotoCoreError,
+            botocore.exceptions.ClientError,
+            aiohttp.ClientError,
+            fsspec.exceptions.FSTimeoutError,
+        )
+    return _STORAGE_ERRORS
+
+
+_STORAGE_ERRORS: tuple[type[BaseException], ...] | None = None
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    return isinstance(exc, storage_errors())
+
+
+def storage_unreachable(exc: BaseException) -> str | None:
+    """Why storage did not answer once every retry was spent (a refused or dropped connection, a
+    timeout), or None for any other error."""
+    import botocore.exceptions
+
+    unreachable = (ConnectionError, TimeoutError, botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)
+    if isinstance(exc, unreachable) or (is_storage_error(exc) and type(exc).__module__.startswith(("aiohttp", "fsspec"))):
+        return "storage did not answer (" + (" ".join(str(exc).split()) or type(exc).__name__) + ")"
+    return None
+
+
 def storage_error(exc: BaseException) -> OutputError | None:
-    """`storage_failure` as the one-line error the run ends with."""
+    """`storage_failure` (or storage that stopped answering) as the one-line error the run ends with."""
     reason = storage_failure(exc)
-    return None if reason is None else OutputError(f"could not write the run's files: {reason}")
+    if reason is not None:
+        return OutputError(f"could not write the run's files: {reason}")
+    reason = storage_unreachable(exc)
+    if reason is not None:
+        return OutputError(f"could not reach the run's files: {reason}; committed ranges are kept: rerun with the same run_name to resume")
+    return None

@@ -26,10 +26,11 @@ it): there two takers of one stale lease can both proceed, which is the document
 
 from __future__ import annotations
 
-import errno
+import _thread
 import json
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -38,7 +39,7 @@ from contextlib import contextmanager
 
 import psutil
 
-from scorekeeper.errors import InputError, OutputError, RunConflict, storage_failure
+from scorekeeper.errors import InputError, LeaseLost, OutputError, RunConflict, is_storage_error, storage_failure
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import is_local
 
@@ -177,35 +178,142 @@ def release_lease(run: RunFolder, owner: str, generation: int) -> None:
 
 @contextmanager
 def run_lease(run: RunFolder, run_id: str, owner: str, ttl_s: float = LEASE_TTL_S) -> Iterator[None]:
-    """Hold the run folder's lease for the duration of the block, or raise RunConflict."""
+    """Hold the run folder's lease for the duration of the block, or raise RunConflict.
+
+    Every storage error (`errors.storage_errors`: OSError, botocore's and aiohttp's connection
+    errors, fsspec's timeouts) is one kind of failure to renew: the renewal is retried every
+    RETRY_EVERY_S. A watchdog measures the time since the last renewal that was written; once it
+    reaches STOP_AFTER of the TTL (40 s of 60) the job is stopped (the block is interrupted, the
+    scoring processes stopped on the way out) and ends with LeaseLost, one line, exit 3: before
+    another job may judge the lease expired and take the folder over. So is a job whose lease was
+    taken over. The release never replaces the block's own error, and it is not tried against a
+    store that did not answer the last renewal (the lease is then left for a rerun to take over:
+    the same owner at once, any other once its process is gone or the TTL passes)."""
     generation = take_lease(run, run_id, owner, ttl_s)
-    stop = threading.Event()
-
-    def renew() -> None:
-        warned = False
-        while not stop.wait(RENEW_EVERY_S):
-            try:
-                if generations(run)[-1] != generation and not warned:
-                    warned = True
-                    log.error("the lease of run %s was taken over by another job (its renewals stopped for over %.0f s)", run_id, ttl_s)
-                run.publish_bytes(_record(owner, generation), generation_name(generation))
-            except OSError as exc:  # a missed renewal is retried; the TTL covers several
-                log.warning("could not renew the run lease: %s", exc)
-
-    renewer = threading.Thread(target=renew, name="scorekeeper-lease", daemon=True)
-    renewer.start()
+    holder = _Holder(run, run_id, owner, generation, ttl_s)
+    holder.start()
     try:
         yield
+    except KeyboardInterrupt:
+        holder.stop()
+        if holder.lost is not None:
+            raise LeaseLost(holder.lost) from None
+        raise
     finally:
-        stop.set()
-        renewer.join(timeout=5)
-        try:
-            release_lease(run, owner, generation)
-        except OSError as exc:
-            # A full disk is the run's own error, said once; the lease it leaves is taken over as soon
-            # as this process is gone (`_owner_gone`) or its TTL passes.
-            (log.debug if exc.errno == errno.ENOSPC else log.warning)("could not release the run lease: %s", exc)
-        _prune_empty_folders(run, generation)
+        holder.stop()
+        if holder.lost is None and holder.answering:
+            try:
+                release_lease(run, owner, generation)
+            except Exception as exc:  # never hides the block's own error, nor replaces its end
+                if not is_storage_error(exc):
+                    log.exception("could not release the lease of run %s", run_id)
+                else:
+                    # A full disk is the run's own error, said once; the lease it leaves is taken over
+                    # as soon as this process is gone (`_owner_gone`) or its TTL passes.
+                    quiet = storage_failure(exc) is not None
+                    (log.debug if quiet else log.warning)("could not release the lease of run %s: %s", run_id, _one_line(exc))
+            try:
+                _prune_empty_folders(run, generation)
+            except Exception as exc:
+                log.debug("could not prune the run folder %s: %s", run.uri, _one_line(exc))
+    if holder.lost is not None:  # lost while the block was finishing: its outputs may have raced another job
+        raise LeaseLost(holder.lost)
+
+
+STOP_AFTER = 2 / 3  # of the TTL without a written renewal: the job stops (40 s of 60 s)
+RETRY_EVERY_S = 2.0  # a failed renewal is tried again this soon
+
+
+class _Holder:
+    """The renewal thread and its watchdog for one held generation."""
+
+    def __init__(self, run: RunFolder, run_id: str, owner: str, generation: int, ttl_s: float):
+        self.run, self.run_id, self.owner, self.generation, self.ttl_s = run, run_id, owner, generation, ttl_s
+        self.renewed = time.monotonic()  # when the last written record was made (take_lease just wrote one)
+        self.answering = True  # whether the store answered the last renewal
+        self.failure: str | None = None  # the last renewal's error
+        self.lost: str | None = None
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._target = threading.current_thread()
+        self._threads = [
+            threading.Thread(target=self._renew, name="scorekeeper-lease", daemon=True),
+            threading.Thread(target=self._watch, name="scorekeeper-lease-watch", daemon=True),
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop renewing. A renewal in flight against a store that answers is waited for (the
+        release must come after it); one hanging on a store that does not answer is left behind
+        (a daemon thread: it writes at most this generation's record, never a newer one)."""
+        with self._lock:
+            if self._stopped.is_set():
+                return
+            self._stopped.set()
+        for thread in self._threads:
+            thread.join(timeout=5 if thread.name == "scorekeeper-lease" and self.answering and self.lost is None else 0.1)
+
+    def _renew(self) -> None:
+        wait = min(RENEW_EVERY_S, self.ttl_s * STOP_AFTER / 4)
+        while not self._stopped.wait(wait if self.answering else min(wait, RETRY_EVERY_S)):
+            made = time.monotonic()
+            try:
+                if generations(self.run)[-1] != self.generation:
+                    self._lose("it was taken over by another job")
+                    return
+                self.run.publish_bytes(_record(self.owner, self.generation), generation_name(self.generation))
+            except Exception as exc:  # every storage error alike: retried until the watchdog gives up
+                self.answering, self.failure = False, _one_line(exc)
+                if is_storage_error(exc):
+                    log.warning("could not renew the lease of run %s (%s); retrying", self.run_id, self.failure)
+                else:
+                    log.exception("could not renew the lease of run %s; retrying", self.run_id)
+                continue
+            self.renewed, self.answering, self.failure = made, True, None
+
+    def _watch(self) -> None:
+        limit = self.ttl_s * STOP_AFTER
+        while not self._stopped.wait(min(1.0, limit / 20)):
+            silent = time.monotonic() - self.renewed
+            if silent >= limit:
+                because = f": {self.failure}" if self.failure else ""
+                self._lose(f"it could not be renewed for {silent:.0f} s{because}")
+                return
+
+    def _lose(self, why: str) -> None:
+        with self._lock:
+            if self._stopped.is_set() or self.lost is not None:
+                return
+            self.lost = (
+                f"run '{self.run_id}' stopped: the lease on its folder {self.run.uri} was lost ({why}); the job stopped "
+                f"before another job could take the folder over; committed ranges are kept: rerun with the same run name "
+                f"to resume once storage answers"
+            )
+            log.error("%s", self.lost)
+            _interrupt(self._target)
+
+
+def _interrupt(thread: threading.Thread) -> None:
+    """Raise KeyboardInterrupt in the thread that holds the lease, where it is blocked too: the main
+    thread gets SIGINT (its handler, the CLI's or Python's, raises it; a blocking call returns with
+    EINTR); another thread gets it asynchronously, at its next bytecode."""
+    if thread is threading.main_thread():
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.pthread_kill(thread.ident or 0, signal.SIGINT)
+        else:
+            _thread.interrupt_main()
+        return
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0), ctypes.py_object(KeyboardInterrupt))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 def _remove_quietly(run: RunFolder, name: str) -> None:

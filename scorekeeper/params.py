@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from scorekeeper import uri_template
 from scorekeeper.head_kind import AUTO, HeadChoice
 from scorekeeper.redact import redact_uri
 
@@ -27,6 +29,9 @@ LongText = Literal["truncate", "head_tail", "chunk"]
 ChunkAggregate = Literal["mean", "max"]
 
 RUN_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# Moments a run_name template is checked with: every field one digit and then two digits wide, the
+# second the last day of a leap year (so %j, %U and friends take their widest values too).
+_SAMPLE_MOMENTS = (datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC), datetime(2028, 12, 31, 23, 59, 59, tzinfo=UTC))
 _CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -126,7 +131,25 @@ class ScoreRequest(BaseModel):
     run_name: str | None = Field(
         None,
         description="The run's id under output_uri; a run with the same name resumes. Default: "
-        "the Prefect flow run's id, so a retry of that flow run resumes it.",
+        "the Prefect flow run's id, so a retry of that flow run resumes it. May be a dated template "
+        "(monitor-{date}) like the URIs: each night is then a run of its own, and a retry or a rerun of that night resumes it.",
+        json_schema_extra=affects(NOTHING),
+    )
+
+    # -- dated runs (docs/inputs.md, "Dated runs") ----------------------------------------------------
+    as_of: str | None = Field(
+        None,
+        description="The moment the templates in input_uri, ground_truth_uri, output_uri and run_name are filled "
+        "with ({date}, {date-1d}, {scheduled:%Y/%m/%d}: docs/inputs.md): a date (YYYY-MM-DD, its midnight UTC) or an "
+        "ISO 8601 time, for a backfill. Default: the flow run's scheduled time, or now (UTC). request.json records "
+        "the moment used, the filled URIs and the templates.",
+        json_schema_extra=affects(NOTHING),  # what it changes, the filled URIs, is compared itself
+    )
+    if_empty: Literal["fail", "skip"] = Field(
+        "fail",
+        description="An input that holds no data (a missing folder or prefix, one with no data files, files with no "
+        "rows): 'fail' refuses it naming the filled URI (exit 2); 'skip' ends the run as 'no data tonight' (CLI exit 0, "
+        "the flow run Completed with that message) and writes nothing.",
         json_schema_extra=affects(NOTHING),
     )
 
@@ -452,12 +475,30 @@ class ScoreRequest(BaseModel):
     @field_validator("run_name")
     @classmethod
     def _run_name(cls, value: str | None) -> str | None:
-        if value is not None and (not RUN_NAME_PATTERN.match(value) or ".." in value):
-            raise ValueError(
-                f"run_name {value!r} must be 1-128 letters, digits, '.', '_' or '-', start with a "
-                "letter or digit and contain no '..' (it names a folder under output_uri)"
-            )
+        if value is None:
+            return None
+        # A template must make a valid name whatever the night: checked filled with two unlike moments.
+        filled = [uri_template.fill(value, when) for when in _SAMPLE_MOMENTS] if uri_template.is_template(value) else [value]
+        for name in filled:
+            if not RUN_NAME_PATTERN.match(name) or ".." in name:
+                shown = f"{value!r} (filled: {name!r})" if name != value else repr(value)
+                raise ValueError(
+                    f"run_name {shown} must be 1-128 letters, digits, '.', '_' or '-', start with a "
+                    "letter or digit and contain no '..' (it names a folder under output_uri)"
+                )
         return value
+
+    @field_validator("input_uri", "ground_truth_uri", "output_uri")
+    @classmethod
+    def _uri_template(cls, value: str | None) -> str | None:
+        if value is not None and uri_template.is_template(value):
+            uri_template.parse(value)  # a TemplateError is a ValueError: one line naming the template
+        return value
+
+    @field_validator("as_of")
+    @classmethod
+    def _as_of(cls, value: str | None) -> str | None:
+        return None if value is None else uri_template.as_of_text(uri_template.parse_as_of(value))
 
     @field_validator("fan_out_deployment")
     @classmethod
@@ -548,6 +589,23 @@ class ScoreRequest(BaseModel):
     def resolved_num_processes(self, visible_gpus: int, cores: int | None = None) -> int:
         """Processes to launch (see resolve_num_processes)."""
         return resolve_num_processes(self.num_processes, self.oversubscribe, visible_gpus, cores)
+
+    def dated_templates(self) -> dict[str, str]:
+        """The fields that hold placeholders, as given (filled by `filled`)."""
+        return {name: value for name in uri_template.TEMPLATE_FIELDS if uri_template.is_template(value := getattr(self, name))}
+
+    def fill_moment(self, scheduled: datetime | None = None) -> datetime:
+        """The moment the templates are filled with: as_of, else the flow run's scheduled time, else now (UTC)."""
+        if self.as_of is not None:
+            return uri_template.parse_as_of(self.as_of)
+        return uri_template.utc(scheduled or datetime.now(UTC))
+
+    def filled(self, when: datetime) -> ScoreRequest:
+        """The request with its templates filled from `when`, and `as_of` saying that moment (request.json's).
+        A request without templates is itself, as_of set; filling a filled request again changes nothing."""
+        updates: dict[str, object] = {name: uri_template.fill(value, when) for name, value in self.dated_templates().items()}
+        updates["as_of"] = uri_template.as_of_text(when)
+        return self.model_validate(self.model_dump() | updates)
 
     def public_dict(self) -> dict:
         """The parameters as written to request.json, job.json and the report: no secrets (a

@@ -67,6 +67,25 @@ def precheck(request: ScoreRequest) -> None:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def no_data_tonight(request: ScoreRequest, dated: bool) -> str | None:
+    """The `if_empty` rule before anything starts (scorekeeper/staging/presence.py), for a dated input
+    or under skip: the 'no data tonight' line under skip, the input's NoInput under fail, None when
+    it holds data or cannot be listed here (a storage block's credentials: the flow checks there)."""
+    if not dated and request.if_empty == "fail":
+        return None  # the read step's own refusal says it
+    from scorekeeper.staging import presence
+    from scorekeeper.storage import Location
+
+    own = Location.from_uri(request.output_uri).child(request.run_name) if request.run_name else None
+    try:
+        return presence.no_data_tonight(request.input_uri, request.if_empty, dated, exclude=own)
+    except ScorekeeperError:
+        raise
+    except Exception as exc:  # unreachable storage, credentials only the flow has
+        log.debug("precheck: leaving the if_empty check of %s to the flow (%s)", request.input_uri, exc)
+        return None
+
+
 @contextlib.contextmanager
 def prechecked() -> Iterator[None]:
     """Within this block the input counts as checked (the CLI did it before starting anything)."""

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from scorekeeper.errors import RunConflict
 from scorekeeper.head_kind import AUTO, HeadKind
 from scorekeeper.params import SCORING_PARAMETERS, URI_FIELDS, ScoreRequest
-from scorekeeper.redact import normalise_uri
+from scorekeeper.redact import normalise_uri, redact_uri
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import digest_of
 
@@ -25,13 +25,29 @@ class RequestRecord(ScoreRequest):
     run_id: str
     model_fingerprint: str
     adapter_fingerprint: str | None
+    # The dated templates the run's fields were filled from ({field: template}, docs/inputs.md): the
+    # fields themselves hold the filled values, and `as_of` the moment they were filled with.
+    templates: dict[str, str] = {}
 
     @classmethod
     def of(
-        cls, request: ScoreRequest, run_id: str, model_fingerprint: str, adapter_fingerprint: str | None, head: str | None = None
+        cls,
+        request: ScoreRequest,
+        run_id: str,
+        model_fingerprint: str,
+        adapter_fingerprint: str | None,
+        head: str | None = None,
+        templates: dict[str, str] | None = None,
     ) -> RequestRecord:
         fields = request.model_dump() | ({"head": head} if head else {})
-        return cls(**fields, run_id=run_id, model_fingerprint=model_fingerprint, adapter_fingerprint=adapter_fingerprint)
+        return cls(
+            **fields, run_id=run_id, model_fingerprint=model_fingerprint, adapter_fingerprint=adapter_fingerprint, templates=templates or {}
+        )
+
+    def public_dict(self) -> dict:
+        data = super().public_dict()
+        data["templates"] = {name: redact_uri(template) for name, template in self.templates.items()}
+        return data
 
     def scoring_fingerprint(self, input_fingerprint: str) -> str:
         """What a committed shard's predictions depend on; shards under another fingerprint are stale.

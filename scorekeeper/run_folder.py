@@ -43,7 +43,7 @@ class _Record(BaseModel):
     """A run-folder record whose fields added later (ADDED) are left out while unset (None): a
     record written before them is written back byte for byte, as readers of older files expect."""
 
-    ADDED: ClassVar[tuple[str, ...]] = ("skipped", "skipped_files")
+    ADDED: ClassVar[tuple[str, ...]] = ("skipped", "skipped_files", "input_template")
 
     @model_serializer(mode="wrap")
     def _leave_out_unset_additions(self, handler):
@@ -133,6 +133,7 @@ class Plan(_Record):
     ranges: list[tuple[int, int]]  # [start, end) of range k at position k
     labels: list[str]
     skipped_files: SkippedFiles | None = None  # hidden files below the input and ground-truth folders, not read
+    input_template: str | None = None  # the dated input_uri template the input was filled from (compare_to previous)
 
     def index_ranges(self, indices: list[int] | None = None) -> list[IndexRange]:
         """The planned ranges (those of `indices`, in that order, when given)."""

@@ -313,6 +313,11 @@ def _synced_temp_file(target: str, write: Callable[[BinaryIO], object]) -> str:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+    except OSError as exc:
+        _remove_quietly(tmp)
+        if exc.filename is None and exc.errno is not None:  # a write's error names no file: name the target
+            raise OSError(exc.errno, exc.strerror, target) from exc
+        raise
     except BaseException:
         _remove_quietly(tmp)
         raise

@@ -41,6 +41,7 @@ class RunContext:
     labels: list[str]
     resumed: bool
     head: str = DEFAULT_HEAD  # the kind of head resolved from request.head and the model's config
+    templates: dict[str, str] = dataclasses.field(default_factory=dict)  # the dated templates the request was filled from
 
     @property
     def run(self) -> RunFolder:
@@ -107,7 +108,7 @@ def has_commits(run: RunFolder) -> bool:
     return any(n.endswith(".json") and not n.startswith(".") for n in run.list_names(RunFolder.COMMIT_DIR))
 
 
-def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
+def open_run(request: ScoreRequest, flow_run_id: str | None, templates: dict[str, str] | None = None) -> RunContext:
     """Resolve the run id, the model and adapter; when the run exists, check that its request.json
     allows resuming with these parameters (the plan step writes request.json for a new run).
 
@@ -132,6 +133,7 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
         labels=labels,
         resumed=run.exists(RunFolder.REQUEST),
         head=head,
+        templates=dict(templates or {}),
     )
     if context.resumed:
         try:
@@ -150,11 +152,13 @@ def open_run(request: ScoreRequest, flow_run_id: str | None) -> RunContext:
 def request_record(request: ScoreRequest, context: RunContext) -> RequestRecord:
     """What request.json holds for this run (the plan step publishes it, once the input has been
     read: a refused input leaves no run behind)."""
-    return RequestRecord.of(request, context.run_id, context.model_fingerprint, context.adapter_fingerprint, head=context.head)
+    return RequestRecord.of(
+        request, context.run_id, context.model_fingerprint, context.adapter_fingerprint, head=context.head, templates=context.templates
+    )
 
 
 @task(name="open run", **IO_RETRIES)
 @raises_redacted
-def open_run_task(request: ScoreRequest) -> RunContext:
-    """Open (or resume) the run folder of this flow run."""
-    return open_run(request, flow_run.get_id())
+def open_run_task(request: ScoreRequest, templates: dict[str, str] | None = None) -> RunContext:
+    """Open (or resume) the run folder of this flow run (`request` filled from its dated `templates`)."""
+    return open_run(request, flow_run.get_id(), templates)

@@ -13,7 +13,7 @@ from prefect import task
 
 from scorekeeper.boundary import Job, LaunchSettings, ScoringSettings
 from scorekeeper.params import ScoreRequest
-from scorekeeper.redact import raises_redacted
+from scorekeeper.redact import raises_redacted, redact_uri
 from scorekeeper.request_record import publish_request_record
 from scorekeeper.run_folder import CommitRecord, Plan, RunFolder, StagedManifest, cut_ranges
 from scorekeeper.tasks.open_run import RunContext, request_record
@@ -108,6 +108,7 @@ def plan_run(request: ScoreRequest, context: RunContext, manifest: StagedManifes
             ranges=[(r.start, r.end) for r in ranges],
             labels=context.labels,
             skipped_files=manifest.all_skipped(),
+            input_template=redact_uri(context.templates.get("input_uri")),
         )
     )
     job = Job(

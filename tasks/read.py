@@ -135,3 +135,15 @@ def read_inputs_task(request: ScoreRequest, context: RunContext) -> StagedManife
     check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)
     release_memory(manifest.total_rows)  # staging and the duplicate-id check's pages, before scoring and the evaluation
     return manifest
+
+
+@task(name="check for data", **IO_RETRIES)
+@raises_redacted
+def check_input_present_task(request: ScoreRequest, run_id: str, dated: bool) -> str | None:
+    """Whether tonight's input holds data (if_empty): None when it does, the 'no data tonight' line
+    to end the run with under skip; under fail, the input refused naming its filled URI."""
+    from scorekeeper.staging.presence import no_data_tonight
+    from scorekeeper.storage import Location
+
+    own = Location.from_uri(request.output_uri).child(run_id)
+    return no_data_tonight(request.input_uri, request.if_empty, dated, exclude=own)

@@ -18,7 +18,7 @@ BASE = ["run", "--input-uri", "in.csv", "--model-uri", "model", "--output-uri", 
 
 # field: [(CLI arguments after BASE, the field's value in the request)]
 FORMS: dict[str, list[tuple[list[str], object]]] = {
-    "input_uri": [(["--input-uri", "data/**/*.csv"], "data/**/*.csv")],
+    "input_uri": [(["--input-uri", "data/**/*.csv"], "data/**/*.csv"), (["--input-uri", "in/{date-1d}/"], "in/{date-1d}/")],
     "text_column": [(["--text-column", "body"], "body")],
     "text_pair_column": [(["--text-pair-column", "q2"], "q2"), (["--text-pair-column", "none"], None)],
     "id_column": [(["--id-column", "review_id"], "review_id"), (["--id-column", "None"], None)],
@@ -29,8 +29,21 @@ FORMS: dict[str, list[tuple[list[str], object]]] = {
     "merge_adapter": [(["--no-merge-adapter"], False), (["--merge-adapter"], True)],
     "mode": [(["--mode", "pipeline"], "pipeline"), (["--mode", "replica"], "replica")],
     "num_processes": [(["--num-processes", "2"], 2), (["--num-processes", "auto"], "auto")],
-    "output_uri": [(["--output-uri", "s3://bucket/runs"], "s3://bucket/runs")],
-    "run_name": [(["--run-name", "nightly-01"], "nightly-01"), (["--run-name", "none"], None)],
+    "output_uri": [
+        (["--output-uri", "s3://bucket/runs"], "s3://bucket/runs"),
+        (["--output-uri", "runs/{scheduled:%Y}"], "runs/{scheduled:%Y}"),
+    ],
+    "run_name": [
+        (["--run-name", "nightly-01"], "nightly-01"),
+        (["--run-name", "none"], None),
+        (["--run-name", "monitor-{date}"], "monitor-{date}"),
+    ],
+    "as_of": [
+        (["--as-of", "2026-12-01"], "2026-12-01T00:00:00Z"),
+        (["--as-of", "2026-12-01T03:30+01:00"], "2026-12-01T02:30:00Z"),
+        (["--as-of", "none"], None),
+    ],
+    "if_empty": [(["--if-empty", "skip"], "skip"), (["--if-empty", "fail"], "fail")],
     "dtype": [(["--dtype", "float16"], "float16")],
     "precision_check_rows": [(["--precision-check-rows", "0"], 0)],
     "precision_max_difference": [(["--precision-max-difference", "1e-3"], 1e-3), (["--precision-max-difference", "none"], None)],

@@ -101,6 +101,8 @@ def _other_value(name: str, value):
     if value in _literals(annotation):
         return others[0] if others else 3  # num_processes: 'auto' or a number
     if value is None:
+        if name == "as_of":
+            return "2026-12-03"
         return 2 if {int, float} & set(typing.get_args(annotation)) else "other"
     if isinstance(value, bool):
         return not value
@@ -253,7 +255,7 @@ def test_an_old_request_json_resumes_and_a_changed_setting_is_refused(tmp_path):
     fresh = RunFolder.under(str(tmp_path), "fresh")
     publish_request_record(fresh, RequestRecord.of(request, "fresh", "m", None))
     assert fresh.read_bytes(RunFolder.REQUEST) == _published(tmp_path, request.public_dict() | {
-        "run_id": "fresh", "model_fingerprint": "m", "adapter_fingerprint": None})  # fmt: skip
+        "run_id": "fresh", "model_fingerprint": "m", "adapter_fingerprint": None, "templates": {}})  # fmt: skip
 
 
 def test_the_request_record_holds_no_password_and_resumes_against_its_redacted_form(tmp_path):

@@ -52,3 +52,40 @@ def _env(extra: dict) -> dict:
     import os
 
     return {**os.environ, **extra}
+
+
+def test_a_file_view_opens_after_a_result_left_unread(tmp_path):
+    """A step that reads one row of a result (fetchone) leaves it unfinished; the next step's view of
+    a file must still open (DuckDB's relation API refused it: a multi-label or regression run with
+    compare_to and drift_reference crashed when the comparison matched no row)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from scorekeeper.storage import Location
+
+    pq.write_table(pa.table({"row_index": pa.array(range(3000), pa.int64())}), tmp_path / "p.parquet")
+    run = Location.from_uri(str(tmp_path))
+    with duck.connect() as con:
+        con.execute("SELECT * FROM range(5000)").fetchone()
+        duck.parquet_view(con, "first", run, "p.parquet")
+        con.execute("SELECT 1").fetchone()
+        duck.parquet_view(con, "second", run, "p.parquet")
+        assert con.execute("SELECT count(*), sum(row_index) FROM first JOIN second USING (row_index)").fetchall() == [(3000, 2999 * 1500)]
+
+
+def test_the_evaluation_opens_files_only_through_parquet_view():
+    """No relation-API call (read_parquet(...).create_view, from_arrow, sql(...)) on an evaluation's
+    connection: each refuses to run after a result left unread, so the order of steps would decide
+    whether a run crashes."""
+    import re
+    from pathlib import Path
+
+    root = Path(duck.__file__).parents[1]
+    pattern = re.compile(r"\bcon\.(read_parquet|read_csv|read_json|from_arrow|from_parquet|sql|query|table|view)\(|\.create_view\(")
+    found = [
+        f"{path.relative_to(root)}:{i}"
+        for path in sorted(root.rglob("*.py"))
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert found == []

@@ -537,7 +537,9 @@ def test_max_length_beyond_the_model_is_refused_up_front_and_the_name_stays_usab
 def test_resume_compares_uris_normalised(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
-    context = type("C", (), {"run_id": "r", "model_fingerprint": "m", "adapter_fingerprint": None, "head": "single_label"})()
+    context = type(
+        "C", (), {"run_id": "r", "model_fingerprint": "m", "adapter_fingerprint": None, "head": "single_label", "templates": {}}
+    )()
 
     def record(**uris):
         return request_record(ScoreRequest(**({"model_uri": "models/bert", "output_uri": "runs"} | uris)), context)

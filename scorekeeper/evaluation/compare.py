@@ -16,7 +16,7 @@ from typing import Literal
 
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.compare_tests import comparison_tests
-from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, null_group_key, parquet_uri, sql
+from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, null_group_key, parquet_view, sql
 from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.evaluation.paired_tests import accuracy_test, mcnemar_exact
 from scorekeeper.evaluation.truth import label_table, match_truth
@@ -53,7 +53,7 @@ def same_input(plan: dict, other_plan: dict) -> bool:
 def open_other(con, run: Location, other: Location) -> tuple[Literal["row_index", "id"], tuple[Fragment, Fragment]]:
     """The other run's predictions as the view `other`, and how rows are matched: ("row_index" or
     "id", (other's join column, this run's staged join column)) for `o` = other, `s` = staged."""
-    con.read_parquet(parquet_uri(other, RunFolder.PREDICTIONS)).create_view("other")
+    parquet_view(con, "other", other, RunFolder.PREDICTIONS)
     if same_input(run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)):
         return "row_index", (Fragment("o.row_index"), Fragment("s.row_index"))
     types = {

@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scorekeeper.evaluation.duck import parquet_uri, sql
+from scorekeeper.evaluation.duck import parquet_view, sql
 from scorekeeper.evaluation.signals import RunSide, Signal, SignalViews
 from scorekeeper.metrics.document import Drift, DriftBin, DriftRows, DriftSignal, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
@@ -52,7 +52,7 @@ def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) 
     it is still there and holds one row per prediction) as views on `con`, once the run vouches for
     the files read here (scorekeeper/run_seal.py: checked as they are now, not only when the run started)."""
     refuse_unverified(RunFolder(reference.fs, reference.path), "drift_reference")
-    con.read_parquet(parquet_uri(reference, RunFolder.PREDICTIONS)).create_view("reference_predictions")
+    parquet_view(con, "reference_predictions", reference, RunFolder.PREDICTIONS)
     plan = reference.read_json(RunFolder.PLAN) if reference.exists(RunFolder.PLAN) else {}
     request = reference.read_json(RunFolder.REQUEST) if reference.exists(RunFolder.REQUEST) else {}
     staged, slices, unstaged = None, None, None
@@ -60,7 +60,7 @@ def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) 
         unstaged = f"the reference run's staged input ({RunFolder.STAGED_INPUT}) is gone"
     elif slice_columns:
         # work/ is not sealed: its slice columns are used only when it still holds the predicted rows
-        con.read_parquet(parquet_uri(reference, RunFolder.STAGED_INPUT)).create_view("reference_staged")
+        parquet_view(con, "reference_staged", reference, RunFolder.STAGED_INPUT)
         if con.execute(sql("drift_staged_rows.sql")).fetchone()[0] == 0:
             staged = "reference_staged"
             slices = {column: f"slice_{i}" for i, column in enumerate(request.get("slice_columns") or [])}

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
 from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
-from scorekeeper.evaluation.duck import connect_run, parquet_uri, sql
+from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
 from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.length_impact import length_impact
@@ -39,8 +39,8 @@ def open_evaluation(run: RunFolder, labels: list[str]):
     """A connection holding the run's `predictions` and `staged` views and the `labels` table."""
     con = connect_run(run)
     try:
-        con.read_parquet(parquet_uri(run, RunFolder.PREDICTIONS)).create_view("predictions")
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        parquet_view(con, "predictions", run, RunFolder.PREDICTIONS)
+        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
         label_table(con, "labels", labels)
     except BaseException:
         con.close()
@@ -124,7 +124,7 @@ def check_truth(
     kind = evaluation_for(head)
     con = connect_run(run)
     try:
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_INPUT)).create_view("staged")
+        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
         label_table(con, "labels", labels)
         ev = Evaluation(con, run, labels, manifest, [], 0.5, column, logging.getLogger(__name__))
         _, column_kind = kind.truth_table(ev)

@@ -82,6 +82,24 @@ def parquet_uri(run: Location, rel: str) -> str:
     return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
+def parquet_view(con, view: str, run: Location, rel: str) -> None:
+    """The temp view `view` of the file `rel` of `run` (its URI a value, in the connection's variable
+    `parquet_<view>`, never SQL text). Made by execute(), as every statement of the evaluation is:
+    the relation API of DuckDB (its read_parquet, then create_view) refuses to run while the last
+    execute()'s result is not read to its end (a fetchone() of any query leaves it so), which made
+    a view opened after such a step a crash depending on which steps ran before it."""
+    variable = "parquet_" + view
+    identifier(variable)
+    con.execute(statement("SET VARIABLE {variable} = $uri", variable=variable), {"uri": parquet_uri(run, rel)})
+    con.execute(
+        statement(
+            "CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet(getvariable({name}))",
+            view=view,
+            name=Fragment("'" + variable + "'"),
+        )
+    )
+
+
 class Fragment(str):
     """SQL text written in this package (a file's, a constant expression), never a user's text."""
 

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 def completed_runs(output: Location) -> list[dict]:
     """One record per completed run under `output` that vouches for its files, oldest first: its
     line in the history (a HistoryEntry's fields) plus `input_files` (the fingerprints of the files
-    it read, in order)."""
+    it read, in order) and `input_template` (the dated input_uri template it was filled from, or None)."""
     return scan_runs(output)[0]
 
 
@@ -95,7 +95,13 @@ def scan_runs(output: Location) -> tuple[list[dict], list[LeftOutRun]]:
         if recorded.finished_at is None:
             recorded.finished_at = completion.finished_at
         entry = history_entry(run_id, recorded, plan).record()
-        records.append(entry | {"input_files": [f.get("fingerprint") for f in plan.get("files", [])] if plan else None})
+        records.append(
+            entry
+            | {
+                "input_files": [f.get("fingerprint") for f in plan.get("files", [])] if plan else None,
+                "input_template": plan.get("input_template"),
+            }
+        )
     return sorted(records, key=lambda r: (r["finished_at"] or "", r["run_id"])), sorted(left_out, key=lambda r: r.run_id)
 
 
@@ -110,12 +116,12 @@ def history_and_left_out(
     """metrics.json's `history` and `history_left_out` (the completed runs whose files are not the
     ones they vouch for, with the reason), from one listing."""
     runs, left_out = scan_runs(output)
-    earlier = [HistoryEntry.model_validate(_without(r, "input_files")) for r in runs if r["run_id"] != run_id]
+    earlier = [HistoryEntry.model_validate(_without(r, "input_files", "input_template")) for r in runs if r["run_id"] != run_id]
     return earlier + [history_entry(run_id, metrics, plan)], [r for r in left_out if r.run_id != run_id]
 
 
-def _without(record: dict, key: str) -> dict:
-    return {k: v for k, v in record.items() if k != key}
+def _without(record: dict, *keys: str) -> dict:
+    return {k: v for k, v in record.items() if k not in keys}
 
 
 def is_complete(run: RunFolder) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.duck import Fragment, parquet_uri, sql, statement
+from scorekeeper.evaluation.duck import Fragment, parquet_view, sql, statement
 from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
 from scorekeeper.metrics.document import GroundTruthSource
 from scorekeeper.run_folder import RunFolder, StagedManifest
@@ -42,7 +42,7 @@ def truth_table(
     source: GroundTruthSource | None
     view: str | None
     if ground_truth:
-        con.read_parquet(parquet_uri(run, RunFolder.STAGED_GROUND_TRUTH)).create_view("ground_truth")
+        parquet_view(con, "ground_truth", run, RunFolder.STAGED_GROUND_TRUTH)
         id_cast = Fragment("" if ground_truth.id_type == manifest.id_type else "::VARCHAR")
         con.execute(sql("truth_from_files.sql", id_cast=id_cast, value=value))
         view, source = "ground_truth", "ground_truth_uri"

@@ -8,6 +8,7 @@ rows. Everything streams: no step holds the whole dataset.
 
 The modules, in the order a run meets them:
   listing  which files a URI names (and which it skips), in which order
+  presence whether the input holds any data at all (if_empty: a night without data)
   reader   one file's record batches, its read errors explained in one line
   columns  which user column becomes which canonical one, and the types each may hold
   writer   row groups of exactly `rows_per_range` rows

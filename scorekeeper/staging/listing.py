@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 
-from scorekeeper.errors import InputError
+from scorekeeper.errors import InputError, NoInput
 from scorekeeper.redact import redact_uri
 from scorekeeper.run_folder import InputFile, RunFolder
 from scorekeeper.storage import Location, file_fingerprint, fs_and_path, to_uri
@@ -166,20 +166,20 @@ def list_input(
         found = [p for p in fs.glob(path) if fs.isfile(p)]
         paths = [p for p in found if not hidden(root, p, path)]
         if not found:
-            raise InputError(f"{what} not found: no file matches {uri}")
+            raise NoInput(f"{what} not found: no file matches {uri}")
     elif _is_url(path):
         if not fs.isfile(path):
-            raise InputError(f"{what} not found: {redact_uri(uri)}")
+            raise NoInput(f"{what} not found: {redact_uri(uri)}")
         found = paths = [path]
     elif fs.isdir(path):
         found = fs.find(path)
         paths = [p for p in found if not hidden(root, p)]
         if not found:
-            raise InputError(f"{what} not found: the folder {uri} holds no files")
+            raise NoInput(f"{what} not found: the folder {uri} holds no files")
     elif fs.isfile(path):
         found = paths = [path]
     else:
-        raise InputError(f"{what} not found: {uri}")
+        raise NoInput(f"{what} not found: {uri}")
     skipped = sorted(to_uri(fs, p) for p in set(found) - set(paths))
     if skipped:
         log.warning(
@@ -190,7 +190,7 @@ def list_input(
             ", ".join(redact_uri(u) for u in skipped[:SHOWN]) + (", ..." if len(skipped) > SHOWN else ""),
         )
     if not paths:
-        raise InputError(
+        raise NoInput(
             f"{what} not found: {redact_uri(uri)} holds only hidden files ({len(skipped)}, e.g. {redact_uri(skipped[0])}); "
             "names below the input folder that start with '.' or '_' are not data"
         )
@@ -208,7 +208,7 @@ def list_input(
             )
             paths = [p for p in paths if p not in set(inside)]
             if not paths:
-                raise InputError(f"{what} not found: {redact_uri(uri)} holds no files outside the run folders of output_uri")
+                raise NoInput(f"{what} not found: {redact_uri(uri)} holds no files outside the run folders of output_uri")
     unsupported = [p for p in paths if file_format(p) is None]
     if unsupported:
         raise InputError(

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from scorekeeper.errors import InputError
+from scorekeeper.errors import InputError, NoInput
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.run_folder import InputFile, StagedGroundTruth, StagedManifest
@@ -137,7 +137,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
             file_rows[-1] += n
     out.close()
     if offset == 0:
-        raise InputError(f"no rows in the input {request.input_uri}")
+        raise NoInput(f"no rows in the input {request.input_uri}")
     if null_count and request.null_text == "error":
         raise InputError(
             f"column '{request.text_column if not request.text_pair_column else request.text_column + '/' + request.text_pair_column}'"

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from scorekeeper.errors import ScorekeeperError
+from scorekeeper.errors import ScorekeeperError, storage_error
 
 JOB_POLL_S = 0.02
 
@@ -105,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         emit(Failed(rank=ranks.rank, message=str(exc)))
         return exc.exit_code
     except Exception as exc:  # a bug: its traceback goes to stderr, and its one line to the flow
+        failure = storage_error(exc)  # a full disk, a missing bucket: the run's files, named, in one line
+        if failure is not None:
+            emit(Failed(rank=ranks.rank, message=str(failure)))
+            return failure.exit_code
         emit(Failed(rank=ranks.rank, message=crash_line(exc), crash=True))
         raise
     finally:
