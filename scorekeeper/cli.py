@@ -150,9 +150,10 @@ def _run(options: dict[str, Any]) -> int:
         from scorekeeper.tasks.fan_out import needs_orchestration
 
         return _fail(needs_orchestration(request), 2)
-    from scorekeeper.precheck import no_data_tonight, precheck, prechecked
+    from scorekeeper.precheck import no_data_tonight, precheck, precheck_model, prechecked
 
     try:
+        precheck_model(request)  # the window's refusals (head_tokens, chunk_overlap, max on a single-label head)
         skipped = no_data_tonight(request, dated)  # if_empty: a night without data, before anything starts
         if skipped is not None:
             print(f"scorekeeper: {skipped}")

@@ -1,6 +1,9 @@
-"""Refusals before the start-up: the input's schema, ids and encodings checked before the CLI
-starts Prefect's temporary server or any scoring process (and before the flow starts its own
-processes, when no CLI checked first).
+"""Refusals before the start-up: the input's schema, ids and encodings, and the long-text settings
+against the model's window, checked before the CLI starts Prefect's temporary server or any scoring
+process (and before the flow starts its own processes, when no CLI checked first).
+
+The window's refusals (precheck_model) read the model folder's config files alone, locally or
+fetched from object storage, and make the flow's own check (model_folder.check_long_text).
 
 The check is the read step's own validation (scorekeeper/staging/: every file opened, every row's
 text, id and slice columns read and typed, the schemas compared across files, invalid UTF-8
@@ -17,7 +20,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import os
+import posixpath
 import shutil
+import tempfile
 from collections.abc import Iterator
 
 from scorekeeper.errors import ScorekeeperError
@@ -65,6 +71,66 @@ def precheck(request: ScoreRequest) -> None:
         log.debug("precheck: leaving %s to the read step (%s)", request.input_uri, exc)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# The model folder's files the window's refusals need: the head (config.json), the window's size
+# (config.json's positions, tokenizer_config.json's model_max_length) and the special tokens a text
+# gets (tokenizer.json). A few kilobytes to a few megabytes: fetched alone from object storage.
+MODEL_FILES = ("config.json", "tokenizer_config.json", "tokenizer.json")
+
+
+def precheck_model(request: ScoreRequest) -> None:
+    """The refusals that need the model's window, before anything starts: `head_tokens` or
+    `chunk_overlap` that leave the window no room, `chunk_aggregate max` with a single-label head
+    (model_folder.check_long_text, the flow's own check). The folder's config files are read where
+    they are (locally, or fetched alone from object storage with the standard credentials); a folder
+    this cannot read (no config.json, a storage block's credentials) is left to the flow."""
+    from scorekeeper.long_text import TRUNCATE
+
+    if request.long_text == TRUNCATE:
+        return  # truncate needs no room the window may lack
+    from scorekeeper.heads import resolve_head
+    from scorekeeper.model_folder import check_long_text, read_json
+
+    with _model_files(request.model_uri) as folder:
+        if folder is None:
+            return
+        head = resolve_head(request.head, read_json(os.path.join(folder, "config.json")), request.model_uri)
+        check_long_text(folder, head, request)
+
+
+@contextlib.contextmanager
+def _model_files(uri: str) -> Iterator[str | None]:
+    """A local folder holding the model folder's MODEL_FILES (the folder itself when it is local),
+    or None when its config.json cannot be read here."""
+    from scorekeeper.storage import fs_and_path, is_local
+
+    try:
+        fs, path = fs_and_path(uri)
+        if is_local(fs):
+            yield path if os.path.isfile(os.path.join(path, "config.json")) else None
+            return
+    except ScorekeeperError:
+        raise
+    except Exception as exc:
+        log.debug("precheck: not reading the model folder %s here (%s)", uri, exc)
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="scorekeeper-model-files-")
+    try:
+        for name in MODEL_FILES:
+            try:
+                data = fs.cat_file(posixpath.join(path.rstrip("/"), name))
+            except FileNotFoundError:
+                continue
+            except Exception as exc:  # unreachable storage, credentials only the flow has
+                log.debug("precheck: not reading %s of %s here (%s)", name, uri, exc)
+                break
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+        yield folder if os.path.isfile(os.path.join(folder, "config.json")) else None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def no_data_tonight(request: ScoreRequest, dated: bool) -> str | None:

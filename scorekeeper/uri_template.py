@@ -12,7 +12,7 @@ The grammar, exactly (anything else is refused naming the template and the place
     name        := 'date'                       the day, YYYY-MM-DD (takes no format)
                  | 'scheduled'                  the moment, in the format given (required)
     offset      := ('+' | '-') 1-4 digits ('d' | 'h')       days or hours added before formatting
-    format      := (any character but '{', '}', '%' | '%' directive)+
+    format      := (any character but '{', '}', '%', a control character | '%' directive)+
     directive   := one of FORMAT_DIRECTIVES     strftime's, those that do not depend on the locale
 
 A braces-free string is its own filling, so a filled value is never filled again differently
@@ -97,6 +97,8 @@ def _placeholder(template: str, body: str) -> Placeholder:
         return Placeholder(name, offset, "%Y-%m-%d")
     if form is None:
         raise TemplateError(f"{template!r}: {{{body}}} needs a format, e.g. {{scheduled:%Y/%m/%d}}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in form):
+        raise TemplateError(f"{template!r}: {{{body}}}: a control character in the format")
     for directive in _DIRECTIVE.findall(form):
         if directive == "" or directive not in FORMAT_DIRECTIVES:
             shown = f"%{directive}" if directive else "a '%' at the end"

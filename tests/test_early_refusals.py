@@ -15,6 +15,7 @@ from scorekeeper.precheck import precheck
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.read import read_inputs
 from tests.helpers import make_rows, write_rows
+from tests.s3server import moto  # noqa: F401  (a fixture)
 
 
 @pytest.fixture
@@ -84,3 +85,68 @@ def test_the_read_step_and_the_flows_precheck_say_the_same(tmp_path):
     with pytest.raises(InputError, match=said.replace("(", r"\(").replace(")", r"\)")):
         read_inputs(request, RunFolder.under(request.output_uri, "r"))
     precheck(request.model_copy(update={"id_column": None}))  # the rows themselves are fine: no refusal
+
+
+# -- refusals that need the model's window (scorekeeper/precheck.py: precheck_model) ---------------
+
+WINDOW_REFUSALS = [
+    (["--long-text", "head_tail", "--head-tokens", "22"], "head_tokens 22 leaves no room for the tail: the window is 22"),  # W = 24 - 2
+    (["--long-text", "chunk", "--chunk-overlap", "22"], "chunk_overlap 22 leaves windows no room to advance: the window is 22"),
+    (["--long-text", "chunk", "--chunk-aggregate", "max"], "chunk_aggregate max takes each output's largest value"),  # single_label
+]
+
+
+@pytest.fixture(scope="module")
+def short_window_model(tmp_path_factory):
+    """A tiny single-label BERT whose window is 24 tokens (22 of content)."""
+    from tests.models import build_tiny_classifier
+
+    return build_tiny_classifier(tmp_path_factory.mktemp("window") / "model", "bert", seed=1, max_position_embeddings=24)
+
+
+@pytest.mark.parametrize("options, message", WINDOW_REFUSALS, ids=["head_tokens", "chunk_overlap", "max_single_label"])
+def test_window_refusals_come_before_anything_starts(tmp_path, capsys, nothing_starts, short_window_model, options, message):
+    write_rows(tmp_path / "in" / "a.csv", make_rows(4))
+    args = ["run", "--input-uri", str(tmp_path / "in"), "--model-uri", str(short_window_model), "--output-uri", str(tmp_path / "out")]
+    assert cli.main([*args, *options]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("scorekeeper: error: ") and message in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_window_that_has_room_is_not_refused_early(tmp_path, short_window_model):
+    from scorekeeper.precheck import precheck_model
+
+    request = ScoreRequest(input_uri="x", model_uri=str(short_window_model), output_uri="o")
+    for update in ({"long_text": "head_tail", "head_tokens": 21}, {"long_text": "chunk", "chunk_overlap": 21}, {"long_text": "truncate"}):
+        precheck_model(request.model_copy(update=update))
+    precheck_model(request.model_copy(update={"model_uri": str(tmp_path / "no-model"), "long_text": "chunk"}))  # left to the flow
+
+
+@pytest.mark.integration
+def test_window_refusals_on_object_storage_are_one_line_with_no_server_and_no_flow_run(tmp_path, short_window_model, moto):
+    """`scorekeeper run` with the model folder on S3: the few config files are fetched alone, the
+    refusal is one line, exit 2, and no Prefect server nor flow run starts."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    bucket = moto.create_bucket("models")
+    model_uri = moto.upload_folder(short_window_model, f"s3://{bucket}/models/short")
+    write_rows(tmp_path / "in.csv", make_rows(4))
+    env = moto.environment() | {"PREFECT_HOME": str(tmp_path / ".prefect")}
+    env.pop("PREFECT_API_URL", None)
+    scorekeeper = str(Path(sys.executable).with_name("scorekeeper"))
+    for options, message in WINDOW_REFUSALS:
+        args = ["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", model_uri, "--output-uri", str(tmp_path / "out"), *options]
+        began = time.perf_counter()
+        done = subprocess.run([scorekeeper, *args], env=env, capture_output=True, text=True, timeout=120)
+        wall = time.perf_counter() - began
+        print(f"\n{' '.join(options)}: exit {done.returncode} in {wall:.2f} s")
+        assert done.returncode == 2, done.stderr[-3000:]
+        assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr[-3000:]  # no server, no flow run said anything
+        # A temporary server and a flow run took 14-43 s; the 3 s target is bench/early_refusal.py's
+        # (an idle machine): here, on a shared one, a bound with room for its load.
+        assert wall < 20.0, f"the refusal took {wall:.2f} s"
+        assert not (tmp_path / "out").exists() and not (tmp_path / ".prefect").exists()
