@@ -167,8 +167,8 @@ def test_compare_to_a_run_of_another_kind_of_head_is_refused_before_scoring(tmp_
         input_uri=str(tmp_path / "in.csv"), model_uri="m", output_uri=str(tmp_path / "runs"), id_column="review_id", compare_to="base"
     )
     with pytest.raises(InputError, match="compare_to: run 'base' scored a single_label head and this run a regression head"):
-        resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="regression"))
-    assert resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="single_label")) == "base"
+        resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="regression", templates={}))
+    assert resolve_baseline_task.fn(request, SimpleNamespace(run_id="new", head="single_label", templates={})) == "base"
 
 
 def test_paired_error_changes_from_block_sums():
