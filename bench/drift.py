@@ -72,7 +72,7 @@ def replays() -> dict:
         alarms, worst = 0, []
         for _ in range(REPLAYS):
             result = drift_of(predictions(rng, n), predictions(rng, n))
-            alarms += result.alarm
+            alarms += bool(result.alarm)  # null (nothing judged) does not happen at these row counts
             worst.append(max(s.psi for s in result.signals.values()))
         out[n] = {"alarms": alarms, "replays": REPLAYS, "max_psi": max(worst)}
         print(f"no drift, {n:>9,} rows: {alarms} alarm(s) in {REPLAYS} replays; largest PSI {max(worst):.5f}")
@@ -109,7 +109,7 @@ def shifts(n: int = 10_000) -> dict:
         alarms, found = 0, {}
         for _ in range(REPLAYS):
             result = drift_of(predictions(rng, n), predictions(rng, n, **change))
-            alarms += result.alarm
+            alarms += bool(result.alarm)  # null (nothing judged) does not happen at these row counts
             for s in result.drifted:
                 found[s] = found.get(s, 0) + 1
         out[name] = {"alarms": alarms, "replays": REPLAYS, "drifted": found}

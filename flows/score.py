@@ -30,6 +30,7 @@ from scorekeeper.tasks.evaluation import evaluate_task
 from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
 from scorekeeper.tasks.gates import check_gates_task
 from scorekeeper.tasks.gather import gather_task
+from scorekeeper.tasks.labelling import check_label_plan_task, refuse_empty_plan
 from scorekeeper.tasks.open_run import check_output_uri, open_run_task, resolve_run_id, run_location
 from scorekeeper.tasks.plan import commit_progress, plan_run_task
 from scorekeeper.tasks.precision import check_precision_task
@@ -77,7 +78,10 @@ def _score(request: ScoreRequest, templates: dict[str, str]) -> dict | State:
                 context = open_run_task(request, templates)
                 baseline = resolve_baseline_task(request, context)
                 drift_reference = resolve_drift_reference_task(request, context)
+                if request.label_budget or context.resumed:
+                    check_label_plan_task(request, context)
                 manifest = read_inputs_task(request, context)
+                refuse_empty_plan(request, manifest, context.run_id)
                 job = plan_run_task(request, context, manifest)
                 if processes is None:  # fanned out (fan_out > 1): the groups score on machines of their own
                     scoring = score_groups_task(request, context, job)

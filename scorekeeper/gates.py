@@ -5,7 +5,10 @@ Metrics: the run's own metrics of the metric registry (scorekeeper/metrics/regis
 `compare_to`, the comparison's: `<metric>_drop` = other run - this run, `<metric>_delta` = this run
 - other run (for the metrics `comparison.deltas` holds), and the comparison's statistics
 (`mcnemar_p`, `right_to_wrong`, `wrong_to_right`); with `drift_reference`, `drifted_signals` and the
-estimates (`estimated_accuracy`, `estimated_macro_f1`, `estimated_micro_f1`, `estimated_mae`). Every comparison gate carries its metric's
+estimates (`estimated_accuracy`, `estimated_macro_f1`, `estimated_micro_f1`, `estimated_mae`); with
+`label_budget`, the labelled plan's prediction-powered estimates (`pp_accuracy`, `pp_macro_f1`,
+`pp_micro_f1`, `pp_subset_accuracy`, `pp_mae`) and `estimate_bias` (its absolute value: how far the
+label-free estimate is off on this run, docs/labelling.md). Every comparison gate carries its metric's
 paired test (comparison.metric_tests; accuracy's for the statistics): `method`, `p`, `ci` (of the
 gate's value: a drop's interval is the delta's, negated) and the `detectable_change` at this row
 count. A comparison gate may end in `if significant` (or `when significant`): it then fails only
@@ -78,6 +81,8 @@ GATE_METRICS = gate_metrics(None)
 COMPARISON_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.comparison)
 # The names that need drift_reference (drift_signals, the estimates: docs/drift.md).
 MONITORING_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.metric.monitoring)
+# The names that need label_budget (the prediction-powered estimates, estimate_bias: docs/labelling.md).
+LABELLING_METRICS = frozenset(name for name, g in GATE_METRICS.items() if g.metric.labelling)
 OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 
@@ -198,6 +203,8 @@ def gate_value(metrics: Any, metric: str) -> float | None:
     A `_drop` is other - this, the comparison's delta (this - other) negated."""
     gate = GATE_METRICS[metric]
     value = number_at(metrics, gate.path)
+    if value is not None and gate.metric.absolute:  # estimate_bias: how far off, either way
+        return abs(value)
     return -value if value is not None and gate.drop else value
 
 

@@ -255,6 +255,21 @@ class ScoreRequest(BaseModel):
         "Holm-adjusted p is also below 0.05). docs/drift.md.",
         json_schema_extra=affects(EVALUATION),
     )
+    label_budget: int = Field(
+        0,
+        ge=0,
+        description="Rows to label: draw a labelling plan of about this many of the run's scored rows "
+        "(report/label_plan.parquet, metrics.json label_plan); a rerun under the same run name with their ground "
+        "truth adds prediction_powered metrics with intervals (docs/labelling.md). 0: no plan. A run's plan is "
+        "pinned: a rerun with another budget is refused.",
+        json_schema_extra=affects(EVALUATION),
+    )
+    label_sampling: Literal["active", "uniform"] = Field(
+        "active",
+        description="How the labelling plan draws rows: active (more often where the model is uncertain, every row "
+        "keeping a chance) or uniform. A rerun of a run with a plan must keep it.",
+        json_schema_extra=affects(EVALUATION),
+    )
     gates: dict[str, str] = Field(
         default_factory=dict,
         description="Quality gates, checked once the report is published; a failed gate fails the run (CLI exit 4). "
@@ -551,6 +566,12 @@ class ScoreRequest(BaseModel):
             needing = [name for name in self.gates if name in MONITORING_METRICS]
             if needing:
                 raise ValueError(f"gates {', '.join(needing)} measure against a reference run: set drift_reference too")
+        if not self.label_budget:
+            from scorekeeper.gates import LABELLING_METRICS
+
+            needing = [name for name in self.gates if name in LABELLING_METRICS]
+            if needing:
+                raise ValueError(f"gates {', '.join(needing)} read the labelled plan's estimates: set label_budget too")
         if self.compare_to is None:
             from scorekeeper.gates import COMPARISON_METRICS
 

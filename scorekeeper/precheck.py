@@ -44,6 +44,11 @@ def precheck(request: ScoreRequest) -> None:
     from scorekeeper.staging.listing import list_input
     from scorekeeper.staging.stage import new_workdir, stage_input
 
+    if request.run_name:  # a rerun of a run with a labelling plan keeps its budget and sampling
+        from scorekeeper.evaluation.labelling import check_label_plan
+
+        check_label_plan(request, request.run_name, RunFolder.under(request.output_uri, request.run_name))
+
     try:
         listing = list_input(request.input_uri, exclude=RunFolder.under(request.output_uri, request.run_name or ".precheck"))
     except ScorekeeperError:

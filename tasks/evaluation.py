@@ -7,6 +7,7 @@ from prefect import task
 
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.history import history_and_left_out
+from scorekeeper.evaluation.labelling import label_request
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
@@ -49,6 +50,7 @@ def evaluate_task(
         label_columns=request.label_columns or None,
         drift_reference=output.child(drift_reference) if drift_reference else None,
         drift_min_psi=request.drift_min_psi,
+        labelling=label_request(request, context.run_id, context.run, drift_reference),
     )
     metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if left_out:

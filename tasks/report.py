@@ -27,8 +27,17 @@ def report_task(request: ScoreRequest, context: RunContext, metrics: MetricsDocu
         "model_fingerprint": context.model_fingerprint,
         "adapter_fingerprint": context.adapter_fingerprint,
         "input_fingerprint": plan.input_fingerprint if plan else None,
+        "deployment": _deployment(),  # the labelling plan's `prefect deployment run` command names it
     }
     metrics = metrics.model_copy(update={"scoring": scoring})
     files = publish_report(context.run, metrics, run_info)
-    artifacts.publish_report_artifacts(context, metrics.finite(), files)
+    artifacts.publish_report_artifacts(context, metrics.finite(), files, run_info)
     return files
+
+
+def _deployment() -> str | None:
+    """'flow name/deployment name' of the deployment this flow run came from, if any."""
+    from prefect.runtime import deployment, flow_run
+
+    name = deployment.name
+    return f"{flow_run.flow_name}/{name}" if name else None

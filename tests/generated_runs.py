@@ -114,14 +114,29 @@ def manifest(run: Path) -> StagedManifest:
     )  # fmt: skip
 
 
-def long_text_counts(run: Path, max_length: int) -> LongTextCounts:
-    """scoring.long_text of a truncate run at `max_length`, counted from the run's `tokens`."""
+def long_text_counts(run: Path, max_length: int, mode: str = "truncate", overlap: int = 0, max_chunks: int = 64) -> LongTextCounts:
+    """scoring.long_text of a run at `max_length` in `mode`, counted from the run's `tokens` by the
+    definitions (SPEC section 11), not by the worker's code."""
     window = max_length - SPECIALS
-    content = np.array(pq.read_table(run / "predictions.parquet").column("tokens").to_pylist()) - SPECIALS
+    content = [int(t) - SPECIALS for t in pq.read_table(run / "predictions.parquet").column("tokens").to_pylist()]
+    scored = dropped = chunks = capped = 0
+    per_row: dict[str, int] = {}
+    for length in content:
+        if mode != "chunk" or length <= window:
+            scored, dropped, k = scored + min(length, window), dropped + max(length - window, 0), 1
+        else:
+            step = window - overlap
+            k = 1 + -(-(length - window) // step)
+            if k > max_chunks:
+                capped, k = capped + 1, max_chunks
+                dropped += length - ((k - 1) * step + window)
+            scored += k * window
+        chunks += k
+        per_row[str(k)] = per_row.get(str(k), 0) + 1
+    chunked = {"chunks": chunks, "rows_capped": capped, "windows_per_row": dict(sorted(per_row.items(), key=lambda kv: int(kv[0])))}
     return LongTextCounts(
-        mode="truncate", max_length=max_length, window=window, rows_over_length=int((content > window).sum()),
-        tokens_content=int(content.sum()), tokens_scored=int(np.minimum(content, window).sum()),
-        tokens_dropped=int(np.maximum(content - window, 0).sum()),
+        mode=mode, max_length=max_length, window=window, rows_over_length=sum(length > window for length in content),
+        tokens_content=sum(content), tokens_scored=scored, tokens_dropped=dropped, **(chunked if mode == "chunk" else {}),
     )  # fmt: skip
 
 
@@ -135,9 +150,11 @@ def evaluate(
     slices: bool = True,
     max_length: int | None = None,
     gates: dict[str, str] | None = None,
+    long_text: LongTextCounts | None = None,
 ) -> MetricsDocument:
     """The evaluate step's document for run `name` under `root` (history and gates filled in), with
-    `scoring` attached as the report step attaches it."""
+    `scoring` attached as the report step attaches it (its long_text: `long_text`, or a truncate
+    run's at `max_length`)."""
     from scorekeeper.evaluation.driver import evaluate_run
     from scorekeeper.evaluation.history import history_and_left_out
     from scorekeeper.gates import evaluate_gates
@@ -154,8 +171,8 @@ def evaluate(
     rows = document.rows
     scoring = {"rows_scored": rows, "tokens": 10 * rows, "padded_tokens": 12 * rows, "truncated": 0, "seconds": 1.0}
     scoring |= {"rows_per_s": float(rows), "tokens_per_s": 10.0 * rows, "processes": 1, "dtype": "float32"}
-    if max_length is not None:
-        scoring["long_text"] = long_text_counts(root / name, max_length).as_dict()
+    if long_text is not None or max_length is not None:
+        scoring["long_text"] = (long_text or long_text_counts(root / name, max_length or 0)).as_dict()
     return document.model_copy(update={"scoring": ScoringSummary.model_validate(scoring)})
 
 

@@ -61,6 +61,8 @@ FORMS: dict[str, list[tuple[list[str], object]]] = {
         (["--slice-columns", "source,source"], ["source"]),
     ],
     "compare_to": [(["--compare-to", "previous"], "previous"), (["--compare-to", "base-01"], "base-01"), (["--compare-to", "none"], None)],
+    "label_budget": [(["--label-budget", "300"], 300), (["--label-budget", "0"], 0)],
+    "label_sampling": [(["--label-sampling", "uniform"], "uniform"), (["--label-sampling", "active"], "active")],
     "drift_reference": [
         (["--drift-reference", "previous"], "previous"),
         (["--drift-reference", "base-01"], "base-01"),
@@ -142,6 +144,9 @@ def test_a_field_left_out_arrives_as_its_default():
         (["--gates", "accuracy=0.9"], "--gates: 'accuracy=0.9' is not METRIC OP NUMBER"),
         (["--ground-truth-uri", "gt.csv"], "ground_truth_uri is joined on id_column"),
         (["--run-name", "a/b"], "run_name 'a/b' must be"),
+        (["--label-budget", "-5"], "--label-budget"),
+        (["--label-sampling", "stratified"], "--label-sampling"),
+        (["--gates", "pp_accuracy>=0.9"], "set label_budget too"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2_before_anything_starts(args, said, capsys, tmp_path, monkeypatch):

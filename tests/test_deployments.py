@@ -47,6 +47,7 @@ def test_the_monitor_deployment_checks_new_data_for_drift_every_night():
     request = ScoreRequest(**monitor["parameters"])
     assert request.label_column is None and request.drift_reference not in (None, "previous")
     assert request.gates == {"drifted_signals": "<=0"}
+    assert request.label_budget > 0 and request.label_sampling == "active"  # a labelling plan every night (docs/labelling.md)
 
 
 def test_prefect_yaml_defines_a_scheduled_and_an_adhoc_deployment_of_the_flow():

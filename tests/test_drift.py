@@ -121,8 +121,9 @@ def test_every_bin_psi_p_ks_and_holm_agree_with_the_reference_implementation(run
             else:
                 assert math.isclose(s.ks, w["ks"], abs_tol=1e-9), name
     assert got.drifted == [n for n in got.signals if verdicts[n]]
-    assert got.alarm == any(verdicts.values())
-    assert got.drifted_signals == len(got.drifted)
+    judged = any(v is not None for v in verdicts.values())  # nothing judged: no alarm and no count, not "no drift"
+    assert got.alarm == (any(verdicts.values()) if judged else None)
+    assert got.drifted_signals == (len(got.drifted) if judged else None)
     psis = [s.psi for s in got.signals.values()]
     assert psis == sorted(psis, reverse=True)
 
@@ -148,8 +149,42 @@ def test_runs_under_100_rows_are_not_judged_whatever_the_shift():
     con, r, c = open_runs(reference, current)
     got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     assert all(s.drifted is None and "not judged" in (s.reason or "") for s in got.signals.values())
-    assert got.alarm is False and got.drifted == []
+    assert got.alarm is None and got.drifted_signals is None and got.drifted == []  # nothing judged is not "no drift"
     assert got.signals["predicted_label"].psi > 1  # a shift that would alarm with enough rows
+
+
+@settings(settings.get_profile("drift"), max_examples=12)
+@given(st.integers(90, 110), st.integers(90, 110), st.floats(0.0, 1.0), st.integers(0, 10_000))
+def test_around_100_rows_the_alarm_is_null_exactly_when_nothing_was_judged_and_the_drift_gate_then_fails(m, n, shift, seed):
+    """SPEC 12 (amended): under 100 rows in either run no signal is judged, and then `alarm` and
+    `drifted_signals` are null, so `drifted_signals<=0` fails as every gate on a missing value does;
+    at 100 rows and over they are the verdict (the count of drifted signals, any of them)."""
+    from scorekeeper.gates import evaluate_gates
+
+    rng = np.random.default_rng(seed)
+
+    def run(rows: int, moved: float) -> dict:
+        tokens = rng.poisson(5 + 40 * moved, rows).astype(np.int32) + 2
+        return {
+            "row_index": np.arange(rows, dtype=np.int64),
+            "predicted_label": list(rng.choice(LABELS, rows, p=[0.6 - 0.5 * moved, 0.3, 0.1 + 0.5 * moved])),
+            "score": rng.uniform(0.4 + 0.5 * moved, 1.0, rows),
+            "tokens": tokens,
+            "unknown_tokens": rng.binomial(tokens - 2, 0.05 + 0.5 * moved).astype(np.int32),
+            "slice": list(rng.choice(["a", "b"], rows, p=[1 - 0.9 * moved, 0.9 * moved])),
+        }
+
+    con, r, c = open_runs(run(m, 0.0), run(n, shift))
+    got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    judged = min(m, n) >= 100
+    assert all((s.drifted is not None) == judged for s in got.signals.values())
+    gate = evaluate_gates({"drifted_signals": "<=0"}, {"head": "single_label", "drift": got.model_dump(mode="json")})[0]
+    if judged:
+        assert got.drifted_signals == len(got.drifted) and got.alarm == bool(got.drifted)
+        assert gate.value == got.drifted_signals and gate.passed == (not got.drifted)
+    else:
+        assert got.alarm is None and got.drifted_signals is None and got.drifted == []
+        assert gate.value is None and gate.passed is False
 
 
 def test_a_large_shift_in_large_runs_alarms_and_a_sample_of_the_same_distribution_does_not():

@@ -35,7 +35,8 @@ def test_the_registry_has_one_evaluation_per_head_kind():
 def test_the_interface_is_what_the_steps_ask():
     """The protocol declares what the steps ask of a kind, in the evaluation's order (docs/extending.md's
     table, held by tests/test_kind_spec.py): truth, metrics, the estimate's records, slices, length,
-    comparison, drift, estimate; and the report's part as an attribute."""
+    comparison, drift, estimate, and section 13's label-free predictions, targets and the label-free
+    estimate's variance (labelling.py); and the report's part as an attribute."""
     assert INTERFACE == [
         "truth_table",
         "check_truth",
@@ -46,6 +47,9 @@ def test_the_interface_is_what_the_steps_ask():
         "comparison",
         "drift_signals",
         "estimate",
+        "label_free",
+        "label_targets",
+        "label_free_variance",
     ]
     assert list(base.HeadEvaluation.__annotations__) == ["kind", "report"]
 

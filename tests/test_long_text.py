@@ -413,7 +413,8 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
     html, md = render_html(document, info), render_markdown(document, info)
     assert "What the length costs" in html and "## What the length costs" in md and "Windows per row" in html
     shown = re.findall(r'data-key="([^"]*(?:length|long_text)[^"]*)" data-value="([^"]*)"', html)
-    assert len(shown) == 2 * 4 + 2  # two sides: rows, value and the interval's ends; two window counts
+    # two sides: rows, value and the interval's ends; two window counts; the sentence's eight counts of scoring.long_text
+    assert len(shown) == 2 * 4 + 2 + 8
     for key, value in shown:
         path = json.loads(key.replace("&#34;", '"'))
         at = metrics
@@ -421,7 +422,7 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
             at = at[part]
         assert repr(at) == value.replace("&#39;", "'"), path
     assert metrics["length_impact"]["over"]["rows"] == 10 and "| over the window | 10 |" in md
-    assert "long texts" in html and "chunk: 10 rows are longer than the window of 14" in html
+    assert "long texts" in html and "chunk: 10 of the 30 rows scored are longer than the window of 14" in html
     # a truncate run with nothing over the window: no section, no fact
     document = evaluate_run(run, labels, manifest, [], max_length=64)
     document.scoring = scored(

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
@@ -52,6 +54,54 @@ def test_null_text_is_refused_with_its_rows_or_scored_empty(tmp_path):
         stage(tmp_path, path)
     manifest, staged = stage(tmp_path, path, null_text="empty")  # the refused attempt published nothing
     assert staged.column("text").to_pylist()[2] == "" and manifest.null_text_rows == 2
+
+
+WORDS = ["good", "bad", "so so", "007", "None", "a, b"]
+
+
+@st.composite
+def cells(draw):
+    """Rows whose text may be empty and whose other columns' cells may be missing (None)."""
+    n = draw(st.integers(1, 6))
+    maybe = st.none() | st.sampled_from(WORDS)
+    return [
+        {
+            "id": f"r{i}",
+            "text": draw(st.sampled_from(["", *WORDS])),
+            "pair": draw(maybe),
+            "label": draw(st.none() | st.sampled_from(["pos", "neg"])),
+            "s": draw(maybe),
+        }
+        for i in range(n)
+    ]
+
+
+@settings(deadline=None, derandomize=True, database=None, max_examples=10, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cells())
+def test_an_empty_csv_cell_stages_as_its_columns_one_rule_in_every_format(tmp_path_factory, rows):
+    """One rule per column for a missing cell (scorekeeper/staging/columns.py empty_cell_is_missing):
+    an empty CSV cell is what a JSON Lines or Parquet null is in every column but the text, where
+    it is the empty text. So a text pair's empty cell is a null text like a null pair: refused
+    under null_text error, counted in null_text_rows (once per row) under empty; and the same rows
+    stage the same from every format."""
+    params = {"id_column": "id", "text_pair_column": "pair", "slice_columns": ["s"]}
+    missing_pair = [i for i, r in enumerate(rows) if r["pair"] is None]
+    staged = {}
+    for suffix in ("csv", "jsonl", "parquet"):
+        root = tmp_path_factory.mktemp(suffix)
+        path = write_rows(root / f"in.{suffix}", rows)
+        if missing_pair:
+            with pytest.raises(InputError, match=rf"null in {len(missing_pair)} row\(s\); first row_index: {missing_pair[0]}\b"):
+                stage(root, path, **params)
+        manifest, table = stage(root / "empty", path, null_text="empty", **params)
+        assert manifest.null_text_rows == len(missing_pair), suffix
+        staged[suffix] = table.to_pylist()
+    assert staged["csv"] == staged["jsonl"] == staged["parquet"]
+    assert [r["text_pair"] for r in staged["csv"]] == ["" if r["pair"] is None else r["pair"] for r in rows]
+    assert [r["slice_0"] for r in staged["csv"]] == [r["s"] for r in rows]
+    from scorekeeper.staging.columns import empty_cell_is_missing
+
+    assert [c for c in ("text", "text_pair", "id", "label", "slice_0") if not empty_cell_is_missing(c)] == ["text"]
 
 
 @pytest.mark.parametrize(

@@ -15,20 +15,19 @@ the kind is a method or attribute of it, asked by a kind-free step:
     comparison           metrics.json `comparison`                     driver.evaluate_run
     drift_signals        the kind's own drift signals (as views)       drift.signal_views
     estimate             the kind's fields of `estimated`              estimate.estimate
+    label_free           SPEC 13's label-free f_i and u_i (views)      labelling.draw_plan
+    label_targets        SPEC 13's per-row targets Y_i (a table)       labelling.prediction_powered
+    label_free_variance  the label-free headline estimate's variance   labelling.prediction_powered
     report               the report's slice metrics and own sections   report/report.py
 
 kinds.py registers them by HeadKind; driver.py runs them in one order for every kind; no other
 module of the evaluation, the report, tasks/ or flows/ names a kind (tests/test_kind_spec.py).
 docs/extending.md ("A kind of head") lists the same steps, held to this protocol by that test.
 
-Two contracts of SPEC.md extend the spec:
-- section 13 (prediction-powered evaluation) asks each kind, per metric, for the per-row target Y_i
-  and its label-free prediction f_i, computed in SQL over the run's files: the method
-  `row_targets`, whose signature and return type are fixed here (`RowTargets`) and which the
-  section's implementation adds to the protocol and the three kinds together;
-- section 14 (the representation and the words) has no part that depends on the kind: the
-  `representation` signal and `moved_tokens` are shared (drift.py), as tokens, the unknown-token
-  share and the slices are.
+SPEC section 13 (prediction-powered evaluation) is asked of the kind through label_free,
+label_targets and label_free_variance (labelling.py); section 14 (the representation and the words)
+has no part that depends on the kind: the `representation` signal and `moved_tokens` are shared
+(drift.py), as tokens, the unknown-token share and the slices are.
 """
 
 from __future__ import annotations
@@ -42,12 +41,13 @@ import numpy as np
 
 from scorekeeper.evaluation.matching import ColumnKind, TruthMatching
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument
+from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import SliceMetric
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 
 if TYPE_CHECKING:
+    from scorekeeper.evaluation.labelling import LabelFreeModel
     from scorekeeper.evaluation.signals import RunSide, SignalViews
 
 Logger = logging.Logger | logging.LoggerAdapter
@@ -105,28 +105,6 @@ class KindReport:
     table_metrics: tuple[str, ...] = ()  # the rows of the kind's per-output table (report.html), when it has one
 
 
-@dataclass(frozen=True)
-class RowTargets:
-    """SPEC section 13 ("Targets and predictions"): one per-row target of a kind's metric, as the
-    temp table `table` (row_index BIGINT, y DOUBLE, f DOUBLE) on the evaluation's connection: `y` the
-    target Y_i (NULL where the row has no ground truth), `f` its label-free prediction f_i (on every
-    scored row; from the reference's calibration when the run has a drift reference, else from the
-    model's own outputs). A mean metric (accuracy, subset_accuracy, mae) has one, `total` None; an
-    F1 metric one per total (`total` "TP:LABEL", "FP:LABEL", "FN:LABEL"; micro_f1 "TP", "FP", "FN").
-
-    The kind's method that makes them (added with section 13's implementation, to the protocol and
-    the three kinds at once):
-
-        def row_targets(self, ev: Evaluation, reference: RecordedMetrics | None) -> list[RowTargets]:
-            \"\"\"Per metric of section 13, its per-row targets and label-free predictions, computed
-            in SQL over the run's files (and `reference`'s recorded calibration, when given).\"\"\"
-    """
-
-    metric: str
-    total: str | None
-    table: str
-
-
 class HeadEvaluation(Protocol):
     """How one kind of head is evaluated: the kind's spec (the table in this module's docstring)."""
 
@@ -174,6 +152,21 @@ class HeadEvaluation(Protocol):
     def estimate(self, con: Any, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
         """The kind's fields of `estimated` (or `estimated.unavailable`): this run's predictions on
         `con` against the reference's recorded fields (`recorded`) and this run's `drift`."""
+        ...
+
+    # SPEC section 13 (docs/labelling.md): the per-row targets and label-free predictions of the
+    # prediction-powered metrics; labelling.py draws the plan and estimates from them.
+    def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
+        """The views pp_label_free (row_index, f, u) and pp_cells (row_index, metric, term, f) over every
+        scored row, f from the `reference` run's calibration (None: the model's own outputs)."""
+        ...
+
+    def label_targets(self, ev: Evaluation) -> None:
+        """The table pp_targets (row_index, metric, term, y) over the rows with ground truth (after metrics)."""
+        ...
+
+    def label_free_variance(self, ev: Evaluation, reference: RecordedMetrics | None, rows: int) -> float | None:
+        """The headline label-free estimate's own variance (estimate_bias's v_lf); None: no estimate_bias."""
         ...
 
 

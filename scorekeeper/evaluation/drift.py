@@ -300,14 +300,17 @@ def drift(
         signals[s] = signal
     worst_first = sorted(signals, key=lambda s: (-signals[s].psi, s))
     drifted = [s for s in worst_first if signals[s].drifted]
+    # Nothing judged (too few rows, or no signal both runs supply) is not "no drift": the alarm and
+    # the count are null, so a drifted_signals gate fails as a gate on any missing value does.
+    any_judged = any(signal.drifted is not None for signal in signals.values())
     return Drift(
         reference=reference_name,
         rows=DriftRows(reference=m, current=n),
         min_psi=min_psi,
         signals={s: signals[s] for s in worst_first},
         drifted=drifted,
-        drifted_signals=len(drifted),
-        alarm=bool(drifted),
+        drifted_signals=len(drifted) if any_judged else None,
+        alarm=bool(drifted) if any_judged else None,
         skipped=skipped,
     )
 

@@ -23,6 +23,7 @@ from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
 from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
 from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
+from scorekeeper.evaluation.labelling import LabelRequest, label_run
 from scorekeeper.evaluation.length_impact import length_impact
 from scorekeeper.evaluation.matching import ColumnKind, TruthMatching
 from scorekeeper.evaluation.truth import label_table
@@ -62,13 +63,15 @@ def evaluate_run(
     label_columns: list[str] | None = None,
     drift_reference: Location | None = None,
     drift_min_psi: float = DEFAULT_MIN_PSI,
+    labelling: LabelRequest | None = None,
 ) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
     in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
     ground-truth column (for messages); `log` the run's logger (the module's by default);
     `max_length` the length the run was scored at (scoring.long_text), for `length_impact`.
     `label_columns` the 0/1 columns the ground truth came from, when it did (truth_matching says so).
-    `drift_reference` a completed run to measure drift and estimate performance against."""
+    `drift_reference` a completed run to measure drift and estimate performance against.
+    `labelling` the labelling plan to draw (or the pinned one) and estimate from (labelling.py)."""
     kind = evaluation_for(head)
     con = open_evaluation(run, labels)
     try:
@@ -108,6 +111,11 @@ def evaluate_run(
         if drift_reference is not None:
             name = posixpath.basename(drift_reference.path.rstrip("/"))
             document.drift, document.estimated = monitor(con, kind, labels, slice_columns, drift_reference, name, drift_min_psi)
+        if labelling is not None:
+            from_files = source == "ground_truth_uri"
+            document.label_plan, prediction_powered = label_run(ev, kind, labelling, coverage.scored, from_files)
+            if prediction_powered is not None:
+                document.prediction_powered = prediction_powered
     finally:
         con.close()
     return document

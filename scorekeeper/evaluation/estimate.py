@@ -90,6 +90,18 @@ def _empty() -> list[dict]:
 
 def accuracy_estimate(con, calibration: list[dict], n: int) -> tuple[float, list[float]]:
     """Accuracy = sum_b n_b a_b / n with a_b = (correct_b + s_b) / (rows_b + 1), and its interval."""
+    accuracy, variance = _accuracy_parts(con, calibration, n)
+    half = Z95 * math.sqrt(variance)
+    return accuracy, [max(0.0, accuracy - half), min(1.0, accuracy + half)]
+
+
+def accuracy_variance(con, calibration: list[dict], n: int) -> float:
+    """The variance of the estimated accuracy (accuracy_ci's): the label-free estimate's own, which
+    the prediction-powered estimate_bias test adds (docs/labelling.md)."""
+    return _accuracy_parts(con, calibration, n)[1]
+
+
+def _accuracy_parts(con, calibration: list[dict], n: int) -> tuple[float, float]:
     ref = {int(c["bin"]): (int(c["rows"]), round((c.get("accuracy") or 0.0) * int(c["rows"]))) for c in calibration}
     accuracy = var_ref = var_run = 0.0
     for b, n_b, s_b in con.execute(sql("estimate_score_bins.sql"), {"bins": ECE_BINS}).fetchall():
@@ -98,8 +110,7 @@ def accuracy_estimate(con, calibration: list[dict], n: int) -> tuple[float, list
         accuracy += n_b * a / n
         var_ref += (n_b / n) ** 2 * a * (1 - a) / (rows_b + 1)
         var_run += n_b * a * (1 - a) / n**2
-    half = Z95 * math.sqrt(var_ref + var_run)
-    return accuracy, [max(0.0, accuracy - half), min(1.0, accuracy + half)]
+    return accuracy, var_ref + var_run
 
 
 def f1_from_expected(cells: list[tuple[float, float, float]]) -> tuple[float | None, float | None]:

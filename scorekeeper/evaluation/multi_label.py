@@ -40,6 +40,7 @@ from scorekeeper.evaluation.compare_tests import label_positions
 from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
 from scorekeeper.evaluation.estimate import calibration_by_label, expected_f1, recorded_bins
 from scorekeeper.evaluation.heads_compare import _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
+from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.evaluation.paired_tests import mcnemar_exact
@@ -370,6 +371,45 @@ class MultiLabel:
         by_label = recorded_bins(estimated, recorded)
         if by_label is not None:
             estimated.macro_f1, estimated.micro_f1 = expected_f1(con, "estimate_multi_label.sql", by_label, labels, {"names": labels})
+
+    # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
+
+    def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
+        """pp_label_free and pp_cells from q per label (the reference's calibration, not renormalised,
+        or the probability): subset accuracy's f, macro_f1's TP/FP/FN per label, micro_f1's pooled."""
+        by_label = reference.model_dump().get("calibration_by_label") if reference is not None else None
+        empty = [{"rows": 0, "truth": 0}] * ECE_BINS
+        params = {
+            "reference": bool(by_label),
+            "bins": ECE_BINS,
+            "rows": [[float(c["rows"]) for c in ((by_label or {}).get(name) or empty)] for name in ev.labels],
+            "truth": [[float(c["truth"]) for c in ((by_label or {}).get(name) or empty)] for name in ev.labels],
+            "names": ev.labels,
+        }
+        set_variables(ev.con, **params)
+        ev.con.execute(sql("multi_label_label_free.sql"))
+        return LabelFreeModel(
+            metrics=(
+                PlanMetric("micro_f1", "f1_micro", "micro_f1"),
+                PlanMetric("macro_f1", "f1_macro", "macro_f1"),
+                PlanMetric("subset_accuracy", "mean", "subset_accuracy"),
+            ),
+            headline="micro_f1",
+            sample_target="subset_accuracy",
+            uses_reference=bool(by_label),
+        )
+
+    def label_targets(self, ev: Evaluation) -> None:
+        """pp_targets over the rows with ground truth: subset accuracy, TP/FP/FN per label and pooled."""
+        if not has_table(ev.con, "ml_rows"):
+            empty_targets(ev.con)
+            return
+        set_variables(ev.con, names=ev.labels)
+        ev.con.execute(sql("multi_label_targets.sql"))
+
+    def label_free_variance(self, ev: Evaluation, reference: RecordedMetrics | None, rows: int) -> float | None:
+        """micro_f1's label-free estimate is taken as exact (a reference much larger than the plan)."""
+        return 0.0
 
 
 EVALUATION = MultiLabel()

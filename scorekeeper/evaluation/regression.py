@@ -32,6 +32,7 @@ from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, KindReport, LengthSide, _number
 from scorekeeper.evaluation.duck import Fragment, identifier, number, records, sql, statement
 from scorekeeper.evaluation.heads_compare import BOOTSTRAP_BLOCKS, _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
+from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.matching import ColumnKind, TruthMatching
 from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
@@ -461,7 +462,9 @@ class Regression:
         slice_caption=None,
         sections=("per_output",),
         # the per-output table: every metric only a regression head has, in the registry's order
-        table_metrics=tuple(m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION} and not m.monitoring),
+        table_metrics=tuple(
+            m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION} and not m.monitoring and not m.labelling
+        ),
     )
 
     def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
@@ -501,6 +504,48 @@ class Regression:
 
     def estimate(self, con, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
         residual_estimate(estimated, recorded, labels, drift)
+
+    # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
+
+    def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
+        """pp_label_free and pp_cells: per output, f = the reference's MAE in the row's prediction bin
+        (its residual_bins), 0 without one; the headline mae is the mean over the outputs."""
+        residuals = (reference.model_dump().get("residual_bins") or {}) if reference is not None else {}
+        uses = bool(residuals) and all(name in residuals for name in ev.labels)
+        edges, maes = [], []
+        for name in ev.labels:
+            recorded = residuals.get(name) or {} if uses else {}
+            bins = recorded.get("bins") or []
+            overall = _overall_mae(recorded, name, bins)
+            edges.append([float(e) for e in recorded.get("edges") or []])
+            maes.append([float(b["mae"]) if b.get("mae") is not None else overall for b in bins] or [0.0])
+        kinds = {name: kind for name, kind, *_ in ev.con.execute("DESCRIBE predictions").fetchall()}
+        prediction = Fragment("prediction::DOUBLE[]") if kinds["prediction"].endswith("[]") else Fragment("[prediction::DOUBLE]")
+        params = {"reference": uses, "edges": edges, "maes": maes, "outputs": ev.labels}
+        set_variables(ev.con, **params)
+        ev.con.execute(sql("regression_label_free.sql", prediction=prediction))
+        per_output = (
+            tuple(PlanMetric(f"mae:{name}", "mean", "mae", terms=(name,), upper=None) for name in ev.labels) if len(ev.labels) > 1 else ()
+        )
+        return LabelFreeModel(
+            metrics=(PlanMetric("mae", "mean", "mae", terms=tuple(ev.labels), upper=None), *per_output),
+            headline="mae",
+            sample_target=None,
+            uses_reference=uses,
+            classical_only=not uses,
+        )
+
+    def label_targets(self, ev: Evaluation) -> None:
+        """pp_targets over the evaluated rows: each output's absolute error."""
+        if not has_table(ev.con, "reg_status"):
+            empty_targets(ev.con)
+            return
+        set_variables(ev.con, outputs=ev.labels)
+        ev.con.execute(sql("regression_targets.sql"))
+
+    def label_free_variance(self, ev: Evaluation, reference: RecordedMetrics | None, rows: int) -> float | None:
+        """mae's label-free estimate is taken as exact with a reference; without one there is none (no estimate_bias)."""
+        return 0.0 if reference is not None else None
 
 
 EVALUATION = Regression()

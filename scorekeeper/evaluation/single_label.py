@@ -25,8 +25,9 @@ from scorekeeper.evaluation.base import (
 )
 from scorekeeper.evaluation.compare import compare
 from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, literal, null_group_key, number, ovr_table, sql
-from scorekeeper.evaluation.estimate import accuracy_estimate, calibration_by_label, expected_f1, recorded_bins
+from scorekeeper.evaluation.estimate import accuracy_estimate, accuracy_variance, calibration_by_label, expected_f1, recorded_bins
 from scorekeeper.evaluation.label_audit import label_audit
+from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables
 from scorekeeper.evaluation.length_impact import proportion_sides
 from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthRule, why_nothing_evaluated
 from scorekeeper.evaluation.signals import RunSide, SignalViews
@@ -42,6 +43,7 @@ from scorekeeper.metrics.document import (
     Estimated,
     GroundTruthSource,
     MetricsDocument,
+    RecordedMetrics,
     ScoreHistogram,
     SliceGroup,
     ThresholdRow,
@@ -52,6 +54,7 @@ from scorekeeper.storage import Location
 
 THRESHOLDS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 HISTOGRAM_BINS = 20
+_EMPTY_BINS = [{"rows": 0, "truth": 0}] * ECE_BINS
 
 
 def unknown_number(labels: list[str]) -> int:
@@ -149,6 +152,48 @@ class SingleLabel:
             return
         estimated.accuracy, estimated.accuracy_ci = accuracy_estimate(con, recorded.get("calibration") or [], estimated.rows)
         estimated.macro_f1, _ = expected_f1(con, "estimate_single_label.sql", by_label, labels)
+
+    # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
+
+    def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
+        """pp_label_free and pp_cells: accuracy's f (the reference's a_b of the row's score bin, or the
+        score) and macro_f1's TP/FP/FN per label from q (the reference's calibration, renormalised, or
+        the probabilities)."""
+        recorded = reference.model_dump() if reference is not None else {}
+        calibration, by_label = recorded.get("calibration"), recorded.get("calibration_by_label")
+        uses = bool(calibration is not None and by_label)
+        bins = (
+            {int(c["bin"]): (int(c["rows"]), round((c.get("accuracy") or 0.0) * int(c["rows"]))) for c in calibration or []} if uses else {}
+        )
+        params = {
+            "reference": uses,
+            "bins": ECE_BINS,
+            "bin_rows": [float(bins.get(b, (0, 0))[0]) for b in range(ECE_BINS)],
+            "correct": [float(bins.get(b, (0, 0))[1]) for b in range(ECE_BINS)],
+            "rows": [[float(c["rows"]) for c in ((by_label or {}).get(name) or _EMPTY_BINS)] for name in ev.labels],
+            "truth": [[float(c["truth"]) for c in ((by_label or {}).get(name) or _EMPTY_BINS)] for name in ev.labels],
+            "names": ev.labels,
+        }
+        set_variables(ev.con, **params)
+        ev.con.execute(sql("single_label_label_free.sql"))
+        return LabelFreeModel(
+            metrics=(PlanMetric("accuracy", "mean", "accuracy"), PlanMetric("macro_f1", "f1_macro", "macro_f1")),
+            headline="accuracy",
+            sample_target="accuracy",
+            uses_reference=uses,
+        )
+
+    def label_targets(self, ev: Evaluation) -> None:
+        """pp_targets over the evaluated rows: accuracy's Y and macro_f1's TP/FP/FN per label."""
+        ev.con.execute(sql("single_label_targets.sql"))
+
+    def label_free_variance(self, ev: Evaluation, reference: RecordedMetrics | None, rows: int) -> float | None:
+        """The label-free accuracy's own variance: section 12's accuracy_ci variance with a reference,
+        sum f (1 - f) / N^2 without one."""
+        if reference is not None:
+            return accuracy_variance(ev.con, reference.model_dump().get("calibration") or [], rows)
+        (total,) = ev.con.execute("SELECT sum(f * (1 - f)) FROM pp_label_free").fetchone()
+        return float(total or 0.0) / rows**2
 
 
 EVALUATION = SingleLabel()

@@ -22,7 +22,7 @@ import json
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
@@ -514,8 +514,8 @@ class Drift(Part):
     min_psi: float
     signals: dict[str, DriftSignal]
     drifted: list[str]
-    drifted_signals: int  # len(drifted): what the drifted_signals gate reads
-    alarm: bool
+    drifted_signals: int | None  # len(drifted): what the drifted_signals gate reads; null when no signal was judged
+    alarm: bool | None  # any signal drifted; null when no signal was judged
     skipped: dict[str, str]  # signal -> why one of the runs cannot supply it
 
 
@@ -534,6 +534,53 @@ class Estimated(Part):
     mae: Number = None
     per_output: dict[str, Number] | None = None
     unavailable: str | None = None
+
+
+class LabelPlan(Part):
+    """metrics.json `label_plan` (docs/labelling.md): the Poisson sample of this run's rows to label."""
+
+    sampling: Literal["active", "uniform"]
+    budget: int
+    rows: int  # rows drawn into report/label_plan.parquet
+    expected_rows: float  # sum of the inclusion probabilities over every scored row
+    key: str  # the run id the draws are keyed on
+    reference: str | None  # the run whose calibration gave f (the drift reference), or null
+
+
+class PredictionPoweredMetric(Part):
+    value: Number
+    ci: list[float] | None
+    lam: float | list[float] | dict[str, float] = Field(alias="lambda")
+    classical: Number
+    classical_ci: list[float] | None
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True, serialize_by_alias=True)
+
+
+class EstimateBias(Part):
+    metric: str
+    label_free: Number
+    value: Number
+    ci: list[float] | None
+    p: Number
+
+
+class PredictionPowered(Part):
+    """metrics.json `prediction_powered` (docs/labelling.md): the run's metrics from the labelled plan
+    rows and the label-free predictions on every row."""
+
+    method: Literal["prediction_powered"]
+    sampling: Literal["active", "uniform"]
+    rows: int
+    plan_rows: int
+    labelled: int
+    unlabelled_plan_rows: int
+    labelled_outside_plan: int
+    response_rate: float
+    small_sample: bool
+    metrics: dict[str, PredictionPoweredMetric]
+    estimate_bias: EstimateBias | None
+    assumptions: str | None = None
 
 
 # -- the document ----------------------------------------------------------------------------------------
@@ -629,6 +676,8 @@ class MetricsDocument(Part):
     comparison: Comparison | None = None
     drift: Drift | None = None
     estimated: Estimated | None = None
+    label_plan: LabelPlan | None = None
+    prediction_powered: PredictionPowered | None = None
     history: list[HistoryEntry] | None = None
     history_left_out: list[LeftOutRun] | None = None  # set only when a completed run was left out
     gates: list[GateResult] | None = None

@@ -75,6 +75,8 @@ class Metric:
     scope: Scope = Scope.RUN
     by_length: bool = False  # metrics.json `length_impact` splits it by the texts' length (one per head kind)
     monitoring: bool = False  # of `drift` / `estimated` (drift_reference): absent from a run's history line without it
+    labelling: bool = False  # of `prediction_powered` (label_budget, labels back for the plan's rows)
+    absolute: bool = False  # the gate reads the absolute value (estimate_bias)
 
     @property
     def label(self) -> str:
@@ -83,7 +85,8 @@ class Metric:
     def value(self, document: Any) -> float | None:
         """This metric's number in a metrics document (typed, or another run's parsed JSON); None
         when absent, null or not a number."""
-        return number_at(document, self.path)
+        value = number_at(document, self.path)
+        return abs(value) if self.absolute and value is not None else value
 
 
 def _top_k(k: int) -> Metric:
@@ -217,6 +220,25 @@ METRICS: tuple[Metric, ...] = (
     Metric("estimated_macro_f1", ("estimated", "macro_f1"), Direction.HIGHER, CLASSIFIERS, monitoring=True),
     Metric("estimated_micro_f1", ("estimated", "micro_f1"), Direction.HIGHER, MULTI, monitoring=True),
     Metric("estimated_mae", ("estimated", "mae"), Direction.LOWER, REGRESSION, monitoring=True),
+    # -- the labelled plan's prediction-powered estimates (docs/labelling.md): present once plan rows have labels
+    *(
+        Metric(
+            f"pp_{name}",
+            ("prediction_powered", "metrics", name, "value"),
+            direction,
+            heads,
+            interval=("prediction_powered", "metrics", name, "ci"),
+            labelling=True,
+        )
+        for name, direction, heads in (
+            ("accuracy", Direction.HIGHER, SINGLE),
+            ("macro_f1", Direction.HIGHER, CLASSIFIERS),
+            ("micro_f1", Direction.HIGHER, MULTI),
+            ("subset_accuracy", Direction.HIGHER, MULTI),
+            ("mae", Direction.LOWER, REGRESSION),
+        )
+    ),  # fmt: skip
+    Metric("estimate_bias", ("prediction_powered", "estimate_bias", "value"), Direction.LOWER, EVERY_HEAD, labelling=True, absolute=True),
     # -- statistics of the comparison with another run (compare_to) -----------------------------------
     Metric("mcnemar_p", ("comparison", "mcnemar_p"), Direction.NEITHER, SINGLE, scope=Scope.COMPARISON),
     Metric("right_to_wrong", ("comparison", "flipped", "right_to_wrong"), Direction.LOWER, SINGLE, scope=Scope.COMPARISON, count=True),

@@ -8,6 +8,8 @@ window, so such a report is the same as a report of a run that never had a long 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from scorekeeper.escape import md_code
 from scorekeeper.long_text import LongTextCounts
 from scorekeeper.metrics.document import MetricsDocument
@@ -49,22 +51,51 @@ def length_section(metrics: MetricsDocument) -> dict | None:
         "sides": sides,
         "mode": long_text.mode if long_text is not None else None,
         "windows": windows,
-        "summary": summary_sentence(long_text),
+        "summary": summary_parts(metrics),
     }
 
 
-def summary_sentence(long_text: LongTextCounts | None) -> str:
-    """What the mode did with the lengths, in one sentence."""
+@dataclass(frozen=True)
+class Figure:
+    """A number a sentence states, and its place in metrics.json: the sentence says what the field
+    is, never more (report.html marks it with data-key, tests/test_report_sentences.py checks it)."""
+
+    path: tuple[str, ...]
+    value: int
+
+
+Part = str | Figure
+
+
+def summary_parts(metrics: MetricsDocument) -> list[Part]:
+    """What the mode did with the lengths, in one sentence, each number a field of the document.
+    The token counts of `scoring.long_text` are the whole run's (every scored row, long or not)."""
+    long_text = _long_text(metrics)
     if long_text is None:
-        return ""
-    text = (
-        f"{long_text.rows_over_length:,} rows are longer than the window of {long_text.window:,} content tokens "
-        f"(max length {long_text.max_length:,}); {long_text.tokens_scored:,} of their {long_text.tokens_content:,} "
-        f"content tokens were scored, {long_text.tokens_dropped:,} never seen by the model"
-    )
-    if long_text.mode == "chunk":
-        text += f"; {long_text.chunks or 0:,} windows scored, {long_text.rows_capped or 0:,} rows capped at max_chunks"
-    return text + "."
+        return []
+
+    def field(name: str) -> Figure:
+        return Figure(("scoring", "long_text", name), getattr(long_text, name))
+
+    parts: list[Part] = [
+        field("rows_over_length"), " of the ", Figure(("scored",), metrics.scored), " rows scored are longer than the window of ",
+        field("window"), " content tokens (max length ", field("max_length"), "). The run's ", field("tokens_content"),
+        " content tokens: ", field("tokens_scored"), " fed to the model (an overlap counted each time), ", field("tokens_dropped"),
+        " never seen by it",
+    ]  # fmt: skip
+    if long_text.mode == "chunk" and long_text.chunks is not None and long_text.rows_capped is not None:
+        parts += ["; ", field("chunks"), " windows scored, ", field("rows_capped"), " rows capped at max_chunks"]
+    return [*parts, "."]
+
+
+def plain(parts: list[Part]) -> str:
+    """The sentence as text, numbers with thousands separators."""
+    return "".join(p if isinstance(p, str) else f"{p.value:,}" for p in parts)
+
+
+def summary_sentence(metrics: MetricsDocument) -> str:
+    """summary_parts as plain text (report.md, the run facts)."""
+    return plain(summary_parts(metrics))
 
 
 def length_markdown(metrics: MetricsDocument) -> list[str]:
@@ -74,7 +105,7 @@ def length_markdown(metrics: MetricsDocument) -> list[str]:
         return []
     lines = ["## What the length costs", ""]
     if section["summary"]:
-        lines += [f"Long texts: {md_code(section['mode'])}. {section['summary']}", ""]
+        lines += [f"Long texts: {md_code(section['mode'])}. {plain(section['summary'])}", ""]
     if section["sides"]:
         metric = section["metric"]
         lines += [f"| rows | evaluated | {metric} | 95% CI |", "|---|---|---|---|"]
@@ -90,4 +121,4 @@ def long_text_fact(metrics: MetricsDocument) -> tuple[str, str] | None:
     long_text = _long_text(metrics)
     if not shown(metrics) or long_text is None:
         return None
-    return ("long texts", f"{long_text.mode}: {summary_sentence(long_text)}")
+    return ("long texts", f"{long_text.mode}: {summary_sentence(metrics)}")

@@ -19,10 +19,12 @@ from pathlib import Path
 from scorekeeper.escape import md_code
 from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
+from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
 from scorekeeper.metrics.registry import history_columns, lower_is_better, metric_value, number_at, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, estimate_rows
+from scorekeeper.report.labelling_report import labelling_markdown, labels_back_commands, pp_notes, sample_note
 from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
@@ -67,6 +69,7 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
     dtype = scoring.dtype if scoring else None
     lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
     lines += drift_markdown(metrics)  # a run with drift_reference opens with its alarm
+    lines += labelling_markdown(metrics, run_info)  # the prediction-powered metrics, the plan and how to label it
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
     gates = metrics.gates
@@ -317,6 +320,9 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             length=length_section(metrics),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
             estimates=estimate_rows(metrics),
+            labelling_notes=pp_notes(metrics),
+            labels_back=labels_back_commands(run_info) if metrics.label_plan else None,
+            sample_note=sample_note(metrics),
         )
     )
 
@@ -477,6 +483,8 @@ def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> 
     document = metrics.finite()
     files = {name: svg.encode() for name, svg in plot_files(document).items()}
     files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
+    if document.label_plan is not None:  # drawn by the evaluate step into work/ (scorekeeper/evaluation/labelling.py)
+        files[PLAN_FILE] = run.read_bytes(PLAN_WORK)
     files["metrics.json"] = metrics.to_json_bytes()
     finished = document.finished_at or datetime.now(UTC).isoformat(timespec="seconds")
     return publish_complete(run, files, finished)

@@ -42,13 +42,23 @@ def is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
+def empty_cell_is_missing(canonical: str) -> bool:
+    """The one rule for a CSV's empty cell in each canonical column: a missing value (null), as a
+    Parquet or JSON Lines null is, in every column but `text`, whose empty cell is the empty text
+    (scored as ""). A text pair's empty cell is a missing second text, never an empty second segment
+    (`[CLS] text [SEP] [SEP]`, which no tokenizer call on the row gives): a null text, refused under
+    `null_text error` and counted in `null_text_rows` under `empty`. The label column applies it in
+    truth_kinds.py (its staged form depends on the head)."""
+    return canonical != "text"
+
+
 def empty_cells_null(column: pa.Array) -> pa.Array:
     """A CSV's empty cell is a missing value, in a text column as in a number column.
 
     pyarrow reads an empty cell of an integer column as null but of a text column as "": without
     this, an empty label cell in a column of label names became an unknown label "" counted as an
     error (and an empty id the id ""), while the same cell among integer labels was left out.
-    Applied to ids, labels and slice columns; the text columns keep "" (an empty text is scored)."""
+    Applied where empty_cell_is_missing says: ids, labels, slice columns and the text pair."""
     if not is_text(column.type):
         return column
     return pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)

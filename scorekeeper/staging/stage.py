@@ -20,7 +20,7 @@ from scorekeeper.errors import InputError, NoInput
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.run_folder import InputFile, StagedGroundTruth, StagedManifest
-from scorekeeper.staging.columns import ColumnMap, check_type, empty_cells_null, normalise
+from scorekeeper.staging.columns import ColumnMap, check_type, empty_cell_is_missing, empty_cells_null, normalise
 from scorekeeper.staging.listing import SHOWN, Partitions
 from scorekeeper.staging.reader import batches_or_explain, open_or_explain
 from scorekeeper.staging.truth_kinds import label_columns_truth, stage_truth, staged_head
@@ -105,7 +105,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
                 if canonical == "label":
                     out_columns[canonical] = stage_truth(head, request, column, f.uri, user, offset, f.format == "csv")
                     continue
-                if f.format == "csv" and canonical not in ("text", "text_pair"):
+                if f.format == "csv" and empty_cell_is_missing(canonical):
                     column = empty_cells_null(column)
                 out_columns[canonical] = normalise(canonical, column, f.uri, user, offset)
             if request.label_columns:
@@ -123,14 +123,17 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
             if out_columns["id"].null_count and "id" in columns.mapping:
                 bad = [offset + i for i, v in enumerate(out_columns["id"].is_null().to_pylist()) if v][:SHOWN]
                 raise InputError(f"id column '{request.id_column}' is null at row_index {', '.join(map(str, bad))} ({f.uri})")
-            for canonical in ("text", "text_pair"):
-                col = out_columns.get(canonical)
-                if col is not None and col.null_count:
-                    null_count += col.null_count
-                    if len(null_rows) < SHOWN:
-                        null_rows += [offset + i for i, v in enumerate(col.is_null().to_pylist()) if v][: SHOWN - len(null_rows)]
-                    if request.null_text == "empty":
-                        out_columns[canonical] = pc.fill_null(col, "")
+            texts = [out_columns[c] for c in ("text", "text_pair") if c in out_columns]
+            null = texts[0].is_null() if len(texts) == 1 else pc.or_(texts[0].is_null(), texts[1].is_null())
+            nulls = pc.sum(null).as_py() or 0
+            if nulls:  # rows, each once, whichever of its texts is null
+                null_count += nulls
+                if len(null_rows) < SHOWN:
+                    null_rows += [offset + i for i, v in enumerate(null.to_pylist()) if v][: SHOWN - len(null_rows)]
+                if request.null_text == "empty":
+                    for canonical in ("text", "text_pair"):
+                        if canonical in out_columns:
+                            out_columns[canonical] = pc.fill_null(out_columns[canonical], "")
             order = ["row_index", "id", "text", "text_pair", "label"] + [f"slice_{i}" for i in range(len(request.slice_columns))]
             out.write(pa.table({k: out_columns[k] for k in order if k in out_columns}))
             offset += n

@@ -1,0 +1,45 @@
+-- reads: predictions
+-- creates: pp_ml_calibrated, pp_label_free, pp_cells
+-- A multi-label run's label-free predictions for its labelling plan and prediction-powered metrics
+-- (docs/labelling.md). Per label k, q_k = (truth_kb + p_k) / (rows_kb + 1) at the row's bin of p_k
+-- (pp_truth, pp_rows: the reference's calibration_by_label; not renormalised) with a reference
+-- (pp_reference true), else the probability p_k; a label is predicted when it is among the row's
+-- predicted_labels (pp_names: the labels in model order). pp_label_free: f = subset accuracy's
+-- prod_k (q_k if predicted else 1 - q_k), u = the mean over labels of sqrt(q_k (1 - q_k)).
+-- pp_cells: per row and target, f (micro_f1 pools the labels: TP, FP, FN summed over them).
+CREATE OR REPLACE TEMP VIEW pp_ml_calibrated AS
+WITH per_label AS (
+    SELECT row_index,
+           unnest(range(len(probabilities))) AS label_id,
+           unnest(probabilities) AS p,
+           unnest(list_transform(probabilities, lambda p, i: list_contains(predicted_labels, (getvariable('pp_names')::VARCHAR[])[i]))) AS predicted
+    FROM predictions
+)
+SELECT row_index, label_id, predicted,
+       CASE WHEN getvariable('pp_reference')
+            THEN (getvariable('pp_truth')[label_id + 1][least(CAST(floor(p * getvariable('pp_bins')) AS INTEGER), getvariable('pp_bins') - 1) + 1] + p)
+                 / (getvariable('pp_rows')[label_id + 1][least(CAST(floor(p * getvariable('pp_bins')) AS INTEGER), getvariable('pp_bins') - 1) + 1] + 1)
+            ELSE p END AS q
+FROM per_label;
+
+CREATE OR REPLACE TEMP VIEW pp_label_free AS
+SELECT row_index,
+       product(CASE WHEN predicted THEN q ELSE 1 - q END) AS f,
+       avg(sqrt(greatest(q * (1 - q), 0))) AS u
+FROM pp_ml_calibrated
+GROUP BY row_index;
+
+CREATE OR REPLACE TEMP VIEW pp_cells AS
+SELECT row_index, 'subset_accuracy' AS metric, '' AS term, f FROM pp_label_free
+UNION ALL
+SELECT row_index, 'macro_f1', 'TP:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN q ELSE 0 END FROM pp_ml_calibrated
+UNION ALL
+SELECT row_index, 'macro_f1', 'FP:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN 1 - q ELSE 0 END FROM pp_ml_calibrated
+UNION ALL
+SELECT row_index, 'macro_f1', 'FN:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN 0 ELSE q END FROM pp_ml_calibrated
+UNION ALL
+SELECT row_index, 'micro_f1', 'TP', sum(CASE WHEN predicted THEN q ELSE 0 END) FROM pp_ml_calibrated GROUP BY row_index
+UNION ALL
+SELECT row_index, 'micro_f1', 'FP', sum(CASE WHEN predicted THEN 1 - q ELSE 0 END) FROM pp_ml_calibrated GROUP BY row_index
+UNION ALL
+SELECT row_index, 'micro_f1', 'FN', sum(CASE WHEN predicted THEN 0 ELSE q END) FROM pp_ml_calibrated GROUP BY row_index;

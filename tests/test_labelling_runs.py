@@ -1,0 +1,113 @@
+"""The labelling loop through the real flow and command (docs/labelling.md): a labelled reference run,
+a nightly run without labels that draws a plan against it, the plan's labels handed back under the
+same run name (nothing scored again; one plan row left unlabelled, rows outside the plan labelled),
+the plan pinned to its reference after `previous` has moved on, and the refusals (another budget,
+the labels of another run's plan, a plan over no rows): one line, exit 2, nothing published."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from scorekeeper.run_folder import RunFolder
+from tests import labelling_reference as ref
+from tests.helpers import make_rows, run_flow, write_rows
+from tests.test_flow_cli import _cli
+
+pytestmark = pytest.mark.integration
+
+
+def metrics_of(run) -> dict:
+    return json.loads((run / "report" / "metrics.json").read_text())
+
+
+def test_the_nightly_loop_plan_labels_back_pinned_plan_and_refusals(tmp_path, models):
+    labelled = make_rows(80, seed=1)
+    nightly = make_rows(100, seed=2)
+    write_rows(tmp_path / "reference.csv", labelled)
+    write_rows(tmp_path / "nightly.csv", [{k: v for k, v in r.items() if k != "label"} for r in nightly])
+    common = {"model_uri": models["bert"], "output_uri": str(tmp_path / "runs"), "id_column": "review_id"}
+    run_flow(input_uri=str(tmp_path / "reference.csv"), run_name="reference", **common)
+
+    # the nightly run draws its plan against the reference; the summary says what to label and how
+    base = ["run", "--input-uri", "nightly.csv", "--model-uri", models["bert"], "--output-uri", "runs", "--id-column", "review_id"]
+    cli = [*base, "--label-column", "none", "--drift-reference", "reference", "--label-budget", "40", "--run-name", "day1"]
+    first = _cli(*cli, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    day1 = tmp_path / "runs" / "day1"
+    plan = metrics_of(day1)["label_plan"]
+    assert plan["budget"] == 40 and plan["sampling"] == "active" and plan["key"] == "day1" and plan["reference"] == "reference"
+    assert "prediction_powered" not in metrics_of(day1)
+    file = pq.read_table(day1 / "report" / "label_plan.parquet").to_pydict()
+    assert len(file["row_index"]) == plan["rows"] > 0
+    # the draw recomputed from the run id and the file's own inclusion probabilities
+    assert all((ref.draw("day1", i) < p) for i, p in zip(file["row_index"], file["inclusion_probability"], strict=True))
+    report = (day1 / "report" / "report.md").read_text()
+    assert f"Label the {plan['rows']} rows" in report and "--ground-truth-uri labels.csv" in report and "--run-name day1" in report
+    assert "prefect deployment run" in report
+
+    # `previous` moves on: a later run of the same model completes
+    write_rows(tmp_path / "later.csv", labelled[:20])
+    run_flow(input_uri=str(tmp_path / "later.csv"), run_name="later", **common)
+
+    # labels back: every plan row but one, and five rows outside the plan, as labels.csv joined on review_id
+    truth = {r["review_id"]: r["label"] for r in nightly}
+    plan_ids = file["id"]
+    outside = [r["review_id"] for r in nightly if r["review_id"] not in set(plan_ids)][:5]
+    write_rows(tmp_path / "labels.csv", [{"review_id": i, "label": truth[i]} for i in plan_ids[1:] + outside])
+    shard_times = {p.name: p.stat().st_mtime_ns for p in (day1 / "work" / "commits").rglob("*") if p.is_file()}
+    back = _cli(*base, "--label-column", "label", "--ground-truth-uri", "labels.csv", "--drift-reference", "previous",
+                "--label-budget", "40", "--run-name", "day1", cwd=tmp_path)  # fmt: skip
+    assert back.returncode == 0, back.stderr[-3000:]
+    assert {
+        p.name: p.stat().st_mtime_ns for p in (day1 / "work" / "commits").rglob("*") if p.is_file()
+    } == shard_times  # nothing scored again
+    metrics = metrics_of(day1)
+    assert metrics["label_plan"] == plan  # pinned: the same rows, the reference it was drawn against
+    assert pq.read_table(day1 / "report" / "label_plan.parquet").to_pydict() == file
+    pp = metrics["prediction_powered"]
+    assert pp["plan_rows"] == plan["rows"] and pp["labelled"] == plan["rows"] - 1 and pp["unlabelled_plan_rows"] == 1
+    assert pp["labelled_outside_plan"] == 5 and pp["response_rate"] == pytest.approx((plan["rows"] - 1) / plan["rows"])
+    assert pp["small_sample"] is True and set(pp["metrics"]) == {"accuracy", "macro_f1"}
+    # accuracy recomputed from the plan file and the labels (section 13, the reference's f = label_free)
+    labels = metrics["labels"]
+    predicted = dict(zip(file["id"], file["predicted_id"], strict=True))
+    keep = [k for k, i in enumerate(file["id"]) if i in set(plan_ids[1:])]
+    y = np.array([float(labels.index(truth[file["id"][k]]) == predicted[file["id"][k]]) for k in keep])
+    f = np.array(file["label_free"])[keep]
+    pi = np.array(file["inclusion_probability"])[keep] * pp["response_rate"]
+    lam = ref.lam_of(y, f, pi)
+    total_f = _all_rows_label_free(day1)
+    value = (lam * total_f + np.sum((y - lam * f) / pi)) / pp["rows"]
+    assert pp["metrics"]["accuracy"]["lambda"] == pytest.approx(lam, rel=1e-9)
+    assert pp["metrics"]["accuracy"]["value"] == pytest.approx(value, rel=1e-9)
+    report = (day1 / "report" / "report.md").read_text()
+    assert "## Prediction-powered metrics" in report and "a sample chosen by uncertainty" in report
+
+    # refusals, before anything is published: another budget; another run's plan; a plan over no rows
+    before = (day1 / "report" / "metrics.json").read_bytes()
+    other = _cli(*base, "--label-column", "none", "--label-budget", "50", "--run-name", "day1", cwd=tmp_path)
+    assert other.returncode == 2 and "label_budget 40 and label_sampling active" in other.stderr, other.stderr[-2000:]
+    assert other.stderr.count("\n") == 1 and "Traceback" not in other.stderr
+    write_rows(tmp_path / "elsewhere.csv", [{"review_id": i, "label": truth[i]} for i in outside])
+    wrong = _cli(*base, "--label-column", "label", "--ground-truth-uri", "elsewhere.csv", "--label-budget", "40",
+                 "--drift-reference", "reference", "--run-name", "day1", cwd=tmp_path)  # fmt: skip
+    assert wrong.returncode == 2 and "labels none of the" in wrong.stderr and "another run's plan" in wrong.stderr, wrong.stderr[-2000:]
+    assert (day1 / "report" / "metrics.json").read_bytes() == before
+    (tmp_path / "empty.csv").write_text("review_id,text\n")
+    empty = _cli(*base[:2], "empty.csv", *base[3:], "--label-column", "none", "--label-budget", "10", "--run-name", "empty", cwd=tmp_path)
+    assert empty.returncode == 2 and "no rows" in empty.stderr and empty.stderr.count("\n") == 1, empty.stderr[-2000:]
+    assert not (tmp_path / "runs" / "empty" / RunFolder.METRICS).exists()
+
+
+def _all_rows_label_free(run) -> float:
+    """sum over every scored row of accuracy's f: the reference's a_b of the row's score bin."""
+    reference = metrics_of(run.parent / "reference")
+    score = np.array(pq.read_table(run / "predictions.parquet").column("score").to_pylist())
+    probs = np.array(pq.read_table(run / "predictions.parquet").column("probabilities").to_pylist())
+    f, _ = ref.single_label_f(probs, probs.argmax(1), reference, reference["labels"])
+    assert len(f) == len(score)
+    return float(f.sum())
