@@ -175,7 +175,7 @@ def test_around_100_rows_the_alarm_is_null_exactly_when_nothing_was_judged_and_t
         }
 
     con, r, c = open_runs(run(m, 0.0), run(n, shift))
-    got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     judged = min(m, n) >= 100
     assert all((s.drifted is not None) == judged for s in got.signals.values())
     gate = evaluate_gates({"drifted_signals": "<=0"}, {"head": "single_label", "drift": got.model_dump(mode="json")})[0]

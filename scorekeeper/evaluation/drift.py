@@ -25,17 +25,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from scorekeeper.evaluation.duck import parquet_view, sql
-from scorekeeper.evaluation.signals import RunSide, Signal, SignalViews
+from scorekeeper.evaluation.signals import OwnSignals, RunSide, Signal, SignalViews
 from scorekeeper.metrics.document import Drift, DriftBin, DriftRows, DriftSignal, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
-
-if TYPE_CHECKING:
-    from scorekeeper.evaluation.base import HeadEvaluation
 
 DEFAULT_MIN_PSI = 0.1
 ALPHA = 0.05  # the Holm-adjusted p below which a shift is real
@@ -81,7 +77,7 @@ def columns_of(con, view: str) -> frozenset[str]:
 
 
 def signal_views(
-    con, kind: HeadEvaluation, reference: RunSide, current: RunSide, slice_columns: Sequence[str]
+    con, kind: OwnSignals, reference: RunSide, current: RunSide, slice_columns: Sequence[str]
 ) -> tuple[list[Signal], dict[str, str]]:
     """Every signal both runs supply as a view of its values (the kind's own as it says: a
     multi-label run's per-label signals counted at once into `drift_categorical_counts` instead);
@@ -240,7 +236,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 def drift(
     con,
-    kind: HeadEvaluation,
+    kind: OwnSignals,
     reference: RunSide,
     current: RunSide,
     slice_columns: Sequence[str],

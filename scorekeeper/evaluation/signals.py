@@ -5,7 +5,7 @@ values (docs/drift.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scorekeeper.evaluation.duck import sql
 
@@ -56,3 +56,9 @@ class SignalViews:
             if name not in reference.labels:
                 self.skipped[prefix + name] = "the reference run's model has no such output"
         return [(i, name) for i, name in enumerate(current.labels) if name in reference.labels]
+
+
+class OwnSignals(Protocol):
+    """What the drift step asks of a kind of head (base.HeadEvaluation.drift_signals): its own signals."""
+
+    def drift_signals(self, views: SignalViews, reference: RunSide, current: RunSide) -> None: ...
