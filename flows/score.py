@@ -28,7 +28,7 @@ from scorekeeper.tasks.credentials import storage_credentials, with_handed_uris
 from scorekeeper.tasks.drift import resolve_drift_reference_task
 from scorekeeper.tasks.evaluation import evaluate_task
 from scorekeeper.tasks.fan_out import check_fan_out_task, score_groups_task
-from scorekeeper.tasks.gates import check_gates_task
+from scorekeeper.tasks.gates import check_gates_task, gates_failed
 from scorekeeper.tasks.gather import gather_task
 from scorekeeper.tasks.labelling import check_label_plan_task, refuse_empty_plan
 from scorekeeper.tasks.open_run import check_output_uri, open_run_task, resolve_run_id, run_location
@@ -92,10 +92,11 @@ def _score(request: ScoreRequest, templates: dict[str, str]) -> dict | State:
                     scoring = scoring.model_copy(update={"long_text": LongTextCounts(**gathered["long_text"])})
                 metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.get("long_text"))
                 files = report_task(request, context, metrics, scoring)
-                check_gates_task(context, metrics)
-                check_precision_task(request, context, scoring)
+                failures = [check_gates_task(context, metrics), check_precision_task(request, context, scoring)]
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
         raise interrupted(request, run_id) from None
+    if any(failures):  # an expected outcome: a Failed flow run with the line as its message, no traceback
+        return gates_failed([f for f in failures if f])
     return {
         "run_id": context.run_id,
         "run_uri": redact_uri(context.run_uri),

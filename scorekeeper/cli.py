@@ -343,6 +343,8 @@ class _DropKnownErrors(logging.Filter):
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_error(exc) is not None):
             return False
+        if getattr(record, "scorekeeper_gate_failure", False):  # tasks/gates.py: the CLI's last line says it
+            return False
         message = record.getMessage()
         return not any(name in message for name in _KNOWN_ERROR_NAMES)
 
@@ -358,6 +360,9 @@ _KNOWN_ERROR_NAMES = (
     "LeaseLost",
     "Interrupted",
     "ScorekeeperError",
+    # a failed gate or precision bound (tasks/gates.py): the flow run's Failed state names it, and so does the CLI
+    "quality gate(s) failed",
+    "precision check against float32 failed",
     "KeyboardInterrupt",
     # storage failures no retry cures (errors.storage_failure): the flow ends them in one line
     "No space left on device",

@@ -2,8 +2,9 @@
 
 The check itself runs in the scoring processes (scorekeeper/worker/precision.py) and its figures
 are published with the scoring step's in metrics.json (`scoring.precision_check`) and the report;
-this step only turns a bound the figures exceed into a failed run (CLI exit 4, as a quality gate),
-after everything is published.
+this step only turns a bound the figures exceed into a failed run (CLI exit 4, as a quality gate:
+one log line, a Failed flow run with that line as its message, no traceback), after everything is
+published.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from scorekeeper.errors import GateFailed
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
+from scorekeeper.tasks.gates import GATE_FAILURE
 from scorekeeper.tasks.open_run import RunContext
 
 
@@ -35,16 +36,20 @@ def precision_failures(request: ScoreRequest, check: PrecisionCheck) -> list[str
 
 @task(name="check precision bounds", cache_policy=NO_CACHE)
 @raises_redacted
-def check_precision_task(request: ScoreRequest, context: RunContext, scoring: ScoringSummary) -> None:
-    """Fail the run when the precision check exceeds a bound (the report is already published)."""
+def check_precision_task(request: ScoreRequest, context: RunContext, scoring: ScoringSummary) -> str | None:
+    """The line saying which precision bound the check exceeds (logged once, as a failed quality
+    gate: tasks/gates.py), or None (the report is already published)."""
     check = scoring.precision_check
     if check is None:
-        return
+        return None
     failures = precision_failures(request, check)
     if failures:
-        raise GateFailed(
+        message = (
             f"precision check against float32 failed ({check.rows} rows, {check.dtype}): {'; '.join(failures)}; "
             f"the outputs are published in {context.run_uri}"
         )
+        get_run_logger().error("%s", message, extra={GATE_FAILURE: True})
+        return message
     if request.precision_bounded:
         get_run_logger().info("precision check within its bounds (%d rows scored again in float32)", check.rows)
+    return None

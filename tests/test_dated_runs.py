@@ -171,6 +171,16 @@ def test_the_moment_is_as_of_else_the_scheduled_time_else_now():
     assert (filled.input_uri, filled.run_name, filled.as_of) == ("in/2026-12-03/", "n-2026-12-03", "2026-12-03T02:30:07Z")
     assert dated.dated_templates() == {"input_uri": "in/{date}/", "run_name": "n-{date}"} and filled.dated_templates() == {}
     assert filled.filled(datetime(2030, 1, 1, tzinfo=UTC)).input_uri == "in/2026-12-03/"
+    every = ScoreRequest(
+        input_uri="s3://b/in/{scheduled:%Y/%m/%d}/*.parquet", ground_truth_uri="s3://b/labels/{date-2d}.csv", id_column="id",
+        model_uri="m/{date}", output_uri="s3://b/runs/{scheduled:%Y}/", run_name="r{scheduled-3h:%Y%m%dT%H}",
+    )  # fmt: skip
+    assert every.filled(scheduled).public_dict() | {"as_of": None} == every.public_dict() | {
+        "input_uri": "s3://b/in/2026/12/03/*.parquet",
+        "ground_truth_uri": "s3://b/labels/2026-12-01.csv",
+        "output_uri": "s3://b/runs/2026/",
+        "run_name": "r20261202T23",
+    }  # fmt: skip  (model_uri is no template field: its braces are its own)
 
 
 def test_a_run_name_template_must_make_a_run_name_on_every_night():
@@ -296,3 +306,56 @@ def test_dated_runs_fill_record_resume_and_keep_each_night_apart(models, tmp_pat
     plan = json.loads((tmp_path / "runs" / "nightly-2026-12-01" / "plan.json").read_text())
     assert plan["input_template"] == params["input_uri"] and plan["files"][0]["uri"].endswith("2026-12-01/reviews.csv")
     assert [h["run_id"] for h in second.metrics["history"]] == ["nightly-2026-11-30", "nightly-2026-12-01"]
+
+
+@pytest.mark.integration
+def test_the_flow_itself_skips_a_night_without_data_or_refuses_it_naming_the_filled_folder(models, tmp_path, prefect_api):
+    """What a deployment's flow run does (the CLI checks first, but not where only a storage block
+    can list the input): skip returns the 'no data tonight' result before the lease, fail refuses."""
+    from scorekeeper.flows.score import score_dataset
+
+    params = dict(
+        input_uri=str(tmp_path / "incoming" / "{date-1d}"),
+        output_uri=str(tmp_path / "runs"),
+        run_name="monitor-{date-1d}",
+        model_uri=models["bert"],
+        as_of="2026-12-03T02:30:00Z",
+    )
+    returned = score_dataset(**params, if_empty="skip")
+    assert returned == {
+        "skipped": f"no data tonight: input not found: {tmp_path / 'incoming' / '2026-12-02'}; nothing was scored or written (if_empty skip)",
+        "input_uri": str(tmp_path / "incoming" / "2026-12-02"),
+        "as_of": "2026-12-03T02:30:00Z",
+    }
+    with pytest.raises(NoInput, match=r"input not found: .*/incoming/2026-12-02 \(if_empty skip ends a night"):
+        score_dataset(**params)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.integration
+def test_the_cli_fills_with_now_and_hands_its_flow_run_that_moment(models, tmp_path):
+    """`scorekeeper run` without --as-of: the CLI fills the templates with now (UTC), checks the
+    filled folder, and gives its flow run that moment, so both read the same night (request.json)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests import prefect_session
+
+    today = datetime.now(UTC).date()
+    _night_folders(tmp_path, {str(today - timedelta(days=1)): 4, str(today): 4})  # the date may turn during the run
+    args = ["--input-uri", "incoming/{date-1d}/", "--output-uri", "runs", "--run-name", "nightly-{date-1d}"]
+    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("scorekeeper")), *BASE, "--model-uri", models["bert"], *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run,) = (tmp_path / "runs").iterdir()
+    record = json.loads((run / "request.json").read_text())
+    moment = datetime.fromisoformat(record["as_of"])
+    night = str((moment - timedelta(days=1)).date())
+    assert record["as_of"].endswith("Z") and today <= moment.date() <= datetime.now(UTC).date()
+    assert run.name == record["run_name"] == f"nightly-{night}" and "scored 4 rows" in done.stdout
+    assert record["input_uri"] == f"incoming/{night}/" and record["templates"]["input_uri"] == "incoming/{date-1d}/"

@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,9 @@ def test_the_monitor_deployment_checks_new_data_for_drift_every_night():
     assert request.label_column is None and request.drift_reference not in (None, "previous")
     assert request.gates == {"drifted_signals": "<=0"}
     assert request.label_budget > 0 and request.label_sampling == "active"  # a labelling plan every night (docs/labelling.md)
+    # Dated (docs/inputs.md): the day that ended, into a run of its own named after it.
+    assert request.dated_templates() == {"input_uri": "s3://scorekeeper/incoming/{date-1d}/", "run_name": "monitor-{date-1d}"}
+    assert ScoreRequest(**_deployments()["nightly"]["parameters"]).dated_templates() == {"run_name": "nightly-{date}"}
 
 
 def test_prefect_yaml_defines_a_scheduled_and_an_adhoc_deployment_of_the_flow():
@@ -150,6 +154,58 @@ class Stack:
         assert table.column("predicted_label").to_pylist() == [LABELS[i] for i in expected.argmax(axis=1)]
         metrics = json.loads(fs.cat_file(f"{self.bucket}/runs/{run_id}/report/metrics.json"))
         assert metrics["rows"] == metrics["scored"] == metrics["evaluated"] == len(self.rows)
+
+
+DEPLOY_MD = REPO / "infra" / "DEPLOY.md"
+
+
+def _config() -> dict:
+    return yaml.safe_load((REPO / "prefect.yaml").read_text())
+
+
+def test_deploy_md_is_held_to_prefect_yaml():
+    """infra/DEPLOY.md's table has one row per deployment of prefect.yaml, with its schedule, work
+    pool and gates; every deployment it runs, and every pool it creates, is prefect.yaml's."""
+    config, text = _config(), DEPLOY_MD.read_text()
+    expected = {}
+    for d in config["deployments"]:
+        schedules = d.get("schedules") or []
+        schedule = "; ".join(f"cron `{s['cron']}` ({s.get('timezone', 'UTC')})" for s in schedules) or "none"
+        gates = (d.get("parameters") or {}).get("gates") or {}
+        shown = ", ".join(f"`{metric} {condition}`" for metric, condition in gates.items()) or "none"
+        expected[f"{d['flow_name']}/{d['name']}"] = f"| {schedule} | `{d['work_pool']['name']}` | {shown} |"
+    rows = dict(re.findall(r"^\| `([\w-]+/[\w-]+)` (\|.*\|)$", text, re.M))
+    assert rows == expected
+    run = set(re.findall(r"prefect deployment run '([\w-]+/[\w-]+)'", text))
+    assert run and run <= set(expected), run - set(expected)
+    pools = {d["work_pool"]["name"] for d in config["deployments"]}
+    assert pools <= set(re.findall(r"prefect work-pool create ([\w-]+)", text))
+    for name in ("monitor", "as_of", "if_empty", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "Crashed"):
+        assert name in text, f"infra/DEPLOY.md does not mention {name}"
+
+
+@pytest.mark.integration
+def test_the_crash_automation_in_deploy_md_is_created_by_a_real_server():
+    """The zombie-run automation DEPLOY.md gives, run as written against a Prefect server: it exists
+    there afterwards, proactive on heartbeats, marking the run Crashed."""
+    from prefect.client.orchestration import get_client
+
+    from tests import prefect_session
+
+    code = DEPLOY_MD.read_text().split("## 9.", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    with prefect_session.api():
+        exec(compile(code, "infra/DEPLOY.md", "exec"), {})
+        with get_client(sync_client=True) as client:
+            found = [a for a in client.read_automations() if a.name.startswith("scorekeeper: crash flow runs")]
+            assert len(found) >= 1
+            automation = found[-1]
+            try:
+                assert automation.trigger.posture == "Proactive" and automation.trigger.after == {"prefect.flow-run.heartbeat"}
+                assert [a.type for a in automation.actions] == ["change-flow-run-state"]
+                assert automation.actions[0].state == "CRASHED"
+            finally:
+                for a in found:
+                    client.delete_automation(a.id)
 
 
 @pytest.fixture(scope="module")
@@ -326,3 +382,77 @@ def test_deployment_run_with_a_storage_block_scores_publishes_artifacts_and_leak
         assert not stack.s3.credentials_in(log_path.read_bytes()), log_path
     leaked = {path: found for path, data in stack.s3.objects(stack.bucket).items() if (found := stack.s3.credentials_in(data))}
     assert not leaked
+
+
+@pytest.mark.integration
+def test_a_dated_monitor_deployment_runs_three_nights_and_a_backfill(stack):
+    """prefect.yaml's monitor deployment, its dated templates as deployed, pointed at this test's
+    bucket: three nights scheduled in the past (each fills its folder and run name from its own
+    scheduled time), the third without data (skipped: Completed, "no data tonight", nothing
+    written), then that night backfilled with `prefect deployment run -p as_of` once its data came."""
+    from prefect.states import Scheduled
+
+    stack.use_worker()
+    deployed = _deployments()["monitor"]["parameters"]
+    here = {  # the deployment's own templates and reference, in this test's bucket with its model
+        name: deployed[name].replace("s3://scorekeeper/", f"s3://{stack.bucket}/dated/") for name in ("input_uri", "output_uri")
+    }
+    assert "{date-1d}" in here["input_uri"] and "{date-1d}" in deployed["run_name"]
+    overrides = stack.parameters(**here) | {
+        "gates": {},  # a dozen rows a night: under the 100 rows from which drift is judged (docs/drift.md)
+        "if_empty": "skip",
+    }
+    del overrides["rows_per_range"]
+    fs = stack.s3.filesystem()
+    nights = {"2026-11-28": make_rows(12, seed=21), "2026-11-29": make_rows(9, seed=22)}
+    for day, rows in nights.items():
+        fs.pipe_file(here["input_uri"].replace("{date-1d}", day) + "reviews.jsonl", _jsonl(rows))
+
+    # The labelled reference the deployment measures against: the validation set scored once as `validation`.
+    flow_run_id, out = stack.run_deployment(stack.parameters(output_uri=here["output_uri"], run_name="validation"))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+
+    scheduled = {day: datetime.fromisoformat(f"{day}T02:30:00+00:00") for day in ("2026-11-29", "2026-11-30", "2026-12-01")}
+    with _client() as client:
+        monitor = client.read_deployment_by_name(f"{FLOW}/monitor")
+        assert monitor.parameters["input_uri"] == deployed["input_uri"] and monitor.parameters["run_name"] == deployed["run_name"]
+        runs = {
+            day: client.create_flow_run_from_deployment(monitor.id, parameters=overrides, state=Scheduled(scheduled_time=moment)).id
+            for day, moment in scheduled.items()
+        }
+    finished = {day: _wait_final(str(run_id)) for day, run_id in runs.items()}
+    assert all(f.state.is_completed() for f in finished.values()), {d: f.state for d, f in finished.items()}
+
+    output = here["output_uri"].removeprefix("s3://")
+    written = sorted(fs.find(f"{stack.bucket}/dated"))
+    said = {day: (f.state.name, f.state.message, f.expected_start_time) for day, f in finished.items()}
+    assert f"{output}monitor-2026-11-28/request.json" in written, f"{said}\n{written}"
+    for day, data_day in (("2026-11-29", "2026-11-28"), ("2026-11-30", "2026-11-29")):
+        record = json.loads(fs.cat_file(f"{output}monitor-{data_day}/request.json"))
+        assert record["input_uri"] == here["input_uri"].replace("{date-1d}", data_day)
+        assert record["as_of"] == f"{day}T02:30:00Z" and record["run_name"] == f"monitor-{data_day}"
+        assert record["templates"] == {"input_uri": here["input_uri"], "run_name": deployed["run_name"]}
+        metrics = json.loads(fs.cat_file(f"{output}monitor-{data_day}/report/metrics.json"))
+        assert metrics["rows"] == len(nights[data_day]) and metrics["drift"]["reference"] == "validation"
+    skipped = finished["2026-12-01"].state
+    assert skipped.type.value == "COMPLETED" and skipped.message.startswith("no data tonight: input not found: ")
+    assert "dated/incoming/2026-11-30/" in skipped.message and not fs.exists(f"{output}monitor-2026-11-30")
+
+    # The night's data arrives late: backfill it as the operator does (README), as_of its scheduled day.
+    fs.pipe_file(f"{stack.bucket}/dated/incoming/2026-11-30/reviews.jsonl", _jsonl(make_rows(7, seed=23)))
+    out = stack.server.cli(
+        "deployment", "run", f"{FLOW}/monitor", "--params", json.dumps(overrides | {"as_of": "2026-12-01"}),
+        "--watch", "--watch-timeout", "400", timeout=450, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    record = json.loads(fs.cat_file(f"{output}monitor-2026-11-30/request.json"))
+    assert record["as_of"] == "2026-12-01T00:00:00Z" and record["input_uri"].endswith("/dated/incoming/2026-11-30/")
+    metrics = json.loads(fs.cat_file(f"{output}monitor-2026-11-30/report/metrics.json"))
+    assert metrics["rows"] == 7 and metrics["drift"]["reference"] == "validation"
+    history = [h["run_id"] for h in metrics["history"]]  # oldest first; the first two nights ran side by side
+    assert history[0] == "validation" and history[-1] == "monitor-2026-11-30"
+    assert sorted(history[1:3]) == ["monitor-2026-11-28", "monitor-2026-11-29"]
+
+
+def _jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()

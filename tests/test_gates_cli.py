@@ -51,3 +51,32 @@ def test_failed_gate_exits_4_with_outputs_published_then_a_run_compares_with_it(
     assert comparison["deltas"]["accuracy"] == pytest.approx(0.0, abs=1e-12)
     assert metrics["gates"][0]["passed"] and [h["run_id"] for h in metrics["history"]] == ["base", "cand"]
     assert list(metrics["slices"]) == ["label", "review_id"] and len(metrics["slices"]["review_id"]) == 13
+
+
+def test_a_failed_gate_is_one_log_line_and_a_failed_flow_run_without_a_traceback(tmp_path, models):
+    """In the flow run (what an operator sees in Prefect's UI): the flow run Failed with the gates'
+    line as its message, that line logged once at ERROR, no traceback, every task Completed."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogWorker
+
+    from scorekeeper.flows.score import score_dataset
+    from tests import prefect_session
+
+    write_rows(tmp_path / "test.csv", make_rows(13))
+    params = dict(input_uri=str(tmp_path / "test.csv"), model_uri=models["bert"], output_uri=str(tmp_path / "runs"), run_name="gated")
+    with prefect_session.api():
+        state = score_dataset(num_processes=1, gates={"accuracy": ">=0.99", "evaluated": ">=13"}, return_state=True, **params)
+        APILogWorker.drain_all(timeout=10)
+        flow_run_id = state.state_details.flow_run_id
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
+            tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    line = "1 of 2 quality gate(s) failed: accuracy >= 0.99: accuracy is "
+    assert state.is_failed() and state.message.startswith(line), state.message
+    assert state.message.endswith(f"the outputs are published in {tmp_path / 'runs' / 'gated'}")
+    assert not [log.message for log in logs if "Traceback" in log.message or "GateFailed" in log.message], [log.message for log in logs]
+    errors = [log.message for log in logs if log.level >= 40]
+    assert errors == [state.message], errors
+    assert tasks and all(t.state.is_completed() for t in tasks), [(t.name, t.state.name) for t in tasks]
+    assert (tmp_path / "runs" / "gated" / "report" / "report.html").exists()

@@ -34,7 +34,7 @@ from tests import labelling_reference as ref
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import golden  # noqa: E402  (bench/golden.py: the generated runs of every head kind)
 
-PROFILE = settings(deadline=None, derandomize=True, database=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+PROFILE = settings(deadline=None, derandomize=True, database=None, max_examples=15, suppress_health_check=[HealthCheck.too_slow])
 BUDGET = 60
 KINDS = {
     "single_label": lambda p, seed, skill: golden._single_label(p, seed, skill, False),

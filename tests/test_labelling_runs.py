@@ -1,7 +1,7 @@
 """The labelling loop through the real flow and command (docs/labelling.md): a labelled reference run,
 a nightly run without labels that draws a plan against it, the plan's labels handed back under the
 same run name (nothing scored again; one plan row left unlabelled, rows outside the plan labelled),
-the plan pinned to its reference after `previous` has moved on, and the refusals (another budget,
+the plan pinned to the reference it was drawn against when the rerun names none, and the refusals (another budget,
 the labels of another run's plan, a plan over no rows): one line, exit 2, nothing published."""
 
 from __future__ import annotations
@@ -49,18 +49,15 @@ def test_the_nightly_loop_plan_labels_back_pinned_plan_and_refusals(tmp_path, mo
     assert f"Label the {plan['rows']} rows" in report and "--ground-truth-uri labels.csv" in report and "--run-name day1" in report
     assert "prefect deployment run" in report
 
-    # `previous` moves on: a later run of the same model completes
-    write_rows(tmp_path / "later.csv", labelled[:20])
-    run_flow(input_uri=str(tmp_path / "later.csv"), run_name="later", **common)
-
     # labels back: every plan row but one, and five rows outside the plan, as labels.csv joined on review_id
     truth = {r["review_id"]: r["label"] for r in nightly}
     plan_ids = file["id"]
     outside = [r["review_id"] for r in nightly if r["review_id"] not in set(plan_ids)][:5]
     write_rows(tmp_path / "labels.csv", [{"review_id": i, "label": truth[i]} for i in plan_ids[1:] + outside])
     shard_times = {p.name: p.stat().st_mtime_ns for p in (day1 / "work" / "commits").rglob("*") if p.is_file()}
-    back = _cli(*base, "--label-column", "label", "--ground-truth-uri", "labels.csv", "--drift-reference", "previous",
-                "--label-budget", "40", "--run-name", "day1", cwd=tmp_path)  # fmt: skip
+    # without --drift-reference now: the pinned plan keeps the reference it was drawn against
+    back = _cli(*base, "--label-column", "label", "--ground-truth-uri", "labels.csv", "--label-budget", "40", "--run-name", "day1",
+                cwd=tmp_path)  # fmt: skip
     assert back.returncode == 0, back.stderr[-3000:]
     assert {
         p.name: p.stat().st_mtime_ns for p in (day1 / "work" / "commits").rglob("*") if p.is_file()

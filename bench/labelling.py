@@ -1,0 +1,387 @@
+"""Labelling plans and prediction-powered intervals on labelled backfills (docs/labelling.md): how
+often the 95% intervals of accuracy and macro F1 hold the run's true value, how wide they are
+against the sample alone (classical) and against a Wilson interval of a uniform sample of the same
+size, and how often estimate_bias fires, with no shift, a covariate shift and a concept shift.
+
+    nice -n 10 .venv/bin/python bench/labelling.py                    # generated 10k-row runs and the demo
+    nice -n 10 .venv/bin/python bench/labelling.py --plans 300 --demo-run runs/demo-2 --json out.json
+    nice -n 10 .venv/bin/python bench/labelling.py --timing 3000000   # what a plan and its estimates add to evaluate
+
+Every label of a backfill is known; a plan hides all but its own rows' labels. Each backfill is
+scored (or generated) once: its label-free predictions (the head kind's `label_free`, against the
+reference's calibration), targets (`label_targets`) and inclusion probabilities (plan_design.sql)
+are the library's, computed once per budget and sampling; the plans differ only in their key (the
+draw U_i = sha256(f"{key}:{row_index}")), and each plan's estimates are the library's estimator
+(labelling._estimate, _estimate_bias) over its labelled rows. The demo backfill is runs/demo-2
+(setup.sh's second run: the held-out reviews with the final adapter), split by row: even rows are
+the labelled reference, odd rows the backfill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import math
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scorekeeper.evaluation import labelling  # noqa: E402
+from scorekeeper.evaluation.base import Evaluation  # noqa: E402
+from scorekeeper.evaluation.driver import evaluate_run  # noqa: E402
+from scorekeeper.evaluation.duck import sql  # noqa: E402
+from scorekeeper.evaluation.single_label import EVALUATION as SINGLE  # noqa: E402
+from scorekeeper.metrics.document import RecordedMetrics  # noqa: E402
+from scorekeeper.run_folder import RunFolder, StagedManifest  # noqa: E402
+
+Z = 1.959963984540054
+LABELS = ["negative", "neutral", "positive", "mixed"]
+PRIOR = np.array([0.4, 0.3, 0.2, 0.1])
+
+
+@dataclass
+class Backfill:
+    name: str
+    probs: np.ndarray  # rows x labels
+    truth: np.ndarray  # label ids (-1: a label the model cannot predict)
+    labels: list[str]
+
+
+def generated(rng: np.random.Generator, n: int, skill: float = 1.6, prior=PRIOR) -> Backfill:
+    truth = rng.choice(len(LABELS), size=n, p=prior)
+    logits = rng.normal(0, 1, size=(n, len(LABELS)))
+    logits[np.arange(n), truth] += skill
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    return Backfill("generated", probs, truth, LABELS)
+
+
+def covariate_shift(rng: np.random.Generator, pool: Backfill, n: int) -> Backfill:
+    """Rows of the same generator, the uncertain ones four times as likely: P(label | text) unchanged."""
+    score = pool.probs.max(1)
+    weight = np.where(score < np.median(score), 4.0, 1.0)
+    keep = rng.choice(len(score), size=min(n, len(score)), replace=False, p=weight / weight.sum())
+    keep.sort()
+    return Backfill(pool.name, pool.probs[keep], pool.truth[keep], pool.labels)
+
+
+def concept_shift(rng: np.random.Generator, b: Backfill, share: float = 0.15) -> Backfill:
+    """The same texts and predictions, a share of the labels moved to another label: P(label | text) changed."""
+    truth = b.truth.copy()
+    moved = rng.random(len(truth)) < share
+    k = len(b.labels)
+    truth[moved] = (truth[moved] + rng.integers(1, k, size=int(moved.sum()))) % k
+    return Backfill(b.name, b.probs, truth, b.labels)
+
+
+def write_run(root: Path, name: str, b: Backfill) -> RunFolder:
+    """A run folder of a labelled single-label run (predictions.parquet, staged input with its labels)."""
+    run = root / name
+    (run / "work").mkdir(parents=True)
+    n = len(b.truth)
+    predicted = b.probs.argmax(1)
+    pq.write_table(
+        pa.table({
+            "row_index": pa.array(range(n), pa.int64()), "id": pa.array(range(n), pa.int64()),
+            "predicted_id": pa.array(predicted, pa.int64()), "predicted_label": pa.array([b.labels[i] for i in predicted]),
+            "score": pa.array(b.probs.max(1)), "probabilities": pa.array(b.probs.tolist(), pa.list_(pa.float64())),
+        }),
+        run / "predictions.parquet",
+    )  # fmt: skip
+    truth = [b.labels[t] if t >= 0 else "unknown" for t in b.truth]
+    staged = {"row_index": pa.array(range(n), pa.int64()), "id": pa.array(range(n), pa.int64()), "text": [f"t{i}" for i in range(n)]}
+    pq.write_table(pa.table(staged | {"label": pa.array(truth)}), run / "work" / "input.parquet")
+    (run / "plan.json").write_text(json.dumps({"files": [], "labels": b.labels}))
+    return RunFolder.from_uri(str(run))
+
+
+def manifest(n: int) -> StagedManifest:
+    return StagedManifest(
+        files=[], total_rows=n, has_label=True, label_type="string", id_type="int64", has_text_pair=False,
+        null_text_rows=0, slice_columns=[], staging_key="",
+    )  # fmt: skip
+
+
+def reference_records(root: Path, name: str, b: Backfill) -> RecordedMetrics:
+    """The reference run's metrics.json, as evaluate_run records it (its calibration bins)."""
+    run = write_run(root, name, b)
+    document = evaluate_run(run, b.labels, manifest(len(b.truth)), [])
+    return RecordedMetrics.parse(document.as_dict()) or RecordedMetrics()
+
+
+class Prepared:
+    """One backfill against one reference: every row's f and Y per target, and the library's pieces."""
+
+    def __init__(self, root: Path, name: str, b: Backfill, reference: RecordedMetrics):
+        run = write_run(root, name, b)
+        import logging
+
+        from scorekeeper.evaluation.base import Coverage
+        from scorekeeper.evaluation.driver import open_evaluation
+
+        self.con = open_evaluation(run, b.labels)
+        ev = Evaluation(self.con, run, b.labels, manifest(len(b.truth)), [], 0.5, "label", logging.getLogger("bench"))
+        source, column = SINGLE.truth_table(ev)
+        missing, unmatched, scored = self.con.execute(sql("coverage.sql")).fetchone()
+        SINGLE.metrics(ev, Coverage(source, column, len(b.truth), int(missing), int(unmatched), int(scored)))
+        self.model = SINGLE.label_free(ev, reference)
+        SINGLE.label_targets(ev)
+        self.n = len(b.truth)
+        self.v_lf = SINGLE.label_free_variance(ev, reference, self.n)
+        cells = self.con.execute(
+            "SELECT c.metric, c.term, c.row_index, c.f, t.y FROM pp_cells AS c JOIN pp_targets AS t USING (row_index, metric, term) "
+            "ORDER BY c.metric, c.term, c.row_index"
+        ).fetchnumpy()
+        self.f: dict = {}
+        self.y: dict = {}
+        keys = list(dict.fromkeys(zip(cells["metric"].tolist(), cells["term"].tolist(), strict=True)))
+        for i, key in enumerate(keys):
+            block = slice(i * self.n, (i + 1) * self.n)
+            self.f[key], self.y[key] = np.asarray(cells["f"][block], float), np.asarray(cells["y"][block], float)
+        self.f_all = {k: float(v.sum()) for k, v in self.f.items()}
+        self.u = np.array([u for (u,) in self.con.execute("SELECT u FROM pp_label_free ORDER BY row_index").fetchall()])
+        self.truth = {
+            "accuracy": float(self.y[("accuracy", "")].mean()),
+            "macro_f1": labelling.f1_of_totals(
+                labelling._f1_parts(self.model.metrics[1], _Cells(self.y)), {k: float(v.sum()) for k, v in self.y.items()}
+            )[0],
+        }
+        self.ev = ev
+
+    def pi(self, budget: int, sampling: str) -> np.ndarray:
+        self.con.execute(sql("plan_design.sql"), {"active": sampling == "active", "target": min(budget, self.n), "key": "bench"})
+        return np.array([p for (p,) in self.con.execute("SELECT pi FROM pp_design ORDER BY row_index").fetchall()])
+
+    def estimate(self, pi: np.ndarray, planned: np.ndarray) -> dict:
+        rows = np.flatnonzero(planned)
+        sample = labelling._Sample(pi=pi[rows], y={k: v[rows] for k, v in self.y.items()}, f={k: v[rows] for k, v in self.f.items()})
+        out = {spec.name: labelling._estimate(spec, sample, self.f_all, self.n, False) for spec in self.model.metrics}
+        bias = labelling._estimate_bias(self.model.metrics[0], sample, self.f_all, self.n, self.v_lf or 0.0)
+        return {"metrics": out, "bias": bias, "labelled": len(rows)}
+
+
+class _Cells:
+    """What labelling._f1_parts reads of a sample: its terms per metric."""
+
+    def __init__(self, y: dict):
+        self.y = y
+
+    def terms(self, source: str) -> list[str]:
+        return [t for (m, t) in self.y if m == source]
+
+
+def draws(keys: list[str], n: int) -> np.ndarray:
+    """U_i per key and row, as the plan reads it."""
+    out = np.empty((len(keys), n))
+    for j, key in enumerate(keys):
+        out[j] = [int.from_bytes(hashlib.sha256(f"{key}:{i}".encode()).digest()[:8], "big") / 2**64 for i in range(n)]
+    return out
+
+
+def wilson_width(p: float, n: int) -> float:
+    if n == 0:
+        return float("nan")
+    denom = 1 + Z**2 / n
+    return 2 * Z * math.sqrt(p * (1 - p) / n + Z**2 / (4 * n * n)) / denom
+
+
+def run_setting(prep: Prepared, u_draws: np.ndarray, budget: int, sampling: str) -> dict:
+    pi = prep.pi(budget, sampling)
+    cover = {"accuracy": 0, "macro_f1": 0}
+    width = {"accuracy": [], "macro_f1": []}
+    classical_width = {"accuracy": [], "macro_f1": []}
+    classical_cover = {"accuracy": 0, "macro_f1": 0}
+    fired = 0
+    sizes = []
+    for row in u_draws:
+        got = prep.estimate(pi, row < pi)
+        sizes.append(got["labelled"])
+        for name in cover:
+            m = got["metrics"][name]
+            truth = prep.truth[name]
+            cover[name] += int(m.ci is not None and m.ci[0] <= truth <= m.ci[1])
+            classical_cover[name] += int(m.classical_ci is not None and m.classical_ci[0] <= truth <= m.classical_ci[1])
+            width[name].append(m.ci[1] - m.ci[0] if m.ci else float("nan"))
+            classical_width[name].append(m.classical_ci[1] - m.classical_ci[0] if m.classical_ci else float("nan"))
+        fired += int(got["bias"].p is not None and got["bias"].p < 0.05)
+    plans = len(u_draws)
+    acc = prep.truth["accuracy"]
+    wilson = float(np.mean([wilson_width(acc, s) for s in sizes]))
+    return {
+        "budget": budget, "sampling": sampling, "plans": plans, "rows": prep.n, "mean_labelled": float(np.mean(sizes)),
+        "coverage_accuracy": cover["accuracy"] / plans, "coverage_macro_f1": cover["macro_f1"] / plans,
+        "classical_coverage_accuracy": classical_cover["accuracy"] / plans,
+        "width_accuracy": float(np.nanmean(width["accuracy"])), "width_macro_f1": float(np.nanmean(width["macro_f1"])),
+        "classical_width_accuracy": float(np.nanmean(classical_width["accuracy"])),
+        "classical_width_macro_f1": float(np.nanmean(classical_width["macro_f1"])),
+        "wilson_width_accuracy": wilson,
+        "ratio_to_wilson": float(np.nanmean(width["accuracy"])) / wilson,
+        "predicted_ratio": float(prep.u.mean() / math.sqrt(acc * (1 - acc))),
+        "estimate_bias_fired": fired / plans,
+        "true_accuracy": acc, "true_macro_f1": prep.truth["macro_f1"],
+        "label_free_accuracy": prep.f_all[("accuracy", "")] / prep.n,
+    }  # fmt: skip
+
+
+def demo_backfill(folder: Path, data: Path) -> Backfill:
+    """runs/demo-2's predictions with the held-out reviews' labels (joined on review_id)."""
+    table = pq.read_table(folder / "predictions.parquet").to_pydict()
+    labels = json.loads((folder / "report" / "metrics.json").read_text())["labels"]
+    with open(data, newline="") as f:
+        truth_of = {r["review_id"]: r["label"] for r in csv.DictReader(f)}
+    truth = np.array([labels.index(truth_of[i]) if truth_of[i] in labels else -1 for i in table["id"]])
+    return Backfill("demo", np.array(table["probabilities"]), truth, labels)
+
+
+def subset(b: Backfill, rows: np.ndarray, name: str) -> Backfill:
+    return Backfill(name, b.probs[rows], b.truth[rows], b.labels)
+
+
+def timing(n: int, budget: int = 1000) -> dict:
+    """The evaluate step at n rows against a labelled reference of n rows, without and with a
+    labelling plan (budget rows, drawn and, the run being labelled, estimated from), alternated
+    twice; and the process's peak memory during the evaluation with the plan."""
+    import threading
+
+    import psutil
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import drift as drift_bench  # bench/drift.py: calibrated labelled runs of n rows
+
+    from scorekeeper.evaluation.labelling import LabelRequest
+    from scorekeeper.storage import Location
+
+    with tempfile.TemporaryDirectory(prefix="scorekeeper-labelling-timing-") as tmp:
+        root = Path(tmp)
+        rng = np.random.default_rng(6)
+        reference = drift_bench.labelled_run(root, "reference", rng, n)
+        drift_bench.evaluate(reference)
+        current = drift_bench.labelled_run(root, "current", rng, n)
+        recorded = RecordedMetrics.parse(json.loads((reference / "report" / "metrics.json").read_text()))
+        seconds: dict[str, list[float]] = {"without": [], "with": []}
+        peak = {"rss": 0}
+        proc = psutil.Process()
+
+        def watch(stop: threading.Event) -> None:
+            while not stop.is_set():
+                peak["rss"] = max(peak["rss"], proc.memory_info().rss)
+                stop.wait(0.2)
+
+        for _ in range(2):
+            for key in ("without", "with"):
+                request = LabelRequest(key="current", budget=budget, sampling="active", reference_name="reference", reference=recorded)
+                stop = threading.Event()
+                watcher = threading.Thread(target=watch, args=(stop,), daemon=True)
+                if key == "with":
+                    peak["rss"] = 0
+                    watcher.start()
+                start = time.perf_counter()
+                evaluate_run(
+                    RunFolder.from_uri(str(current)), drift_bench.LABELS, manifest(n), [], None, "single_label",
+                    drift_reference=Location.from_uri(str(reference)),
+                    labelling=request if key == "with" else None,
+                )  # fmt: skip
+                seconds[key].append(time.perf_counter() - start)
+                stop.set()
+        without, with_plan = min(seconds["without"]), min(seconds["with"])
+        print(
+            f"evaluate at {n:,} rows with drift_reference: {without:.1f} s without a plan, {with_plan:.1f} s with a plan of "
+            f"{budget} rows and its estimates (+{100 * (with_plan - without) / without:.1f}%); each the faster of 2 alternated "
+            f"runs {seconds}; peak RSS during the evaluation with the plan {peak['rss'] / 2**20:.0f} MiB"
+        )
+        return {
+            "rows": n,
+            "without_s": without,
+            "with_s": with_plan,
+            "extra": (with_plan - without) / without,
+            "peak_rss_mib": peak["rss"] / 2**20,
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plans", type=int, default=300)
+    parser.add_argument("--rows", type=int, default=10_000)
+    parser.add_argument("--budgets", default="100,300,1000")
+    parser.add_argument("--demo-run", default="runs/demo-2", help="a completed run of the demo's held-out reviews (setup.sh's)")
+    parser.add_argument("--demo-data", default="demo/data/reviews.csv")
+    parser.add_argument("--only", default="", help="generated or demo")
+    parser.add_argument("--json", default=None)
+    parser.add_argument("--timing", type=int, default=0, help="instead: the evaluate step's cost at this many rows (e.g. 3000000)")
+    args = parser.parse_args(argv)
+    if args.timing:
+        result = timing(args.timing)
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1))
+        return 0
+    budgets = [int(b) for b in args.budgets.split(",")]
+    rng = np.random.default_rng(35)
+    results = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="scorekeeper-labelling-bench-") as tmp:
+        root = Path(tmp)
+        settings: list[tuple[str, str, Backfill, RecordedMetrics]] = []
+        if args.only in ("", "generated"):
+            ref = reference_records(root, "gen-ref", generated(rng, args.rows))
+            base = generated(rng, args.rows)
+            pool = generated(rng, 3 * args.rows)
+            settings += [
+                ("generated", "none", base, ref),
+                ("generated", "covariate", covariate_shift(rng, pool, args.rows), ref),
+                ("generated", "concept", concept_shift(rng, base), ref),
+            ]
+        demo = Path(args.demo_run)
+        if args.only in ("", "demo") and (demo / "predictions.parquet").exists():
+            full = demo_backfill(demo, Path(args.demo_data))
+            n = len(full.truth)
+            even, odd = np.arange(0, n, 2), np.arange(1, n, 2)
+            ref = reference_records(root, "demo-ref", subset(full, even, "demo"))
+            back = subset(full, odd, "demo")
+            uncertain = odd[full.probs[odd].max(1) < np.median(full.probs[odd].max(1))]
+            shifted = np.sort(np.concatenate([odd, uncertain]))  # the uncertain rows twice: covariate shift by design
+            settings += [
+                ("demo", "none", back, ref),
+                ("demo", "covariate", Backfill("demo", full.probs[shifted], full.truth[shifted], full.labels), ref),
+                ("demo", "concept", concept_shift(rng, back), ref),
+            ]
+        elif args.only in ("", "demo"):
+            print(f"no demo run at {demo} (run ./setup.sh, or give --demo-run): demo backfills skipped", file=sys.stderr)
+        for i, (source, shift, backfill, ref) in enumerate(settings):
+            prep = Prepared(root, f"backfill-{i}", backfill, ref)
+            keys = [f"{source}-{shift}-plan-{j}" for j in range(args.plans)]
+            u_draws = draws(keys, prep.n)
+            for budget in budgets:
+                if budget >= prep.n:
+                    continue
+                for sampling in ("active", "uniform"):
+                    result = {"backfill": source, "shift": shift} | run_setting(prep, u_draws, budget, sampling)
+                    results.append(result)
+                    print(
+                        f"{source:9} {shift:9} N={prep.n:5} B={budget:4} {sampling:7} |L|~{result['mean_labelled']:6.1f} "
+                        f"cover acc {result['coverage_accuracy']:.3f} f1 {result['coverage_macro_f1']:.3f} "
+                        f"(classical acc {result['classical_coverage_accuracy']:.3f}) "
+                        f"width acc {result['width_accuracy']:.4f} classical {result['classical_width_accuracy']:.4f} "
+                        f"wilson {result['wilson_width_accuracy']:.4f} ratio {result['ratio_to_wilson']:.3f} "
+                        f"(predicted {result['predicted_ratio']:.3f}) f1 width {result['width_macro_f1']:.4f} "
+                        f"bias fired {result['estimate_bias_fired']:.3f} truth {result['true_accuracy']:.4f} "
+                        f"label-free {result['label_free_accuracy']:.4f}",
+                        flush=True,
+                    )
+            prep.con.close()
+    print(f"{len(results)} settings x {args.plans} plans in {time.perf_counter() - started:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
