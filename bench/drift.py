@@ -4,7 +4,7 @@ truth, and what do drift and estimate add to the evaluate step.
 
     .venv/bin/python bench/drift.py replays     # no-drift replays at 1e3, 1e5, 1e6 rows (20 each): alarms
     .venv/bin/python bench/drift.py shifts      # class mix (PSI 0.2), texts twice as long, 30% unknown words at 1e4
-    .venv/bin/python bench/drift.py coverage    # 20 labelled backfills: 95% interval coverage; a concept shift
+    .venv/bin/python bench/drift.py coverage    # 20 labelled backfills per kind: 95% intervals' coverage (accuracy, macro/micro F1); a concept shift
     .venv/bin/python bench/drift.py timing [ROWS]   # evaluate with and without drift_reference (default 3M rows)
     .venv/bin/python bench/drift.py             # all four
 
@@ -150,19 +150,51 @@ def labelled_run(root: Path, name: str, rng: np.random.Generator, n: int, concep
     return run
 
 
-def evaluate(run: Path, reference: Path | None = None):
+TOPICS = ["price", "delivery", "quality"]
+
+
+def labelled_multi_run(root: Path, name: str, rng: np.random.Generator, n: int, concept_shift: float = 0.0) -> Path:
+    """A multi-label run folder calibrated by construction (each label's truth drawn from its own
+    probability); with `concept_shift`, that share of rows gets truths unrelated to the input."""
+    probs = 1 / (1 + np.exp(-(rng.normal(0, 1.8, size=(n, len(TOPICS))) + np.array([0.0, -0.8, -1.5]))))
+    truth = rng.random(probs.shape) < probs
+    shifted = rng.random(n) < concept_shift
+    truth[shifted] = rng.random((int(shifted.sum()), len(TOPICS))) < 0.3
+    predicted = [[TOPICS[j] for j in range(len(TOPICS)) if probs[i, j] > 0.5] for i in range(n)]
+    run = root / name
+    (run / "work").mkdir(parents=True)
+    pq.write_table(
+        pa.table({
+            "row_index": pa.array(np.arange(n), pa.int64()), "id": pa.array(np.arange(n), pa.int64()),
+            "predicted_labels": pa.array(predicted, pa.list_(pa.string())), "probabilities": pa.array(probs.tolist(), pa.list_(pa.float64())),
+        }),
+        run / "predictions.parquet",
+    )  # fmt: skip
+    lists = [[TOPICS[j] for j in range(len(TOPICS)) if truth[i, j]] for i in range(n)]
+    pq.write_table(
+        pa.table({"row_index": pa.array(np.arange(n), pa.int64()), "id": pa.array(np.arange(n), pa.int64()),
+                  "text": pa.array(["x"] * n), "label": pa.array(lists, pa.list_(pa.string()))}),
+        run / "work" / "input.parquet",
+    )  # fmt: skip
+    (run / "plan.json").write_text(json.dumps({"files": [{"uri": "in", "fingerprint": name}], "labels": TOPICS}))
+    (run / "request.json").write_text(json.dumps({"id_column": None}))
+    return run
+
+
+def evaluate(run: Path, reference: Path | None = None, head: str = "single_label"):
     from scorekeeper.evaluation.driver import evaluate_run
     from scorekeeper.report.publish import publish_complete
     from scorekeeper.run_folder import RunFolder, StagedManifest
     from scorekeeper.storage import Location
 
     rows = pq.read_metadata(run / "predictions.parquet").num_rows
+    label_type = "string" if head == "single_label" else "list<item: string>"
     manifest = StagedManifest(
-        files=[], total_rows=rows, has_label=True, label_type="string", id_type="int64", has_text_pair=False,
+        files=[], total_rows=rows, has_label=True, label_type=label_type, id_type="int64", has_text_pair=False,
         null_text_rows=0, slice_columns=[], staging_key="",
     )  # fmt: skip
     document = evaluate_run(
-        RunFolder.from_uri(str(run)), LABELS, manifest, [], None, "single_label",
+        RunFolder.from_uri(str(run)), LABELS if head == "single_label" else TOPICS, manifest, [], None, head,
         drift_reference=Location.from_uri(str(reference)) if reference else None,
     )  # fmt: skip
     publish_complete(RunFolder.from_uri(str(run)), {"metrics.json": document.to_json_bytes()}, "2026-12-01T00:00:00+00:00")
@@ -179,7 +211,7 @@ def coverage(n: int = 10_000) -> dict:
         evaluate(reference)
         out = {}
         for case, shift in (("same distribution", 0.0), ("concept shift (30% of truths unrelated to the input)", 0.3)):
-            held, errors, f1_errors = 0, [], []
+            held, errors, f1_errors, f1_held = 0, [], [], 0
             for i in range(REPLAYS):
                 run = labelled_run(root, f"{case[:4]}-{i}", rng, n, concept_shift=shift)
                 doc = evaluate(run, reference)
@@ -188,13 +220,84 @@ def coverage(n: int = 10_000) -> dict:
                 held += low <= doc.accuracy <= high
                 errors.append(doc.estimated.accuracy - doc.accuracy)
                 f1_errors.append((doc.estimated.macro_f1 or 0.0) - (doc.macro_f1 or 0.0))
+                f1_held += _holds(doc.estimated.macro_f1_ci, doc.macro_f1)
             width = doc.estimated.accuracy_ci[1] - doc.estimated.accuracy_ci[0]
+            f1_width = _width(doc.estimated.macro_f1_ci)
             out[case] = {"held": held, "backfills": REPLAYS, "mean_error": float(np.mean(errors)), "max_abs_error": float(np.max(np.abs(errors))),
-                         "macro_f1_mean_error": float(np.mean(f1_errors)), "interval_width": width}  # fmt: skip
+                         "macro_f1_mean_error": float(np.mean(f1_errors)), "interval_width": width,
+                         "macro_f1_held": f1_held, "macro_f1_interval_width": f1_width}  # fmt: skip
             print(
                 f"{case}: the 95% interval held the accuracy in {held} of {REPLAYS} backfills of {n:,} rows; "
                 f"estimate - truth mean {np.mean(errors):+.4f}, largest {np.max(np.abs(errors)):.4f} "
-                f"(interval width {width:.4f}); macro-F1 estimate - truth mean {np.mean(f1_errors):+.4f}"
+                f"(interval width {width:.4f}); macro-F1 estimate - truth mean {np.mean(f1_errors):+.4f}, "
+                f"its interval held it in {f1_held} of {REPLAYS} (width {f1_width:.4f})"
+            )
+    out |= fresh_reference_coverage(n)
+    out |= multi_label_coverage(n)
+    return out
+
+
+def fresh_reference_coverage(n: int) -> dict:
+    """The same as `coverage`'s first case, but each backfill against a reference of its own: the
+    interval's reference part is then sampled too (with one reference, every backfill shares its error)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        rng = np.random.default_rng(13)
+        held = {"accuracy": 0, "macro_f1": 0}
+        for i in range(REPLAYS):
+            reference = labelled_run(root, f"reference-{i}", rng, n)
+            evaluate(reference)
+            doc = evaluate(labelled_run(root, f"fresh-{i}", rng, n), reference)
+            assert doc.estimated is not None
+            held["accuracy"] += _holds(doc.estimated.accuracy_ci, doc.accuracy)
+            held["macro_f1"] += _holds(doc.estimated.macro_f1_ci, doc.macro_f1)
+        case = "same distribution, a fresh reference per backfill"
+        print(
+            f"{case}: the 95% intervals held the accuracy in {held['accuracy']} and the macro-F1 in {held['macro_f1']} of {REPLAYS} backfills"
+        )
+        return {case: {"held": held, "backfills": REPLAYS}}
+
+
+def _holds(ci: list[float] | None, value: float | None) -> bool:
+    return ci is not None and value is not None and ci[0] <= value <= ci[1]
+
+
+def _width(ci: list[float] | None) -> float:
+    return ci[1] - ci[0] if ci else float("nan")
+
+
+def multi_label_coverage(n: int) -> dict:
+    """20 labelled multi-label backfills: do the 95% intervals of the estimated macro and micro F1 hold
+    the realized F1s? And under a concept shift (30% of rows' truths unrelated to the input)?"""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        rng = np.random.default_rng(12)
+        reference = labelled_multi_run(root, "reference", rng, n)
+        evaluate(reference, head="multi_label")
+        out = {}
+        for case, shift in (("multi-label, same distribution", 0.0), ("multi-label, concept shift (30% of rows)", 0.3)):
+            held = {"macro_f1": 0, "micro_f1": 0}
+            errors: dict[str, list[float]] = {"macro_f1": [], "micro_f1": []}
+            widths: dict[str, list[float]] = {"macro_f1": [], "micro_f1": []}
+            for i in range(REPLAYS):
+                doc = evaluate(labelled_multi_run(root, f"ml-{shift}-{i}", rng, n, concept_shift=shift), reference, head="multi_label")
+                est = doc.estimated
+                assert est is not None
+                for name, value, ci, truth in (
+                    ("macro_f1", est.macro_f1, est.macro_f1_ci, doc.macro_f1), ("micro_f1", est.micro_f1, est.micro_f1_ci, doc.micro_f1)
+                ):  # fmt: skip
+                    held[name] += _holds(ci, truth)
+                    errors[name].append((value or 0.0) - (truth or 0.0))
+                    widths[name].append(_width(ci))
+            out[case] = {
+                name: {"held": held[name], "backfills": REPLAYS, "mean_error": float(np.mean(errors[name])),
+                       "interval_width": float(np.mean(widths[name]))}
+                for name in held
+            }  # fmt: skip
+            print(
+                f"{case}: the 95% intervals held the macro-F1 in {held['macro_f1']} and the micro-F1 in {held['micro_f1']} of "
+                f"{REPLAYS} backfills of {n:,} rows; estimate - truth mean {np.mean(errors['macro_f1']):+.4f} / "
+                f"{np.mean(errors['micro_f1']):+.4f} (mean widths {np.mean(widths['macro_f1']):.4f} / {np.mean(widths['micro_f1']):.4f})"
             )
     return out
 

@@ -192,3 +192,66 @@ def estimated_mae(ref_pred: list[float], ref_truth: list[float | None], pred: li
 
 def numeric_counts_bin(v: float, edges: list[float]) -> int:
     return int(np.searchsorted(np.array(edges, dtype=float), v, side="left"))
+
+
+def _calibrated(r, t, probs: np.ndarray, renormalise: bool) -> np.ndarray:
+    bins = np.minimum(np.floor(probs * 15).astype(int), 14)
+    labels = np.arange(probs.shape[1])[None, :]
+    q = (t[labels, bins] + probs) / (r[labels, bins] + 1)
+    return q / q.sum(axis=1, keepdims=True) if renormalise else q
+
+
+def _f1_of_counts(tp: np.ndarray, fn: np.ndarray, predicted_rows: np.ndarray, which: str) -> float:
+    fp = predicted_rows - tp
+    if which == "micro":
+        return float(2 * tp.sum() / (2 * tp.sum() + fp.sum() + fn.sum()))
+    d = 2 * tp + fp + fn
+    return float(np.mean([2 * tp[i] / d[i] for i in range(len(d)) if d[i] > 0]))
+
+
+def f1_interval(r, t, probs: np.ndarray, predicted: np.ndarray, renormalise: bool, which: str) -> list[float]:
+    """The 95% interval of the estimated macro or micro F1 (docs/drift.md), computed from its
+    definition with numerical derivatives: this run's part from each row's outcome covariance
+    (Bernoulli(q) per label, or one categorical draw over the renormalised q) and the F1's
+    derivatives by the expected counts; the reference's part by moving each (label, bin) rate
+    a_kb by +-eps in every cell of the bin and recomputing the whole estimate."""
+    eps = 1e-6
+
+    def estimate(t_moved) -> tuple[float, np.ndarray, np.ndarray]:
+        q = _calibrated(r, t_moved, probs, renormalise)
+        tp, fn = (q * predicted).sum(axis=0), (q * (1 - predicted)).sum(axis=0)
+        return _f1_of_counts(tp, fn, predicted.sum(axis=0), which), tp, fn
+
+    value, tp, fn = estimate(t)
+    k = probs.shape[1]
+    grad_tp, grad_fn = np.zeros(k), np.zeros(k)
+    for i in range(k):
+        step = np.eye(k)[i] * eps
+        grad_tp[i] = (
+            _f1_of_counts(tp + step, fn, predicted.sum(axis=0), which) - _f1_of_counts(tp - step, fn, predicted.sum(axis=0), which)
+        ) / (2 * eps)
+        grad_fn[i] = (
+            _f1_of_counts(tp, fn + step, predicted.sum(axis=0), which) - _f1_of_counts(tp, fn - step, predicted.sum(axis=0), which)
+        ) / (2 * eps)
+    q = _calibrated(r, t, probs, renormalise)
+    g = np.where(predicted > 0, grad_tp[None, :], grad_fn[None, :])
+    if renormalise:
+        v_run = sum(float(g[i] @ (np.diag(q[i]) - np.outer(q[i], q[i])) @ g[i]) for i in range(len(q)))
+    else:
+        v_run = float((g**2 * q * (1 - q)).sum())
+    bins = np.minimum(np.floor(probs * 15).astype(int), 14)
+    v_ref = 0.0
+    for label in range(k):
+        for b in range(15):
+            inside = bins[:, label] == b
+            if not inside.any():
+                continue
+            moved = t.astype(float).copy()
+            moved[label, b] += eps * (r[label, b] + 1)  # the rate a_kb up by eps in every cell of the bin
+            up = estimate(moved)[0]
+            moved[label, b] -= 2 * eps * (r[label, b] + 1)
+            derivative = (up - estimate(moved)[0]) / (2 * eps)
+            a = (t[label, b] + probs[inside, label].mean()) / (r[label, b] + 1)
+            v_ref += derivative**2 * a * (1 - a) / (r[label, b] + 1)
+    half = Z95 * math.sqrt(v_run + v_ref)
+    return [max(0.0, value - half), min(1.0, value + half)]

@@ -79,7 +79,9 @@ def test_single_label_accuracy_its_interval_and_macro_f1(tmp_path_factory, seed,
     predicted[np.arange(len(probs)), c.column("predicted_id").to_pylist()] = 1
     macro, _ = ref.estimated_f1(rows, hits, probs, predicted, renormalise=True)
     assert math.isclose(got.macro_f1, macro, abs_tol=1e-9)
-    assert got.micro_f1 is None
+    assert got.micro_f1 is None and got.micro_f1_ci is None
+    assert np.allclose(got.macro_f1_ci, ref.f1_interval(rows, hits, probs, predicted, True, "macro"), atol=1e-6)
+    assert got.macro_f1_ci[0] < got.macro_f1 < got.macro_f1_ci[1]
 
 
 @settings(PROFILE)
@@ -100,6 +102,9 @@ def test_multi_label_micro_and_macro_f1(tmp_path_factory, seed, skill_ref, skill
     macro, micro = ref.estimated_f1(rows, hits, np.array(c.column("probabilities").to_pylist()), predicted, renormalise=False)
     assert got is not None and got.accuracy is None
     assert math.isclose(got.micro_f1, micro, abs_tol=1e-9) and math.isclose(got.macro_f1, macro, abs_tol=1e-9)
+    probs = np.array(c.column("probabilities").to_pylist())
+    assert np.allclose(got.macro_f1_ci, ref.f1_interval(rows, hits, probs, predicted, False, "macro"), atol=1e-6)
+    assert np.allclose(got.micro_f1_ci, ref.f1_interval(rows, hits, probs, predicted, False, "micro"), atol=1e-6)
     # the multi-label drift signals, recomputed from both runs' predictions
     ref_lists, cur_lists = r.column("predicted_labels").to_pylist(), c.column("predicted_labels").to_pylist()
     want = {"labels_per_row": ref.signal([float(len(x)) for x in ref_lists], [float(len(x)) for x in cur_lists], numeric=True)}
@@ -156,3 +161,31 @@ def test_a_reference_without_ground_truth_gives_no_estimate_and_says_why(tmp_pat
     assert got.estimated is not None and got.estimated.accuracy is None and "calibration_by_label" in (got.estimated.unavailable or "")
     assert got.drift is not None and {"predicted_label", "score"} <= set(got.drift.signals)
     assert {"tokens", "unknown_token_share", "slice:source"} <= set(got.drift.skipped)
+
+
+@settings(PROFILE, max_examples=4)
+@given(st.sampled_from(["single_label", "multi_label", "regression"]), st.integers(0, 10_000), st.sampled_from([0.0, 0.7]))
+def test_an_input_drift_puts_the_estimate_in_doubt_naming_the_signals(tmp_path_factory, head, seed, shift):
+    """estimated.caveat names exactly the input signals that drifted (drift.py INPUT_SIGNALS: tokens,
+    the unknown-token share, slices), null when none did; the report's estimate part opens with it."""
+    from scorekeeper.evaluation.drift import is_input_signal
+    from tests import generated_runs as gen
+
+    root = tmp_path_factory.mktemp("caveat")
+    gen.write(root / "reference", head, gen.Spec(rows=150, seed=seed, fingerprint="reference"))
+    gen.publish(root, "reference", gen.evaluate(root, "reference", head))
+    gen.write(root / "night", head, gen.Spec(rows=150, seed=seed + 1, shift=shift, labelled=False))
+    document = gen.evaluate(root, "night", head, reference="reference")
+    assert document.drift is not None and document.estimated is not None
+    moved = [name for name in document.drift.drifted if is_input_signal(name)]
+    assert moved or not shift  # the shift moves the generated inputs (lengths, unknown words, the slice)
+    caveat = document.estimated.caveat
+    if not moved:
+        assert caveat is None
+        return
+    assert caveat is not None and f"({', '.join(moved)} drifted)" in caveat
+    assert not [name for name in document.drift.drifted if name not in moved and name in caveat]  # output signals are not named
+    markdown, html = gen.render(document, "night")
+    estimate_part = markdown[max(0, markdown.index("Estimated performance") - 400) :]
+    assert estimate_part.index("The estimate's assumption is in doubt") < estimate_part.index("Estimated performance")
+    assert 'id="estimate-caveat"' in html and html.index('id="estimate-caveat"') < html.index("From run reference's calibration")

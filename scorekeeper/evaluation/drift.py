@@ -42,6 +42,22 @@ GROUPED = 4  # a numeric signal of at most (its values / GROUPED) distinct value
 SAMPLE = 100_000  # the values that choose it
 KS_BUCKETS = 4000  # a numeric signal of many values: its buckets per bin
 
+# The signals of the run's inputs, not of the model's outputs: when one of them drifted, the
+# estimate's assumption (inputs like the reference's) is in doubt, and `estimated.caveat` names it.
+# The one list of them: a new input signal (SPEC section 14's representation) joins here.
+INPUT_SIGNALS = ("tokens", "unknown_token_share")
+INPUT_SIGNAL_PREFIXES = ("slice:",)
+
+
+def is_input_signal(name: str) -> bool:
+    """Whether the drift signal `name` measures the run's inputs (INPUT_SIGNALS, INPUT_SIGNAL_PREFIXES)."""
+    return name in INPUT_SIGNALS or name.startswith(INPUT_SIGNAL_PREFIXES)
+
+
+def drifted_inputs(drift: Drift | None) -> list[str]:
+    """The input signals that drifted, worst PSI first (drift.drifted's order)."""
+    return [name for name in (drift.drifted if drift is not None else []) if is_input_signal(name)]
+
 
 def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) -> RunSide:
     """The reference run's predictions (and, when this run has `slice_columns`, its staged input, when

@@ -16,6 +16,7 @@ last one holding 1.0), or the `prediction` signal's deciles. The per-row work is
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scorekeeper.evaluation import drift as d
@@ -58,6 +59,7 @@ def estimate(
     """metrics.json `estimated` of the run on `con` (its `predictions` view) from the reference's
     recorded calibration; `drift` is this run's drift (the regression estimate reads its bins)."""
     estimated = Estimated(method="reference_calibration", reference=reference_name, assumptions=ASSUMPTIONS, rows=rows)
+    estimated.caveat = caveat(drift)
     kind.estimate(con, estimated, labels, reference.model_dump(), drift)
     return estimated
 
@@ -75,13 +77,93 @@ def recorded_bins(estimated: Estimated, recorded: dict) -> dict | None:
     return by_label
 
 
-def expected_f1(con, query: str, by_label: dict, labels: list[str], params: dict | None = None) -> tuple[float | None, float | None]:
-    """(macro, micro) F1 of the expected (TP, FP, FN) per label that the kind's `query` gives from
-    the reference's calibration_by_label."""
+@dataclass(frozen=True)
+class ExpectedF1:
+    """The expected (TP, FP, FN) per label of this run from the reference's calibration_by_label
+    (the kind's query makes estimate_cells), their macro and micro F1, and the reference's counts
+    the intervals read."""
+
+    cells: list[tuple[float, float, float]]
+    macro: float | None
+    micro: float | None
+    counts_r: list[list[float]]
+    counts_t: list[list[float]]
+
+    def macro_ci(self, con, renormalised: bool) -> list[float] | None:
+        return f1_interval(con, self.macro, macro_gradients(self.cells), self.counts_r, self.counts_t, renormalised)
+
+    def micro_ci(self, con, renormalised: bool) -> list[float] | None:
+        return f1_interval(con, self.micro, micro_gradients(self.cells), self.counts_r, self.counts_t, renormalised)
+
+
+def expected_f1(con, query: str, by_label: dict, labels: list[str], params: dict | None = None) -> ExpectedF1:
+    """The expected F1 of this run that the kind's `query` (estimate_cells from the reference's
+    calibration_by_label) gives; `renormalised` in the intervals: the kind's q sum to 1 over labels."""
     counts_r = [[float(c["rows"]) for c in by_label.get(name) or _empty()] for name in labels]
     counts_t = [[float(c["truth"]) for c in by_label.get(name) or _empty()] for name in labels]
-    cells = con.execute(sql(query), {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS} | (params or {})).fetchall()
-    return f1_from_expected([(float(tp), float(fp), float(fn)) for _, tp, fp, fn in cells])
+    con.execute(sql(query), {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS} | (params or {}))
+    cells = [(float(tp), float(fp), float(fn)) for _, tp, fp, fn in con.execute(sql("estimate_expected.sql")).fetchall()]
+    macro, micro = f1_from_expected(cells)
+    return ExpectedF1(cells, macro, micro, counts_r, counts_t)
+
+
+def caveat(drift: Drift | None) -> str | None:
+    """estimated.caveat: the input signals that drifted (drift.py INPUT_SIGNALS), named; None when none did."""
+    moved = d.drifted_inputs(drift)
+    if not moved:
+        return None
+    return (
+        f"the inputs moved against the reference run ({', '.join(moved)} drifted): the estimate assumes this run's inputs "
+        "are like the reference's, so it and its interval may be far off"
+    )
+
+
+def macro_gradients(cells: list[tuple[float, float, float]]) -> tuple[list[float], list[float]]:
+    """d macro-F1 / d TP_k and d FN_k (FP_k = predicted_k - TP_k moves with TP_k): with D_k = 2TP + FP
+    + FN, F1_k = 2TP / D_k; the labels left out of the macro (D_k = 0) have none."""
+    kept = [2 * tp + fp + fn > 0 for tp, fp, fn in cells]
+    share = 1 / max(sum(kept), 1)
+    tp_gradient, fn_gradient = [], []
+    for (tp, fp, fn), keep in zip(cells, kept, strict=True):
+        total = 2 * tp + fp + fn
+        tp_gradient.append(share * 2 * (tp + fp + fn) / total**2 if keep else 0.0)
+        fn_gradient.append(-share * 2 * tp / total**2 if keep else 0.0)
+    return tp_gradient, fn_gradient
+
+
+def micro_gradients(cells: list[tuple[float, float, float]]) -> tuple[list[float], list[float]]:
+    """d micro-F1 / d TP_k and d FN_k: the same for every label (the counts are summed first)."""
+    tp, fp, fn = (sum(c[i] for c in cells) for i in range(3))
+    total = 2 * tp + fp + fn
+    if total <= 0:
+        return [0.0] * len(cells), [0.0] * len(cells)
+    return [2 * (tp + fp + fn) / total**2] * len(cells), [-2 * tp / total**2] * len(cells)
+
+
+def f1_interval(
+    con,
+    value: float | None,
+    gradients: tuple[list[float], list[float]],
+    counts_r: list[list[float]],
+    counts_t: list[list[float]],
+    renormalised: bool,
+) -> list[float] | None:
+    """The 95% interval of an estimated F1 (docs/drift.md), by the delta method over `estimate_cells`:
+    the run's part (each row's outcomes drawn from its q) plus the reference's (each label's bin
+    rate a_kb = (t_kb + mean p of this run's cells in it) / (r_kb + 1), of variance
+    a_kb (1 - a_kb) / (r_kb + 1), shared by every cell in the bin); clipped to [0, 1]."""
+    if value is None:
+        return None
+    rows = con.execute(
+        sql("estimate_f1_variance.sql"), {"tp_gradient": gradients[0], "fn_gradient": gradients[1], "renormalised": renormalised}
+    ).fetchall()
+    variance = float(rows[0][2] or 0.0)
+    for label_id, b, h, _, mean_p in rows[1:]:
+        r, t = counts_r[label_id][b], counts_t[label_id][b]
+        a = (t + mean_p) / (r + 1)
+        variance += float(h) ** 2 * a * (1 - a) / (r + 1)
+    half = Z95 * math.sqrt(max(variance, 0.0))
+    return [max(0.0, value - half), min(1.0, value + half)]
 
 
 def _empty() -> list[dict]:

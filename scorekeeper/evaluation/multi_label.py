@@ -370,7 +370,9 @@ class MultiLabel:
         """Macro- and micro-F1 from the reference's calibration_by_label."""
         by_label = recorded_bins(estimated, recorded)
         if by_label is not None:
-            estimated.macro_f1, estimated.micro_f1 = expected_f1(con, "estimate_multi_label.sql", by_label, labels, {"names": labels})
+            f1 = expected_f1(con, "estimate_multi_label.sql", by_label, labels, {"names": labels})
+            estimated.macro_f1, estimated.macro_f1_ci = f1.macro, f1.macro_ci(con, renormalised=False)
+            estimated.micro_f1, estimated.micro_f1_ci = f1.micro, f1.micro_ci(con, renormalised=False)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
 

@@ -151,7 +151,8 @@ class SingleLabel:
         if by_label is None:
             return
         estimated.accuracy, estimated.accuracy_ci = accuracy_estimate(con, recorded.get("calibration") or [], estimated.rows)
-        estimated.macro_f1, _ = expected_f1(con, "estimate_single_label.sql", by_label, labels)
+        f1 = expected_f1(con, "estimate_single_label.sql", by_label, labels)
+        estimated.macro_f1, estimated.macro_f1_ci = f1.macro, f1.macro_ci(con, renormalised=True)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
 

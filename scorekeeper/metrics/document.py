@@ -530,10 +530,13 @@ class Estimated(Part):
     accuracy: Number = None
     accuracy_ci: list[float] | None = None
     macro_f1: Number = None
+    macro_f1_ci: list[float] | None = None
     micro_f1: Number = None
+    micro_f1_ci: list[float] | None = None
     mae: Number = None
     per_output: dict[str, Number] | None = None
     unavailable: str | None = None
+    caveat: str | None = None  # an input signal drifted: the estimate's assumption is in doubt (names them)
 
 
 class LabelPlan(Part):

@@ -217,8 +217,17 @@ METRICS: tuple[Metric, ...] = (
         history=True,
         monitoring=True,
     ),
-    Metric("estimated_macro_f1", ("estimated", "macro_f1"), Direction.HIGHER, CLASSIFIERS, monitoring=True),
-    Metric("estimated_micro_f1", ("estimated", "micro_f1"), Direction.HIGHER, MULTI, monitoring=True),
+    Metric(
+        "estimated_macro_f1",
+        ("estimated", "macro_f1"),
+        Direction.HIGHER,
+        CLASSIFIERS,
+        monitoring=True,
+        interval=("estimated", "macro_f1_ci"),
+    ),
+    Metric(
+        "estimated_micro_f1", ("estimated", "micro_f1"), Direction.HIGHER, MULTI, monitoring=True, interval=("estimated", "micro_f1_ci")
+    ),
     Metric("estimated_mae", ("estimated", "mae"), Direction.LOWER, REGRESSION, monitoring=True),
     # -- the labelled plan's prediction-powered estimates (docs/labelling.md): present once plan rows have labels
     *(

@@ -43,6 +43,7 @@ class EstimateRow:
     estimate: float | None
     ci: list[float] | None
     truth: float | None  # this run's own value, on a labelled run
+    interval: list[str] | None = None  # the interval's path in metrics.json
 
 
 def estimate_rows(document: MetricsDocument) -> list[EstimateRow]:
@@ -55,7 +56,8 @@ def estimate_rows(document: MetricsDocument) -> list[EstimateRow]:
             continue
         name = str(metric.path[1])  # estimated.accuracy beside the run's own accuracy
         ci = value_at(document, metric.interval) if metric.interval else None
-        rows.append(EstimateRow(name, value, ci, metric_value(document, name) if document.evaluated else None))
+        interval = [str(part) for part in metric.interval] if metric.interval else None
+        rows.append(EstimateRow(name, value, ci, metric_value(document, name) if document.evaluated else None, interval))
     return rows
 
 
@@ -84,7 +86,10 @@ def estimate_markdown(document: MetricsDocument) -> list[str]:
     if est is None:
         return []
     rows = estimate_rows(document)
-    lines = [f"Estimated performance from run {md_code(est.reference)}'s calibration ({est.rows} rows):"]
+    lines = []
+    if est.caveat:  # first: an input drifted, so the numbers below rest on an assumption in doubt
+        lines += [f"**The estimate's assumption is in doubt:** {md_text(est.caveat)}.", ""]
+    lines += [f"Estimated performance from run {md_code(est.reference)}'s calibration ({est.rows} rows):"]
     if rows:
         lines += ["", "| metric | estimate | 95% interval | measured |", "|---|---|---|---|"]
         for r in rows:

@@ -1,0 +1,11 @@
+-- reads: estimate_cells
+-- creates: nothing
+-- Expected TP, FP and FN per label: TP_k = sum of q_k over rows predicted k, FP_k = sum of 1 - q_k
+-- there, FN_k = sum of q_k elsewhere.
+SELECT label_id,
+       coalesce(sum(q) FILTER (WHERE predicted), 0) AS tp,
+       coalesce(sum(1 - q) FILTER (WHERE predicted), 0) AS fp,
+       coalesce(sum(q) FILTER (WHERE NOT predicted), 0) AS fn
+FROM estimate_cells
+GROUP BY label_id
+ORDER BY label_id;
