@@ -338,7 +338,7 @@ class _DropKnownErrors(logging.Filter):
     the one-line message printed by the CLI says it all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from scorekeeper.errors import ScorekeeperError, storage_error
+        from scorekeeper.errors import ScorekeeperError, known_error_names, storage_error
 
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_error(exc) is not None):
@@ -346,33 +346,7 @@ class _DropKnownErrors(logging.Filter):
         if getattr(record, "scorekeeper_gate_failure", False):  # tasks/gates.py: the CLI's last line says it
             return False
         message = record.getMessage()
-        return not any(name in message for name in _KNOWN_ERROR_NAMES)
-
-
-_KNOWN_ERROR_NAMES = (
-    "InputError",
-    "ModelError",
-    "RunConflict",
-    "ScoringFailed",
-    "GatherError",
-    "GateFailed",
-    "OutputError",
-    "LeaseLost",
-    "Interrupted",
-    "ScorekeeperError",
-    # a failed gate or precision bound (tasks/gates.py): the flow run's Failed state names it, and so does the CLI
-    "quality gate(s) failed",
-    "precision check against float32 failed",
-    "KeyboardInterrupt",
-    # storage failures no retry cures (errors.storage_failure): the flow ends them in one line
-    "No space left on device",
-    "Disk quota exceeded",
-    "Read-only file system",
-    "bucket does not exist",
-    # storage that stopped answering once every retry was spent (errors.storage_unreachable): one line too
-    "EndpointConnectionError",
-    "ConnectionClosedError",
-)
+        return not any(name in message for name in known_error_names())
 
 
 def _hide_known_tracebacks() -> None:

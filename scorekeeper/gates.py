@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scorekeeper.errors import GATES_FAILED
 from scorekeeper.evaluation.paired_tests import ALPHA, detectable_change
 from scorekeeper.head_kind import DEFAULT_HEAD
 from scorekeeper.metrics.document import GateResult
@@ -271,4 +272,4 @@ def failure_message(results: list[GateResult]) -> str | None:
         if r.p is not None:
             text += f" (p {r.p:.3g}, {r.method})"
         parts.append(text)
-    return f"{len(failed)} of {len(results)} quality gate(s) failed: " + "; ".join(parts)
+    return f"{len(failed)} of {len(results)} {GATES_FAILED}: " + "; ".join(parts)

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from scorekeeper.evaluation.matching import ColumnKind, TruthMatching
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import SliceMetric
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 

@@ -25,10 +25,10 @@ from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import LabelRequest, label_run
 from scorekeeper.evaluation.length_impact import length_impact
-from scorekeeper.evaluation.matching import ColumnKind, TruthMatching
 from scorekeeper.evaluation.truth import label_table
 from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 

@@ -42,7 +42,6 @@ from scorekeeper.evaluation.estimate import calibration_by_label, expected_f1, r
 from scorekeeper.evaluation.heads_compare import _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
-from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.evaluation.paired_tests import mcnemar_exact
 from scorekeeper.evaluation.signals import RunSide, SignalViews
 from scorekeeper.evaluation.slices import head_slices
@@ -51,6 +50,7 @@ from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
 from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import BY_NAME, SliceMetric, scalar_metrics, value_at
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.storage import Location
 
 TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8-f measures it"

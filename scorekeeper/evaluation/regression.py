@@ -34,7 +34,6 @@ from scorekeeper.evaluation.duck import Fragment, identifier, number, records, s
 from scorekeeper.evaluation.heads_compare import BOOTSTRAP_BLOCKS, _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
-from scorekeeper.evaluation.matching import ColumnKind, TruthMatching
 from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
 from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
 from scorekeeper.evaluation.signals import RunSide, SignalViews
@@ -52,6 +51,7 @@ from scorekeeper.metrics.document import (
     ResidualBins,
 )
 from scorekeeper.metrics.registry import BY_NAME, Pairing, SliceMetric, compared_metrics, run_metrics, scalar_metrics
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.storage import Location
 
 SCATTER_POINTS = 3000  # past this many rows the predicted-vs-true plot is a 2-D histogram

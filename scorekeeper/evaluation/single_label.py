@@ -29,7 +29,7 @@ from scorekeeper.evaluation.estimate import accuracy_estimate, accuracy_variance
 from scorekeeper.evaluation.label_audit import label_audit
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables
 from scorekeeper.evaluation.length_impact import proportion_sides
-from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthRule, why_nothing_evaluated
+from scorekeeper.evaluation.matching import why_nothing_evaluated
 from scorekeeper.evaluation.signals import RunSide, SignalViews
 from scorekeeper.evaluation.truth import RAW_LABEL, match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
@@ -49,6 +49,7 @@ from scorekeeper.metrics.document import (
     ThresholdRow,
 )
 from scorekeeper.metrics.registry import BY_NAME, TOP_K_MAX, SliceMetric
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.run_folder import StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location
 

@@ -10,8 +10,9 @@ import logging
 
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.duck import Fragment, parquet_view, sql, statement
-from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
+from scorekeeper.evaluation.matching import TruthValues, column_kind, conflict_note, decide
 from scorekeeper.metrics.document import GroundTruthSource
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
 
 
