@@ -79,9 +79,9 @@ def heads(tmp_path_factory):
 
 
 def _staged_labels(tmp_path, model, data, **params):
-    """The read step: staging, then its check of the staged truth (scorekeeper/evaluation/truth.check_truth); the
+    """The read step: staging, then its check of the staged truth (scorekeeper/evaluation/driver.check_truth); the
     context and the staged label column."""
-    from scorekeeper.evaluation.truth import check_truth
+    from scorekeeper.evaluation.driver import check_truth
 
     request, context, manifest, job = open_run_and_plan(
         input_uri=str(data), model_uri=model, output_uri=str(tmp_path / "out"), run_name="r", **params
