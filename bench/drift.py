@@ -51,6 +51,7 @@ def drift_of(reference: pa.Table, current: pa.Table):
     import duckdb
 
     from scorekeeper.evaluation import drift as d
+    from scorekeeper.evaluation import single_label
 
     con = duckdb.connect()
     con.from_arrow(reference).create_view("reference_predictions")
@@ -58,7 +59,7 @@ def drift_of(reference: pa.Table, current: pa.Table):
     r = d.RunSide("reference", "reference_predictions", d.columns_of(con, "reference_predictions"), LABELS)
     c = d.RunSide("current", "predictions", d.columns_of(con, "predictions"), LABELS)
     try:
-        return d.drift(con, "single_label", r, c, [], "reference")
+        return d.drift(con, single_label.EVALUATION, r, c, [], "reference")
     finally:
         con.close()
 

@@ -8,10 +8,11 @@ a change to the evaluation or the report changes no number and no byte of what a
 Every head kind with ground truth (single-label from the label column and from ground-truth files
 with ids of another type, multi-label, regression with one and with two outputs), slices, a
 baseline run each is compared with (comparison, paired tests), gates, the history and the label
-audit. Each run's evaluation goes through the evaluate step's own functions and its report through
+audit; and per kind a run measured against a drift reference (drift, the estimate, monitoring
+gates) at a max_length some of its rows exceed (length_impact). Each run's evaluation goes through the evaluate step's own functions and its report through
 the report step's publish_report, so the folder holds what a run publishes: metrics.json,
 report.md, report.html and the SVGs. The clock is fixed (finished_at), so two builds of the same
-code are byte-identical (DuckDB on one thread, so that no sum's last bit depends on the split of the rows); `compare` checks metrics.json by key with floats to 1e-6 and every other
+code are byte-identical (DuckDB on one thread, so that no sum's last bit depends on the split of the rows); `compare` checks metrics.json by key with floats to 1e-9 and every other
 file byte for byte (tests/test_golden.py checks a build against the snapshot in tests/golden/snapshot.json: the
 metrics and the other files' sha256).
 """
@@ -36,6 +37,7 @@ SENTIMENT = ["negative", "neutral", "positive", "mixed"]
 TOPICS = ["price", "delivery", "quality", "service"]
 OUTPUTS = ["stars", "helpfulness"]
 N = 240
+TOLERANCE = 1e-9  # metrics.json's floats: the same to this, relative or absolute
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -126,6 +128,19 @@ def _regression(run: Path, seed: int, noise: float, outputs: list[str]) -> None:
     )
 
 
+def _with_lengths(run: Path, seed: int, longer: int) -> None:
+    """A run scored with lengths (predictions' `tokens` and `unknown_tokens`, as the worker writes
+    them) whose request names its slice column, so that drift reads every signal of it and the
+    length split has rows over the window; `longer` shifts its lengths (a drift to find)."""
+    predictions = pq.read_table(run / "predictions.parquet")
+    rng = _rng(seed + 200)
+    tokens = rng.integers(8, 96, size=predictions.num_rows) + longer
+    unknown = rng.binomial(tokens, 0.02 + longer / 1000)
+    predictions = predictions.append_column("tokens", pa.array(tokens, pa.int64()))
+    pq.write_table(predictions.append_column("unknown_tokens", pa.array(unknown, pa.int64())), run / "predictions.parquet")
+    (run / "request.json").write_text(json.dumps({"id_column": None, "slice_columns": ["source"]}))
+
+
 def _manifest(run: Path, truth_from_files: bool = False):
     from scorekeeper.run_folder import StagedGroundTruth, StagedManifest
 
@@ -151,7 +166,24 @@ RUNS = [
     ("reg-b", "regression", lambda p: _regression(p, 3, 0.5, ["stars"]), "reg-a", {"mae": "<=0.5", "rmse_delta": "<=0"}),
     ("reg2-a", "regression", lambda p: _regression(p, 4, 0.9, OUTPUTS), None, {}),
     ("reg2-b", "regression", lambda p: _regression(p, 4, 0.6, OUTPUTS), "reg2-a", {"r2": ">=0.5"}),
+    # monitored runs (MONITORED): a reference scored with lengths, then a run measured against it
+    ("single-ref", "single_label", lambda p: (_single_label(p, 5, 1.4, False), _with_lengths(p, 5, 0)), None, {}),
+    ("single-drift", "single_label", lambda p: (_single_label(p, 6, 0.9, False), _with_lengths(p, 6, 24)), None,
+     {"drifted_signals": "<=0", "estimated_accuracy": ">=0.5"}),
+    ("multi-ref", "multi_label", lambda p: (_multi_label(p, 7, 1.3), _with_lengths(p, 7, 0)), None, {}),
+    ("multi-drift", "multi_label", lambda p: (_multi_label(p, 8, 0.9), _with_lengths(p, 8, 16)), None, {"estimated_micro_f1": ">=0.5"}),
+    ("reg-ref", "regression", lambda p: (_regression(p, 9, 0.6, ["stars"]), _with_lengths(p, 9, 0)), None, {}),
+    ("reg-drift", "regression", lambda p: (_regression(p, 10, 0.9, ["stars"]), _with_lengths(p, 10, 8)), None, {"estimated_mae": "<=0.8"}),
+    ("reg2-drift", "regression", lambda p: (_regression(p, 11, 0.7, OUTPUTS), _with_lengths(p, 11, 0)), None, {}),
 ]  # fmt: skip
+# The monitored runs: (drift_reference, max_length) of each; reg2-drift's reference was scored
+# without lengths (its tokens signals are skipped) and has no slice column in its request.
+MONITORED = {
+    "single-drift": ("single-ref", 64),
+    "multi-drift": ("multi-ref", 64),
+    "reg-drift": ("reg-ref", 72),
+    "reg2-drift": ("reg2-a", 64),
+}
 SCORING = {
     "rows_scored": N, "tokens": 4800, "padded_tokens": 6400, "truncated": 3, "seconds": 2.5, "rows_per_s": 96.0,
     "tokens_per_s": 1920.0, "processes": 2, "dtype": "float32",
@@ -170,9 +202,11 @@ def _evaluate(runs: Path, name: str, head: str, baseline: str | None, gates: dic
     labels = json.loads((runs / name / "plan.json").read_text())["labels"]
     output = Location.from_uri(str(runs))
     thresholds = {"price": 0.4, "delivery": 0.5, "quality": 0.6, "service": 0.5} if head == "multi_label" else 0.5
+    reference, max_length = MONITORED.get(name, (None, None))
     metrics = evaluate_run(
         run, labels, _manifest(runs / name, truth_from_files), ["source"], output.child(baseline) if baseline else None,
-        head, thresholds, truth_column="rating",
+        head, thresholds, truth_column="rating", max_length=max_length,
+        drift_reference=output.child(reference) if reference else None,
     )  # fmt: skip
     metrics.finished_at = FINISHED_AT
     metrics.history = run_history(output, name, metrics, run.read_json(RunFolder.PLAN))
@@ -232,14 +266,14 @@ def _close(a, b, path: str, problems: list[str]) -> None:
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
             _close(x, y, f"{path}[{i}]", problems)
     elif isinstance(a, float) or isinstance(b, float):
-        if not (isinstance(a, int | float) and isinstance(b, int | float)) or not math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6):
+        if not (isinstance(a, int | float) and isinstance(b, int | float)) or not math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
             problems.append(f"{path}: {a!r}, before {b!r}")
     elif a != b:
         problems.append(f"{path}: {a!r}, before {b!r}")
 
 
 def compare(after: Path, before: Path) -> list[str]:
-    """What differs between two builds: metrics.json by key (floats to 1e-6), other files byte for byte."""
+    """What differs between two builds: metrics.json by key (floats to TOLERANCE), other files byte for byte."""
     problems: list[str] = []
     names = {p.relative_to(before).as_posix() for p in before.rglob("*") if p.is_file()}
     names |= {p.relative_to(after).as_posix() for p in after.rglob("*") if p.is_file()}

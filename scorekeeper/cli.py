@@ -150,17 +150,11 @@ def _run(options: dict[str, Any]) -> int:
         from scorekeeper.tasks.fan_out import needs_orchestration
 
         return _fail(needs_orchestration(request), 2)
-    from scorekeeper.precheck import no_data_tonight, precheck, precheck_model, prechecked
+    from scorekeeper.precheck import prechecked
 
-    try:
-        precheck_model(request)  # the window's refusals (head_tokens, chunk_overlap, max on a single-label head)
-        skipped = no_data_tonight(request, dated)  # if_empty: a night without data, before anything starts
-        if skipped is not None:
-            print(f"scorekeeper: {skipped}")
-            return 0
-        precheck(request)  # the input's schema, ids and encodings, before anything starts
-    except ScorekeeperError as exc:
-        return _fail(str(exc), exc.exit_code)
+    code = _prechecks(request, dated)
+    if code is not None:
+        return code
 
     # Ctrl-C (SIGINT to the whole foreground process group), SIGTERM and SIGHUP stop the run the
     # same way: the first one raises KeyboardInterrupt here, the flow stops its scoring processes
@@ -206,6 +200,24 @@ def _run(options: dict[str, Any]) -> int:
         return 0
     print(summary_line(result))
     return 0
+
+
+def _prechecks(request: ScoreRequest, dated: bool) -> int | None:
+    """What is refused before anything starts (the model's window, the input), or a night without
+    data (if_empty): the exit code to end with, None to go on."""
+    from scorekeeper.errors import ScorekeeperError
+    from scorekeeper.precheck import no_data_tonight, precheck, precheck_model
+
+    try:
+        precheck_model(request)  # the window's refusals (head_tokens, chunk_overlap, max on a single-label head)
+        skipped = no_data_tonight(request, dated)  # if_empty: a night without data, before anything starts
+        if skipped is not None:
+            print(f"scorekeeper: {skipped}")
+            return 0
+        precheck(request)  # the input's schema, ids and encodings, before anything starts
+    except ScorekeeperError as exc:
+        return _fail(str(exc), exc.exit_code)
+    return None
 
 
 def _api_url_configured() -> bool:
@@ -338,7 +350,7 @@ class _DropKnownErrors(logging.Filter):
     the one-line message printed by the CLI says it all."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from scorekeeper.errors import ScorekeeperError, storage_error
+        from scorekeeper.errors import ScorekeeperError, known_error_names, storage_error
 
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, (ScorekeeperError, KeyboardInterrupt)) or (exc is not None and storage_error(exc) is not None):
@@ -346,33 +358,7 @@ class _DropKnownErrors(logging.Filter):
         if getattr(record, "scorekeeper_gate_failure", False):  # tasks/gates.py: the CLI's last line says it
             return False
         message = record.getMessage()
-        return not any(name in message for name in _KNOWN_ERROR_NAMES)
-
-
-_KNOWN_ERROR_NAMES = (
-    "InputError",
-    "ModelError",
-    "RunConflict",
-    "ScoringFailed",
-    "GatherError",
-    "GateFailed",
-    "OutputError",
-    "LeaseLost",
-    "Interrupted",
-    "ScorekeeperError",
-    # a failed gate or precision bound (tasks/gates.py): the flow run's Failed state names it, and so does the CLI
-    "quality gate(s) failed",
-    "precision check against float32 failed",
-    "KeyboardInterrupt",
-    # storage failures no retry cures (errors.storage_failure): the flow ends them in one line
-    "No space left on device",
-    "Disk quota exceeded",
-    "Read-only file system",
-    "bucket does not exist",
-    # storage that stopped answering once every retry was spent (errors.storage_unreachable): one line too
-    "EndpointConnectionError",
-    "ConnectionClosedError",
-)
+        return not any(name in message for name in known_error_names())
 
 
 def _hide_known_tracebacks() -> None:

@@ -260,17 +260,22 @@ def metrics_page() -> str:
         "## Names a quality gate accepts",
         "",
         "A gate (`--gates 'NAME OP NUMBER'`) names a metric of the run's head kind, the change of a compared",
-        "metric (`NAME_drop` = other run - this run, `NAME_delta` = this - other; these need `compare_to`),",
-        "or a statistic of the comparison. A name the run's head kind lacks is refused before anything runs.",
-        "How gates are judged: [gates.md](gates.md).",
+        "metric (`NAME_drop` = other run - this run, `NAME_delta` = this - other) or a statistic of the",
+        "comparison (these need `compare_to`), a monitoring metric (these need `drift_reference`) or a",
+        "prediction-powered one (these need a labelling plan's labels back). A name the run's head kind lacks",
+        "is refused before anything runs. How gates are judged: [gates.md](gates.md).",
     ]
     for kind in HeadKind:
         names = gate_metrics(kind)
-        own = [n for n, g in names.items() if not g.comparison]
+        own = [n for n, g in names.items() if not g.comparison and not g.metric.monitoring and not g.metric.labelling]
         changes = [n for n, g in names.items() if g.comparison and g.metric.scope == Scope.RUN]
         statistics = [n for n, g in names.items() if g.metric.scope == Scope.COMPARISON]
+        monitoring = [n for n, g in names.items() if g.metric.monitoring]
+        labelling = [n for n, g in names.items() if g.metric.labelling]
         lines += ["", f"### {kind.value}", "", "- the run's own: " + ", ".join(f"`{n}`" for n in own)]
         lines.append("- with `compare_to`: " + ", ".join(f"`{n}`" for n in changes + statistics))
+        lines.append("- with `drift_reference`: " + ", ".join(f"`{n}`" for n in monitoring))
+        lines.append("- with labels back for a `label_budget` plan: " + ", ".join(f"`{n}`" for n in labelling))
 
     lines += ["", "## Parts", "", "The objects nested in the document, with their fields."]
     for part in _parts(MetricsDocument):

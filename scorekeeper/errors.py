@@ -5,6 +5,19 @@ the CLI prints it without a traceback and exits non-zero. Anything else is a bug
 traceback.
 """
 
+import errno
+
+# What an OSError without an errno (pyarrow's, fsspec's) says of a storage failure no retry cures,
+# and what S3 says of a missing bucket (storage_failure reads them; the CLI's log filter too).
+UNCURED_TEXTS = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded", errno.EROFS: "Read-only file system"}
+MISSING_BUCKET = "bucket does not exist"
+# What the line of a failed gate or precision bound says (scorekeeper/gates.py, tasks/precision.py):
+# the flow run's Failed state names it, and so does the CLI's last line.
+GATES_FAILED = "quality gate(s) failed"
+PRECISION_FAILED = "precision check against float32 failed"
+# botocore's errors of storage that stopped answering once its retries are spent, as a log line names them
+UNREACHABLE_NAMES = ("EndpointConnectionError", "ConnectionClosedError")
+
 
 class ScorekeeperError(Exception):
     """A problem with the run's input, parameters or environment, explained in the message.
@@ -80,8 +93,6 @@ def storage_failure(exc: BaseException) -> str | None:
     system, a missing bucket), or None for any other error (transient I/O is retried, bugs keep
     their traceback). The one place that tells them apart: the report's publishing, the run's
     lease and the flow's last line all ask here."""
-    import errno
-
     reasons = {
         errno.ENOSPC: "no space left on the device",
         errno.EDQUOT: "disk quota exceeded",
@@ -91,14 +102,13 @@ def storage_failure(exc: BaseException) -> str | None:
         return None
     code = exc.errno
     if code is None:  # pyarrow's and fsspec's OSErrors carry the cause in their text only
-        phrases = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded", errno.EROFS: "Read-only file system"}
-        code = next((c for c, phrase in phrases.items() if phrase in str(exc)), None)
+        code = next((c for c, phrase in UNCURED_TEXTS.items() if phrase in str(exc)), None)
     if code in reasons:
         if not exc.filename:
             return reasons[code]
         folder, _, name = str(exc.filename).rstrip("/").rpartition("/")
         return reasons[code] + (f" holding {folder} (writing {name})" if folder else f" ({exc.filename})")
-    if "NoSuchBucket" in str(exc) or "bucket does not exist" in str(exc).lower():
+    if "NoSuchBucket" in str(exc) or MISSING_BUCKET in str(exc).lower():
         return "the bucket does not exist (create it, or fix output_uri)"
     return None
 
@@ -134,12 +144,37 @@ def is_storage_error(exc: BaseException) -> bool:
 def storage_unreachable(exc: BaseException) -> str | None:
     """Why storage did not answer once every retry was spent (a refused or dropped connection, a
     timeout), or None for any other error."""
-    import botocore.exceptions
-
-    unreachable = (ConnectionError, TimeoutError, botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)
-    if isinstance(exc, unreachable) or (is_storage_error(exc) and type(exc).__module__.startswith(("aiohttp", "fsspec"))):
+    if isinstance(exc, unreachable_errors()) or (is_storage_error(exc) and type(exc).__module__.startswith(("aiohttp", "fsspec"))):
         return "storage did not answer (" + (" ".join(str(exc).split()) or type(exc).__name__) + ")"
     return None
+
+
+def unreachable_errors() -> tuple[type[BaseException], ...]:
+    """The errors of storage that stopped answering: refused or dropped connections, timeouts."""
+    import botocore.exceptions
+
+    return (ConnectionError, TimeoutError, botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)
+
+
+def known_error_names() -> tuple[str, ...]:
+    """What a log line of an error the run ends with in one line names: every class of
+    ScorekeeperError's tree, a failed gate or precision bound, KeyboardInterrupt, the texts of
+    storage failures no retry cures and the errors of storage that stopped answering (the CLI drops
+    Prefect's tracebacks of them)."""
+
+    def tree(cls: type[BaseException]) -> list[str]:
+        subclasses: list[type[BaseException]] = cls.__subclasses__()
+        return [cls.__name__, *(name for sub in subclasses for name in tree(sub))]
+
+    return (
+        *tree(ScorekeeperError),
+        GATES_FAILED,
+        PRECISION_FAILED,
+        "KeyboardInterrupt",
+        *UNCURED_TEXTS.values(),
+        MISSING_BUCKET,
+        *UNREACHABLE_NAMES,
+    )
 
 
 def storage_error(exc: BaseException) -> OutputError | None:

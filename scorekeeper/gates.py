@@ -31,7 +31,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scorekeeper.errors import GATES_FAILED
 from scorekeeper.evaluation.paired_tests import ALPHA, detectable_change
+from scorekeeper.head_kind import DEFAULT_HEAD
 from scorekeeper.metrics.document import GateResult
 from scorekeeper.metrics.registry import (
     HeadKind,
@@ -63,7 +65,7 @@ class GateMetric:
         return self.metric.scope == Scope.COMPARISON or self.path[0] == "comparison"
 
 
-def gate_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> dict[str, GateMetric]:
+def gate_metrics(head: HeadKind | str | None = DEFAULT_HEAD) -> dict[str, GateMetric]:
     """Every name a gate of a `head` run may use (None: of any head), in the registry's order."""
     names = {m.name: GateMetric(m.name, m.path, m) for m in run_metrics(head)}
     for m in compared_metrics(head):
@@ -112,7 +114,7 @@ class Gate:
         return f"{self.metric} {self.op} {self.limit:g}" + (" if significant" if self.if_significant else "")
 
 
-def parse_gate(metric: str, spec: str, head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> Gate:
+def parse_gate(metric: str, spec: str, head: HeadKind | str | None = DEFAULT_HEAD) -> Gate:
     """One gate from its metric name and its condition; ValueError with a message naming both.
     `head`: the run's head kind, whose metrics the gate may name (None, while it is not known yet:
     any head's). The parameter model parses with the `head` parameter (None for `auto`); the run,
@@ -156,7 +158,7 @@ def _known(head: HeadKind | str | None) -> str:
     return "; ".join(parts)
 
 
-def parse_gates(gates: dict[str, str], head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Gate]:
+def parse_gates(gates: dict[str, str], head: HeadKind | str | None = DEFAULT_HEAD) -> list[Gate]:
     return [parse_gate(metric, spec, head) for metric, spec in gates.items()]
 
 
@@ -270,4 +272,4 @@ def failure_message(results: list[GateResult]) -> str | None:
         if r.p is not None:
             text += f" (p {r.p:.3g}, {r.method})"
         parts.append(text)
-    return f"{len(failed)} of {len(results)} quality gate(s) failed: " + "; ".join(parts)
+    return f"{len(failed)} of {len(results)} {GATES_FAILED}: " + "; ".join(parts)

@@ -21,6 +21,9 @@ class HeadKind(StrEnum):
     REGRESSION = "regression"
 
 
+# What a request or a metrics.json that names no head means: a single-label run (written before
+# heads had kinds). Every default kind is this one name.
+DEFAULT_HEAD = HeadKind.SINGLE_LABEL
 AUTO = "auto"  # the head parameter's default: the kind the model's config names
 # The head parameter's values: AUTO and every HeadKind (tests/test_heads_kinds.py holds the two together).
 HeadChoice = Literal["auto", "single_label", "multi_label", "regression"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from scorekeeper.errors import PRECISION_FAILED
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
@@ -45,8 +46,7 @@ def check_precision_task(request: ScoreRequest, context: RunContext, scoring: Sc
     failures = precision_failures(request, check)
     if failures:
         message = (
-            f"precision check against float32 failed ({check.rows} rows, {check.dtype}): {'; '.join(failures)}; "
-            f"the outputs are published in {context.run_uri}"
+            f"{PRECISION_FAILED} ({check.rows} rows, {check.dtype}): {'; '.join(failures)}; the outputs are published in {context.run_uri}"
         )
         get_run_logger().error("%s", message, extra={GATE_FAILURE: True})
         return message

@@ -129,7 +129,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder, tokenizer_folder: str | N
 def read_inputs_task(request: ScoreRequest, context: RunContext) -> StagedManifest:
     """Validate, count, fingerprint and stage the input rows (and the ground truth); decide how the
     ground truth is matched to the model's labels before anything is scored."""
-    from scorekeeper.evaluation.truth import check_truth
+    from scorekeeper.evaluation.driver import check_truth
 
     manifest = read_inputs(request.model_copy(update={"head": context.head}), context.run, tokenizer_folder=context.model_path)
     check_truth(context.run, context.labels, manifest, request.label_column or "label", context.head)

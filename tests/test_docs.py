@@ -18,13 +18,6 @@ REPO = Path(__file__).resolve().parent.parent
 PAGES = sorted((REPO / "docs").glob("*.md"))
 README = REPO / "README.md"
 
-# Paths docs/extending.md names as what issue 26 creates (scorekeeper/evaluation/, scorekeeper/report/).
-# Once they exist this set is not needed: delete each entry as the tree gains it.
-PLANNED = {
-    "scorekeeper/evaluation/drift.py",
-    "scorekeeper/evaluation/sql/drift/",
-}
-
 
 @pytest.mark.parametrize("page", sorted(docs.PAGES))
 def test_a_generated_page_is_what_the_code_gives(page):
@@ -188,7 +181,7 @@ def _exists(path: str) -> bool:
 
 @pytest.mark.parametrize("page", [README, *PAGES, REPO / "tests" / "README.md"], ids=lambda p: p.name)
 def test_every_path_a_page_names_exists(page):
-    missing = sorted(p for p in _named_paths(page.read_text()) if not _exists(p) and p not in PLANNED)
+    missing = sorted(p for p in _named_paths(page.read_text()) if not _exists(p))
     assert not missing, f"{page.relative_to(REPO)} names paths that are not in the tree: {missing}"
 
 
@@ -241,3 +234,70 @@ def test_every_link_between_the_pages_arrives(page):
         elif anchor and arrived.suffix == ".md" and anchor not in _anchors(arrived):
             broken.append(target)
     assert not broken, f"{page.relative_to(REPO)}: links that arrive nowhere: {broken}"
+
+
+def flow_tasks() -> list[tuple[str, str]]:
+    """(task name, its module) of every Prefect task of tasks/, in the order the flows call them
+    (flows/score.py, then a group's flows/score_group.py); read from the source."""
+    tasks: dict[str, tuple[str, str]] = {}  # function -> (task name, module)
+    for path in sorted((REPO / "tasks").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            for decorator in getattr(node, "decorator_list", []):
+                if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "task":
+                    name = next(k.value.value for k in decorator.keywords if k.arg == "name" and isinstance(k.value, ast.Constant))
+                    tasks[node.name] = (name, f"tasks/{path.name}")
+    order: list[tuple[str, str]] = []
+    for flow in ("score.py", "score_group.py"):
+        calls = [n for n in ast.walk(ast.parse((REPO / "flows" / flow).read_text())) if isinstance(n, ast.Call)]
+        for call in sorted(calls, key=lambda n: (n.lineno, n.col_offset)):
+            if isinstance(call.func, ast.Name) and call.func.id in tasks and tasks[call.func.id] not in order:
+                order.append(tasks[call.func.id])
+    assert sorted(order) == sorted(tasks.values()), f"tasks no flow calls: {sorted(set(tasks.values()) - set(order))}"
+    return order
+
+
+def test_the_road_lists_every_task_of_the_flows_in_their_order():
+    """docs/design.md's road table: one row per Prefect task, in the order the flows call them, each
+    naming the task's module (a step's condition in parentheses after its name)."""
+    section = (REPO / "docs" / "design.md").read_text().split("## The road", 1)[1]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines() if line.startswith("| ")][1:]
+    steps = [(re.sub(r" \(.*\)$", "", step), module) for step, module, _ in rows]
+    tasks = flow_tasks()
+    assert [step for step, _ in steps] == [name for name, _ in tasks]
+    for (step, modules), (_, module) in zip(steps, tasks, strict=True):
+        assert f"`{module}`" in modules, f"{step}: the row names no {module}"
+
+
+def _defined_names() -> dict[str, set[str]]:
+    """Every class, function and module-level or class-level name the project defines, with the names
+    each class defines (`Class.name`), read from the source."""
+    names: dict[str, set[str]] = {}
+    for folder in ("scorekeeper", "tasks", "flows"):
+        for path in (REPO / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    own = names.setdefault(node.name, set())
+                    if isinstance(node, ast.ClassDef):
+                        for item in node.body:
+                            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                                own.add(item.name)
+                            elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                                own.add(item.target.id)
+                            elif isinstance(item, ast.Assign):
+                                own.update(t.id for t in item.targets if isinstance(t, ast.Name))
+                elif isinstance(node, ast.Assign | ast.AnnAssign):
+                    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        if isinstance(target, ast.Name):
+                            names.setdefault(target.id, set())
+    return names
+
+
+def test_extending_names_only_symbols_the_code_defines():
+    """docs/extending.md's symbols (`HeadEvaluation`, `SignalViews.view`, `KIND_SECTIONS`): every class,
+    constant and `Class.member` it names is defined in the code, so its steps cannot name a moved one."""
+    text = (REPO / "docs" / "extending.md").read_text()
+    symbols = set(re.findall(r"`([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*(?:\.[a-z_]+)?|[A-Z][A-Z0-9_]{2,})`", text))
+    assert {"HeadEvaluation", "SignalViews.view", "KIND_SECTIONS"} <= symbols  # the pattern finds them
+    defined = _defined_names()
+    missing = sorted(s for s in symbols if s.split(".")[0] not in defined or ("." in s and s.split(".")[1] not in defined[s.split(".")[0]]))
+    assert not missing, f"docs/extending.md names symbols the code does not define: {missing}"

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorekeeper.evaluation import drift as d
+from scorekeeper.evaluation import single_label
 from tests import drift_reference as ref
 
 settings.register_profile("drift", deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -96,7 +97,7 @@ def test_every_bin_psi_p_ks_and_holm_agree_with_the_reference_implementation(run
     before = d.GROUPED, d.KS_BUCKETS
     d.GROUPED, d.KS_BUCKETS = WAYS[way]
     try:
-        got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+        got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     finally:
         d.GROUPED, d.KS_BUCKETS = before
     want = expected(reference, current)
@@ -146,7 +147,7 @@ def test_runs_under_100_rows_are_not_judged_whatever_the_shift():
         "slice": ["b"] * 40,
     }
     con, r, c = open_runs(reference, current)
-    got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     assert all(s.drifted is None and "not judged" in (s.reason or "") for s in got.signals.values())
     assert got.alarm is None and got.drifted_signals is None and got.drifted == []  # nothing judged is not "no drift"
     assert got.signals["predicted_label"].psi > 1  # a shift that would alarm with enough rows
@@ -174,7 +175,7 @@ def test_around_100_rows_the_alarm_is_null_exactly_when_nothing_was_judged_and_t
         }
 
     con, r, c = open_runs(run(m, 0.0), run(n, shift))
-    got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     judged = min(m, n) >= 100
     assert all((s.drifted is not None) == judged for s in got.signals.values())
     gate = evaluate_gates({"drifted_signals": "<=0"}, {"head": "single_label", "drift": got.model_dump(mode="json")})[0]
@@ -202,9 +203,9 @@ def test_a_large_shift_in_large_runs_alarms_and_a_sample_of_the_same_distributio
 
     base = run(5000, 0.2, 30)
     con, r, c = open_runs(base, run(5000, 0.2, 30))
-    assert d.drift(con, "single_label", r, c, ["lang"], "ref").alarm is False
+    assert d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref").alarm is False
     con, r, c = open_runs(base, run(5000, 0.2, 60))
-    got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     assert got.alarm is True and got.drifted[0] == "tokens"
     assert "predicted_label" not in got.drifted
 
@@ -228,7 +229,7 @@ def test_more_than_50_categories_keep_the_references_49_most_frequent_and_other(
         }
 
     con, r, c = open_runs(table(reference), table(current))
-    s = d.drift(con, "single_label", r, c, ["lang"], "ref").signals["slice:lang"]
+    s = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref").signals["slice:lang"]
     assert len(s.bins) == 50 and s.bins[-1].other and sum(b.reference_rows for b in s.bins) == n_ref
     assert sum(b.current_rows for b in s.bins) == n_cur
     assert [b.value for b in s.bins[:49]] == bins[:49]
@@ -251,7 +252,7 @@ def test_a_signal_the_reference_cannot_supply_is_skipped_and_named():
     base = plain_run(3, 200)
     old = {k: v for k, v in base.items() if k not in ("tokens", "unknown_tokens")}
     con, r, c = open_runs(old, base)
-    got = d.drift(con, "single_label", r, c, ["lang"], "ref")
+    got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     assert set(got.skipped) == {"tokens", "unknown_token_share"} and "reference" in got.skipped["tokens"]
     assert set(got.signals) == {"predicted_label", "score", "slice:lang"}
 
@@ -284,6 +285,6 @@ def test_a_slice_the_references_staged_input_cannot_serve_is_skipped_with_the_re
     table = plain_run(4, 150)
     con, r, c = open_runs(table, table)
     gone = d.RunSide(r.side, r.predictions, r.columns, r.labels, unstaged="the reference run's staged input (work/input.parquet) is gone")
-    got = d.drift(con, "single_label", gone, c, ["lang"], "ref")
+    got = d.drift(con, single_label.EVALUATION, gone, c, ["lang"], "ref")
     assert got.skipped == {"slice:lang": "the reference run's staged input (work/input.parquet) is gone"}
     assert "slice:lang" not in got.signals and "score" in got.signals

@@ -32,11 +32,26 @@ def test_the_registry_has_one_evaluation_per_head_kind():
         evaluation_for("ordinal")
 
 
-def test_the_interface_is_what_the_driver_calls():
-    """The protocol declares the methods the driver runs, in its order: truth, metrics, slices, comparison,
-    and section 13's label-free predictions, targets and the label-free estimate's variance (labelling.py)."""
-    assert INTERFACE == ["truth_table", "metrics", "slices", "comparison", "label_free", "label_targets", "label_free_variance"]
-    assert "kind" in base.HeadEvaluation.__annotations__
+def test_the_interface_is_what_the_steps_ask():
+    """The protocol declares what the steps ask of a kind, in the evaluation's order (docs/extending.md's
+    table, held by tests/test_kind_spec.py): truth, metrics, the estimate's records, slices, length,
+    comparison, drift, estimate, and section 13's label-free predictions, targets and the label-free
+    estimate's variance (labelling.py); and the report's part as an attribute."""
+    assert INTERFACE == [
+        "truth_table",
+        "check_truth",
+        "metrics",
+        "reference_records",
+        "slices",
+        "length_sides",
+        "comparison",
+        "drift_signals",
+        "estimate",
+        "label_free",
+        "label_targets",
+        "label_free_variance",
+    ]
+    assert list(base.HeadEvaluation.__annotations__) == ["kind", "report"]
 
 
 @pytest.mark.parametrize("kind", list(HeadKind))
@@ -48,6 +63,7 @@ def test_every_kind_implements_the_interface(kind):
         assert inspect.isfunction(method), f"{kind}: no method {name}"
         declared = inspect.signature(getattr(base.HeadEvaluation, name))
         assert list(inspect.signature(method).parameters) == list(declared.parameters), f"{kind}.{name} takes other parameters"
+    assert isinstance(evaluation.report, base.KindReport) and evaluation.report.slice_metrics
     folder = SQL / kind.value
     assert folder.is_dir() and any(folder.glob("*.sql")), f"{kind}: no SQL folder sql/{kind.value}/"
 

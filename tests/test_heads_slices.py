@@ -11,12 +11,13 @@ import pyarrow as pa
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, mean_absolute_error
 
+from scorekeeper.evaluation import multi_label, regression
 from scorekeeper.evaluation import slices as heads_slices
 from scorekeeper.evaluation.duck import NULL_GROUP
 from scorekeeper.evaluation.multi_label import multilabel_metrics
 from scorekeeper.evaluation.paired_tests import CHUNK, SEED
 from scorekeeper.evaluation.regression import regression_metrics
-from scorekeeper.evaluation.slices import SLICE_RESAMPLES, head_slices
+from scorekeeper.evaluation.slices import SLICE_RESAMPLES
 from scorekeeper.metrics.document import MetricsDocument
 from tests import test_multilabel_metrics as ml
 from tests import test_regression_metrics as reg
@@ -80,7 +81,7 @@ def test_multilabel_slices_match_scikit_learn(seed):
     columns = slice_values(rng, n)
     register_staged(con, columns)
     overall = multilabel_metrics(con, ml.LABELS, [0.5] * len(ml.LABELS))
-    slices, truncated = head_slices(con, "multi_label", ["lang", "kind", "bucket"])
+    slices, truncated = multi_label.slice_breakdown(con, ["lang", "kind", "bucket"])
     assert truncated == {}
     predicted = probs > 0.5
     evaluated = np.array([i not in no_truth for i in range(n)])
@@ -116,7 +117,7 @@ def test_regression_slices_match_scikit_learn(outputs):
     columns = slice_values(rng, n)
     register_staged(con, columns)
     overall = regression_metrics(con, ["quality", "safety"][:outputs])
-    slices, _ = head_slices(con, "regression", ["lang", "kind", "bucket"])
+    slices, _ = regression.slice_breakdown(con, ["lang", "kind", "bucket"])
     evaluated = np.array([i not in no_truth for i in range(n)])
     assert "orphan" not in slices["kind"] and slices["kind"]["single"]["mae_ci"] is None
     row_error = np.abs(p - y).mean(1)
@@ -142,7 +143,7 @@ def test_a_large_slice_is_resampled_in_blocks_as_wide_as_rows(monkeypatch):
     con = ml.make_con(truth, probs)
     register_staged(con, [["all"] * n])
     multilabel_metrics(con, ml.LABELS, [0.5] * len(ml.LABELS))
-    slices, _ = head_slices(con, "multi_label", ["one"])
+    slices, _ = multi_label.slice_breakdown(con, ["one"])
     units = con.execute("SELECT count(*) FROM head_slice_units").fetchone()[0]
     assert units == 200
     got = slices["one"]["all"]
@@ -160,7 +161,7 @@ def test_many_groups_are_truncated_as_single_label_slices_are():
     con = reg.make_con(p.tolist(), y.tolist())
     register_staged(con, [[str(i % 120) for i in range(n)]])
     regression_metrics(con, ["score"])
-    slices, truncated = head_slices(con, "regression", ["id_mod"])
+    slices, truncated = regression.slice_breakdown(con, ["id_mod"])
     assert truncated == {"id_mod": 120} and len(slices["id_mod"]) == 50
     assert min(g["rows"] for g in slices["id_mod"].values()) == 3  # the largest groups are kept
 

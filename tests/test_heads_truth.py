@@ -79,9 +79,9 @@ def heads(tmp_path_factory):
 
 
 def _staged_labels(tmp_path, model, data, **params):
-    """The read step: staging, then its check of the staged truth (scorekeeper/evaluation/truth.check_truth); the
+    """The read step: staging, then its check of the staged truth (scorekeeper/evaluation/driver.check_truth); the
     context and the staged label column."""
-    from scorekeeper.evaluation.truth import check_truth
+    from scorekeeper.evaluation.driver import check_truth
 
     request, context, manifest, job = open_run_and_plan(
         input_uri=str(data), model_uri=model, output_uri=str(tmp_path / "out"), run_name="r", **params
@@ -179,8 +179,8 @@ def test_multi_label_elements_are_matched_by_the_columns_one_rule(elements, rule
 
 def test_a_multi_label_text_column_whose_elements_mean_different_labels_is_refused():
     from scorekeeper.evaluation.duck import connect
-    from scorekeeper.evaluation.matching import ColumnKind
     from scorekeeper.evaluation.truth import label_table, match_truth
+    from scorekeeper.metrics.truth_matching import ColumnKind
 
     con = connect()
     con.execute("CREATE TEMP TABLE truth_elements AS SELECT * FROM (VALUES (0, '0', '0'), (1, '1', '1')) AS t(row_index, id, raw_label)")

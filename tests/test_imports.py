@@ -199,3 +199,14 @@ def test_at_most_four_modules_of_tasks_never_import_prefect():
     """tasks/ is the Prefect layer: its @task wrappers and the few I/O helpers they share."""
     plain = sorted(p.name for p in FOLDERS["scorekeeper.tasks"].glob("*.py") if "prefect" not in third_party_imports(p))
     assert len(plain) <= 4, plain
+
+
+def test_the_document_imports_nothing_of_the_evaluation():
+    """The metrics document and registry (scorekeeper/metrics/) lie beneath the evaluation that fills
+    them: the vocabulary they record (how the truth was matched: metrics/truth_matching.py) lives with
+    them, so no package cycle runs metrics -> evaluation -> metrics."""
+    graph = import_graph()
+    into = sorted(
+        (n, t) for n in graph if n.startswith("scorekeeper.metrics") for t in reachable(graph, n) if t.startswith("scorekeeper.evaluation")
+    )
+    assert into == []

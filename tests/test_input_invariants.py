@@ -21,8 +21,7 @@ import pytest
 
 from scorekeeper.cli import summary_line
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.driver import evaluate_run
-from scorekeeper.evaluation.truth import check_truth
+from scorekeeper.evaluation.driver import check_truth, evaluate_run
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.staging.listing import list_input

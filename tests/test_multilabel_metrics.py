@@ -261,14 +261,15 @@ def report_metrics(labels, truth, probs, slices: dict[str, list] | None = None) 
 
 def slice_metrics(con, head: str, slices: dict[str, list]) -> dict:
     """`slices` and `slices_truncated` of a connection holding the head's evaluated rows, a slice column per key."""
-    from scorekeeper.evaluation.slices import head_slices
+    from scorekeeper.evaluation import multi_label, regression
 
     n = len(next(iter(slices.values())))
     columns = {"row_index": pa.array(range(n), pa.int64())} | {
         f"slice_{i}": pa.array(v, pa.string()) for i, v in enumerate(slices.values())
     }
     con.register("staged", pa.table(columns))
-    found, truncated = head_slices(con, head, list(slices))
+    breakdown = {"multi_label": multi_label.slice_breakdown, "regression": regression.slice_breakdown}[head]
+    found, truncated = breakdown(con, list(slices))
     return {"slices": found, "slices_truncated": truncated}
 
 

@@ -26,6 +26,7 @@ from sklearn.metrics import (
 from scorekeeper.evaluation import paired_heads as ph
 from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.duck import ovr_table, sql, statement
+from scorekeeper.evaluation.regression import SUMMED
 from tests.test_paired_tests import agree, resampled
 
 BINS = 15
@@ -177,7 +178,7 @@ def test_regression_sum_statistic_on_a_resample_is_scikit_learn_and_scipy_on_its
     picks = np.random.default_rng(6).integers(0, 150, size=150)
     weights = np.bincount(picks, minlength=150)[None, :].astype(float)
     maxima = np.where(weights.T > 0, highs, -np.inf).max(0)[None, :]
-    got = ph.regression_sum_deltas(weights @ sums, maxima, 1)
+    got = ph.regression_sum_deltas(weights @ sums, maxima, 1, SUMMED)
     expected = sk_regression(y[picks, 0], after[picks, 0], before[picks, 0])
     assert {k: float(v[0]) for k, v in got.items()} == pytest.approx(expected, abs=1e-10)
 
@@ -185,7 +186,7 @@ def test_regression_sum_statistic_on_a_resample_is_scikit_learn_and_scipy_on_its
 def test_regression_sum_bootstrap_agrees_with_a_row_by_row_bootstrap_and_averages_outputs():
     y, after, before = regression_runs(300, seed=5, gap=0.2)
     sums, highs = regression_sums(y, after, before)
-    tests = ph.block_bootstrap(sums, highs, lambda t, h: ph.regression_sum_deltas(t, h, 1), pt.RESAMPLES)
+    tests = ph.block_bootstrap(sums, highs, lambda t, h: ph.regression_sum_deltas(t, h, 1, SUMMED), pt.RESAMPLES)
     picks = np.random.default_rng(99).integers(0, 300, size=(10_000, 300))  # more resamples: less Monte Carlo error
     ys = y[picks, 0]
 
@@ -207,7 +208,7 @@ def test_regression_sum_bootstrap_agrees_with_a_row_by_row_bootstrap_and_average
     assert tests["max_error"]["delta"] == pytest.approx(point["max_error"])  # its interval: see the module's caveat
     y2, a2, b2 = regression_runs(200, seed=6, outputs=2)
     both = ph.regression_sum_deltas(
-        *(s.sum(0)[None, :] if k == 0 else s.max(0)[None, :] for k, s in enumerate(regression_sums(y2, a2, b2))), 2
+        *(s.sum(0)[None, :] if k == 0 else s.max(0)[None, :] for k, s in enumerate(regression_sums(y2, a2, b2))), 2, SUMMED
     )
     per_output = [sk_regression(y2[:, j], a2[:, j], b2[:, j]) for j in range(2)]
     assert {k: float(v[0]) for k, v in both.items()} == pytest.approx({k: np.mean([d[k] for d in per_output]) for k in both}, abs=1e-10)
@@ -216,7 +217,7 @@ def test_regression_sum_bootstrap_agrees_with_a_row_by_row_bootstrap_and_average
 def test_a_constant_truth_leaves_r2_and_pearson_undefined_in_that_resample():
     y = np.full((5, 1), 2.0)
     sums, highs = regression_sums(y, y + np.arange(5)[:, None], y - 1)
-    got = ph.regression_sum_deltas(sums.sum(0)[None, :], highs.max(0)[None, :], 1)
+    got = ph.regression_sum_deltas(sums.sum(0)[None, :], highs.max(0)[None, :], 1, SUMMED)
     assert np.isnan(got["r2"][0]) and np.isnan(got["explained_variance"][0]) and np.isnan(got["pearson"][0])
     assert got["rmse"][0] == pytest.approx(np.sqrt(np.mean(np.arange(5) ** 2.0)) - 1.0)
 
@@ -335,7 +336,7 @@ def test_a_null_difference_spreads_p_over_0_1_and_a_real_one_gives_a_small_p():
         ps["roc_auc_micro"].append(delong_sql(truth, after, before)[1]["p"])
         y, a, b = regression_runs(200, seed=200 + seed)
         sums, highs = regression_sums(y, a, b)
-        ps["r2"].append(ph.block_bootstrap(sums, highs, lambda t, h: ph.regression_sum_deltas(t, h, 1), 1000)["r2"]["p"])
+        ps["r2"].append(ph.block_bootstrap(sums, highs, lambda t, h: ph.regression_sum_deltas(t, h, 1, SUMMED), 1000)["r2"]["p"])
         full = {"spearman": float(ph.regression_rank_deltas(y, a, b, np.ones((1, 200)))["spearman"][0])}
         rank = lambda w: {"spearman": ph.regression_rank_deltas(y, a, b, w)["spearman"]}  # noqa: E731, B023
         ps["spearman"].append(ph.sample_bootstrap(full, rank, 200, 200, 300)["spearman"]["p"])
@@ -349,7 +350,7 @@ def test_a_null_difference_spreads_p_over_0_1_and_a_real_one_gives_a_small_p():
     assert delong_sql(truth, after, before)[0]["p"] < 0.01
     y, a, b = regression_runs(400, seed=8, gap=0.5)
     sums, highs = regression_sums(y, a, b)
-    assert ph.block_bootstrap(sums, highs, lambda t, h: ph.regression_sum_deltas(t, h, 1), 2000)["r2"]["p"] < 0.01
+    assert ph.block_bootstrap(sums, highs, lambda t, h: ph.regression_sum_deltas(t, h, 1, SUMMED), 2000)["r2"]["p"] < 0.01
 
 
 def test_block_plan_bounds_the_work_and_hashes_rows_into_blocks_past_the_limit():

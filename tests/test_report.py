@@ -247,13 +247,13 @@ def test_the_slice_tables_metrics_and_their_directions_are_the_registrys():
     whose value and interval are fields of that head's slice groups."""
     import typing
 
+    from scorekeeper.evaluation.kinds import KINDS
     from scorekeeper.metrics.registry import BY_NAME, Direction
-    from scorekeeper.report.render import SLICE_METRICS
 
     slices = typing.get_args(MetricsDocument.model_fields["slices"].annotation)[0]  # {column: {value: group}}
     groups = typing.get_args(typing.get_args(typing.get_args(slices)[1])[1])
-    for head, shown in SLICE_METRICS.items():
-        for s in shown:
+    for head, kind in KINDS.items():
+        for s in kind.report.slice_metrics:
             assert BY_NAME[s.key] is s.metric and head in s.metric.heads
             assert s.lower_is_better == (s.metric.direction == Direction.LOWER)
             assert any({s.key, s.interval} <= set(g.model_fields) for g in groups), (head, s.key, s.interval)

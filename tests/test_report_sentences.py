@@ -82,3 +82,51 @@ def test_the_length_sentence_states_what_the_rows_and_metrics_json_hold(
         assert (chunks is not None) == (mode == "chunk")
         if chunks is not None:
             assert (number(chunks.group(1)), number(chunks.group(2))) == (counts.chunks, counts.rows_capped)
+
+
+AGAINST = r"against run (\S+) \(([\d,]+) rows; this run ([\d,]+)\)"
+
+
+@settings(deadline=None, derandomize=True, database=None, max_examples=6, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from([HeadKind.SINGLE_LABEL, HeadKind.MULTI_LABEL, HeadKind.REGRESSION]),
+    st.integers(0, 1000),
+    st.sampled_from([60, 120]),
+    st.sampled_from([0.0, 0.7]),
+)
+def test_the_drift_and_estimate_sentences_state_what_metrics_json_holds(tmp_path_factory, head, seed, reference_rows, shift):
+    """The drift part's first sentence (report.md, report.html) states the rows of both runs, and the
+    alarm as metrics.json has it: not judged exactly when `alarm` is null, else the count of drifted
+    signals of all; the estimate's caveat names exactly the drifted input signals."""
+    from scorekeeper.evaluation.drift import is_input_signal
+
+    root = tmp_path_factory.mktemp("drift")
+    gen.write(root / "reference", head, gen.Spec(rows=reference_rows, seed=seed, fingerprint="reference"))
+    gen.publish(root, "reference", gen.evaluate(root, "reference", head))
+    gen.write(root / "night", head, gen.Spec(rows=110, seed=seed + 1, shift=shift, labelled=False))
+    document = gen.evaluate(root, "night", head, reference="reference")
+    markdown, html = gen.render(document, "night")
+    drift = document.as_dict()["drift"]
+    assert check_marked_numbers(html, document.as_dict()) > 0
+    for page in (markdown.replace("\\", ""), text_of(html)):
+        judged = re.search(rf"Drift alarm: {NUMBER} of {NUMBER} signals moved {AGAINST}", page)
+        quiet = re.search(rf"No drift {AGAINST}", page)
+        unjudged = re.search(rf"Drift not judged {AGAINST}", page)
+        assert [judged is not None, quiet is not None, unjudged is not None].count(True) == 1, page[:800]
+        if unjudged is not None:
+            assert drift["alarm"] is None and drift["drifted_signals"] is None and reference_rows < 100
+            name, ref_rows, rows = unjudged.groups()
+        elif judged is not None:
+            count, of, name, ref_rows, rows = judged.groups()
+            assert drift["alarm"] is True and number(count) == drift["drifted_signals"] == len(drift["drifted"])
+            assert number(of) == len(drift["signals"])
+        else:
+            name, ref_rows, rows = quiet.groups()
+            assert drift["alarm"] is False and drift["drifted_signals"] == 0
+        assert (name, number(ref_rows), number(rows)) == ("reference", drift["rows"]["reference"], drift["rows"]["current"])
+        assert (number(ref_rows), number(rows)) == (reference_rows, 110)
+        moved = [s for s in drift["drifted"] if is_input_signal(s)]
+        caveat = re.search(r"The estimate's assumption is in doubt:[*\s]*the inputs moved.*?\(([^)]*) drifted\)", page)
+        assert (caveat is not None) == bool(moved)
+        if caveat is not None:
+            assert caveat.group(1).split(", ") == moved

@@ -17,7 +17,6 @@ from typing import Literal
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.compare_tests import comparison_tests
 from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, null_group_key, parquet_view, sql
-from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.evaluation.paired_tests import accuracy_test, mcnemar_exact
 from scorekeeper.evaluation.truth import label_table, match_truth
 from scorekeeper.metrics.document import (
@@ -30,6 +29,7 @@ from scorekeeper.metrics.document import (
     SliceDelta,
 )
 from scorekeeper.metrics.registry import Metric, compared_metrics, value_at
+from scorekeeper.metrics.truth_matching import TruthMatching
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location

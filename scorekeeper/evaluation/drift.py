@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from scorekeeper.evaluation.duck import number, parquet_view, sql
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.evaluation.duck import parquet_view, sql
+from scorekeeper.evaluation.signals import OwnSignals, RunSide, Signal, SignalViews
 from scorekeeper.metrics.document import Drift, DriftBin, DriftRows, DriftSignal, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
@@ -58,20 +57,6 @@ def is_input_signal(name: str) -> bool:
 def drifted_inputs(drift: Drift | None) -> list[str]:
     """The input signals that drifted, worst PSI first (drift.drifted's order)."""
     return [name for name in (drift.drifted if drift is not None else []) if is_input_signal(name)]
-
-
-@dataclass(frozen=True)
-class RunSide:
-    """One run as the drift step reads it: its predictions (a view), its columns, its staged input's
-    slice columns by the user's name (the staged column holding each), its labels."""
-
-    side: str  # "reference" or "current"
-    predictions: str  # the view of its predictions.parquet
-    columns: frozenset[str]
-    labels: list[str]
-    staged: str | None = None  # the view of its staged input, when it has one
-    slices: dict[str, str] | None = None  # user's slice column -> staged column
-    unstaged: str | None = None  # why it has no staged input to read slices from, when it has none
 
 
 def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) -> RunSide:
@@ -107,72 +92,34 @@ def columns_of(con, view: str) -> frozenset[str]:
     return frozenset(d[0] for d in con.execute(sql("drift_columns.sql", view=view)).description)
 
 
-@dataclass(frozen=True)
-class Signal:
-    """One signal as a view of both runs' values (`reference`, and `num` or `cat`), named `view`."""
-
-    name: str
-    view: str
-    numeric: bool
-
-
 def signal_views(
-    con, head: HeadKind | str, reference: RunSide, current: RunSide, slice_columns: Sequence[str]
+    con, kind: OwnSignals, reference: RunSide, current: RunSide, slice_columns: Sequence[str]
 ) -> tuple[list[Signal], dict[str, str]]:
-    """Every signal both runs supply as a view of its values (a multi-label run's per-label signals
-    counted at once into `drift_categorical_counts` instead); the skipped ones with the reason."""
-    head = HeadKind(head)
-    skipped: dict[str, str] = {}
-    signals: list[Signal] = []
-    sources = {"reference": reference.predictions, "current": current.predictions}
-
-    def view(name: str, file: str, numeric: bool, **macros) -> None:
-        signal = Signal(name, f"drift_signal_{len(signals)}", numeric)
-        con.execute(sql(file, view=signal.view, **(sources | macros)))
-        signals.append(signal)
-
+    """Every signal both runs supply as a view of its values (the kind's own as it says: a
+    multi-label run's per-label signals counted at once into `drift_categorical_counts` instead);
+    the skipped ones with the reason."""
+    views = SignalViews(con, {"reference": reference.predictions, "current": current.predictions})
     missing = [s.side for s in (reference, current) if not {"tokens", "unknown_tokens"} <= s.columns]
     if missing:
         for name in ("tokens", "unknown_token_share"):
-            skipped[name] = f"the {' and '.join(missing)} run's predictions.parquet has no tokens and unknown_tokens columns"
+            views.skipped[name] = f"the {' and '.join(missing)} run's predictions.parquet has no tokens and unknown_tokens columns"
     else:
-        view("tokens", "drift_tokens.sql", True)
-        view("unknown_token_share", "drift_unknown_share.sql", True)
-    shared = [(i, name) for i, name in enumerate(current.labels) if name in reference.labels]
-    per_label = (
-        "positive:" if head == HeadKind.MULTI_LABEL else "prediction:" if head == HeadKind.REGRESSION and len(current.labels) > 1 else None
-    )
-    if per_label:
-        for name in current.labels:
-            if name not in reference.labels:
-                skipped[per_label + name] = "the reference run's model has no such output"
-    if head == HeadKind.SINGLE_LABEL:
-        view("predicted_label", "drift_predicted_label.sql", False)
-        view("score", "drift_score.sql", True)
-    elif head == HeadKind.MULTI_LABEL:
-        view("labels_per_row", "drift_labels_per_row.sql", True)
-        con.execute(sql("drift_labels.sql"), {"ids": [i for i, _ in shared], "names": [n for _, n in shared]})
-        con.execute(sql("drift_positive_counts.sql", **sources))
-    elif len(current.labels) > 1:
-        for i, name in shared:
-            # each run's own list position of the output (1-based), named as this run's
-            positions = {"reference_index": number(reference.labels.index(name) + 1), "current_index": number(i + 1)}
-            view(f"prediction:{name}", "drift_prediction_output.sql", True, **positions)
-    else:
-        view("prediction", "drift_prediction.sql", True)
+        views.view("tokens", "drift_tokens.sql", True)
+        views.view("unknown_token_share", "drift_unknown_share.sql", True)
+    kind.drift_signals(views, reference, current)
     for column in slice_columns:
         name = f"slice:{column}"
         if reference.unstaged:
-            skipped[name] = reference.unstaged
+            views.skipped[name] = reference.unstaged
             continue
         absent = [s.side for s in (reference, current) if s.staged is None or not s.slices or column not in s.slices]
         if absent:
-            skipped[name] = f"the {' and '.join(absent)} run staged no slice column {column!r}"
+            views.skipped[name] = f"the {' and '.join(absent)} run staged no slice column {column!r}"
             continue
         assert reference.staged is not None and current.staged is not None and reference.slices and current.slices
-        view(name, "drift_slice.sql", False, reference=reference.staged, current=current.staged,
-             reference_column=reference.slices[column], current_column=current.slices[column])  # fmt: skip
-    return signals, skipped
+        views.view(name, "drift_slice.sql", False, reference=reference.staged, current=current.staged,
+                   reference_column=reference.slices[column], current_column=current.slices[column])  # fmt: skip
+    return views.signals, views.skipped
 
 
 def decile_ranks(m: int) -> list[int]:
@@ -305,7 +252,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 def drift(
     con,
-    head: HeadKind | str,
+    kind: OwnSignals,
     reference: RunSide,
     current: RunSide,
     slice_columns: Sequence[str],
@@ -314,7 +261,7 @@ def drift(
 ) -> Drift:
     """metrics.json `drift` of `current` against `reference` (both open on `con`)."""
     con.execute(sql("drift_counts.sql"))
-    views, skipped = signal_views(con, head, reference, current, slice_columns)
+    views, skipped = signal_views(con, kind, reference, current, slice_columns)
     edges, ks = count_bins(con, views)
     con.execute(sql("drift_bins.sql"), {"max_values": MAX_VALUES})
     rows = {side.side: int(con.execute(sql("drift_rows.sql", source=side.predictions)).fetchone()[0]) for side in (reference, current)}

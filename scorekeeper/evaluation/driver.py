@@ -21,14 +21,14 @@ from datetime import UTC, datetime
 from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
 from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
 from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
-from scorekeeper.evaluation.estimate import monitor, reference_records
+from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import LabelRequest, label_run
 from scorekeeper.evaluation.length_impact import length_impact
-from scorekeeper.evaluation.matching import ColumnKind
 from scorekeeper.evaluation.truth import label_table
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.metrics.document import MetricsDocument
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 
@@ -55,7 +55,7 @@ def evaluate_run(
     manifest: StagedManifest,
     slice_columns: list[str],
     baseline: Location | None = None,
-    head: HeadKind | str = HeadKind.SINGLE_LABEL,
+    head: HeadKind | str = DEFAULT_HEAD,
     thresholds: float | dict[str, float] = 0.5,
     truth_column: str = "label",
     log: Logger | None = None,
@@ -82,10 +82,10 @@ def evaluate_run(
         coverage = Coverage(source, column, int(truth_rows), int(missing), int(unmatched), int(scored))
         fields = kind.metrics(ev, coverage)
         if fields["evaluated"]:
-            fields |= reference_records(con, kind.kind, labels)
+            fields |= kind.reference_records(ev)
         slices, truncated = kind.slices(ev) if fields["evaluated"] else ({}, {})
         if max_length is not None and fields["evaluated"]:
-            impact = length_impact(con, kind.kind, max_length)
+            impact = length_impact(ev, kind, max_length)
             if impact is not None:  # only when evaluated rows are over the window
                 fields = fields | {"length_impact": impact}
         document = MetricsDocument.model_validate(
@@ -110,7 +110,7 @@ def evaluate_run(
             document.truth_matching = document.truth_matching.model_copy(update={"column_type": ColumnKind.LABEL_COLUMNS})
         if drift_reference is not None:
             name = posixpath.basename(drift_reference.path.rstrip("/"))
-            document.drift, document.estimated = monitor(con, kind.kind, labels, slice_columns, drift_reference, name, drift_min_psi)
+            document.drift, document.estimated = monitor(con, kind, labels, slice_columns, drift_reference, name, drift_min_psi)
         if labelling is not None:
             from_files = source == "ground_truth_uri"
             document.label_plan, prediction_powered = label_run(ev, kind, labelling, coverage.scored, from_files)
@@ -119,3 +119,23 @@ def evaluate_run(
     finally:
         con.close()
     return document
+
+
+def check_truth(
+    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: HeadKind | str = DEFAULT_HEAD
+) -> TruthMatching | None:
+    """Decide the ground truth's rule as soon as it is staged, before anything is scored (the read
+    step): a column that would resolve differently by name and by id is refused up front, not after
+    the scoring; what else the head's kind checks of its truth (a regression truth's shape) too."""
+    if not (manifest.has_label or manifest.ground_truth):
+        return None
+    kind = evaluation_for(head)
+    con = connect_run(run)
+    try:
+        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
+        label_table(con, "labels", labels)
+        ev = Evaluation(con, run, labels, manifest, [], 0.5, column, logging.getLogger(__name__))
+        _, column_kind = kind.truth_table(ev)
+        return kind.check_truth(ev, column_kind)
+    finally:
+        con.close()

@@ -9,19 +9,23 @@ prediction's decile bins (`residual_bins`) of a regression head; the accuracy es
 (`estimate`): accuracy with its interval, macro-F1 (single-label), micro/macro-F1 (multi-label), MAE
 (regression). All bins are the 15 equal-width bins [j/15, (j+1)/15) of ece and calibration (the
 last one holding 1.0), or the `prediction` signal's deciles. The per-row work is SQL
-(sql/estimate/); Python combines at most 15 numbers per label.
+(sql/estimate/); Python combines at most 15 numbers per label. Both halves are the kind's
+(`HeadEvaluation.reference_records` and `.estimate`, in its module); the helpers they share are here.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation.base import ECE_BINS
-from scorekeeper.evaluation.duck import number, sql
-from scorekeeper.head_kind import HeadKind
-from scorekeeper.metrics.document import Drift, Estimated, LabelBinCount, RecordedMetrics, ResidualBin, ResidualBins
+from scorekeeper.evaluation.duck import sql
+from scorekeeper.metrics.document import Drift, Estimated, LabelBinCount, RecordedMetrics
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.base import HeadEvaluation
 
 Z95 = 1.959963984540054
 ASSUMPTIONS = (
@@ -41,86 +45,66 @@ def label_bins(rows: list[tuple], labels: list[str]) -> dict[str, list[LabelBinC
     return out
 
 
-def single_label_records(con, labels: list[str]) -> dict[str, Any]:
-    """A single-label run's calibration_by_label, over its `evaluated` rows."""
-    return {"calibration_by_label": label_bins(con.execute(sql("calibration_by_label.sql"), {"bins": ECE_BINS}).fetchall(), labels)}
-
-
-def multi_label_records(con, labels: list[str]) -> dict[str, Any]:
-    """A multi-label run's calibration_by_label, over its evaluated cells (`ml_cells`)."""
-    rows = con.execute(sql("multilabel_calibration_by_label.sql"), {"bins": ECE_BINS}).fetchall()
-    return {"calibration_by_label": label_bins(rows, labels)}
-
-
-def regression_signal(outputs: list[str], i: int) -> str:
-    """The drift signal of output i: `prediction`, or `prediction:NAME` with several outputs."""
-    return "prediction" if len(outputs) == 1 else f"prediction:{outputs[i]}"
-
-
-def regression_records(con, outputs: list[str]) -> dict[str, Any]:
-    """A regression run's residual_bins per output: the `prediction` signal's bins of its own
-    predictions (its merged deciles, as a later run's drift step makes them) and the evaluated
-    cells' MAE in each."""
-    signals = [regression_signal(outputs, i) for i in range(len(outputs))]
-    edges: dict[str, list[float]] = {}
-    for i, signal in enumerate(signals):
-        # the drift step's view of the signal, with this run on both sides: only the reference side is read
-        if len(outputs) > 1:
-            position = number(i + 1)
-            con.execute(sql("drift_prediction_output.sql", view="residual_signal", reference="predictions", current="predictions",
-                            reference_index=position, current_index=position))  # fmt: skip
-        else:
-            con.execute(sql("drift_prediction.sql", view="residual_signal", reference="predictions", current="predictions"))
-        edges[signal] = d.reference_edges(con, "residual_signal")
-    con.execute(sql("drift_edges.sql"), {"signals": signals, "edges": [edges[s] for s in signals]})
-    con.execute(sql("drift_labels.sql"), {"ids": list(range(len(outputs))), "names": signals})
-    out = {name: ResidualBins(edges=edges[s], bins=[ResidualBin(rows=0, mae=None) for _ in range(len(edges[s]) + 1)])
-           for name, s in zip(outputs, signals, strict=True)}  # fmt: skip
-    for output_id, b, n, mae in con.execute(sql("residual_bins.sql")).fetchall():
-        out[outputs[output_id]].bins[b] = ResidualBin(rows=int(n), mae=mae)
-    return {"residual_bins": out}
+def calibration_by_label(con, query: str, labels: list[str]) -> dict[str, dict[str, list[LabelBinCount]]]:
+    """A classifier's calibration_by_label, by the kind's `query` over its evaluated rows or cells."""
+    return {"calibration_by_label": label_bins(con.execute(sql(query), {"bins": ECE_BINS}).fetchall(), labels)}
 
 
 # -- the estimate of a run against a reference ------------------------------------------------------------
 
 
 def estimate(
-    con, head: HeadKind | str, labels: list[str], reference: RecordedMetrics, reference_name: str, rows: int, drift: Drift | None
+    con, kind: HeadEvaluation, labels: list[str], reference: RecordedMetrics, reference_name: str, rows: int, drift: Drift
 ) -> Estimated:
     """metrics.json `estimated` of the run on `con` (its `predictions` view) from the reference's
     recorded calibration; `drift` is this run's drift (the regression estimate reads its bins)."""
-    head = HeadKind(head)
     estimated = Estimated(method="reference_calibration", reference=reference_name, assumptions=ASSUMPTIONS, rows=rows)
     estimated.caveat = caveat(drift)
-    recorded = reference.model_dump()
-    if head == HeadKind.REGRESSION:
-        _regression(estimated, recorded, labels, drift)
-        return estimated
+    kind.estimate(con, estimated, labels, reference.model_dump(), drift)
+    return estimated
+
+
+def recorded_bins(estimated: Estimated, recorded: dict) -> dict | None:
+    """A classifier reference's calibration_by_label, when it has one and this run scored rows; else
+    None, with `estimated.unavailable` saying why."""
     by_label = recorded.get("calibration_by_label")
     if not by_label:
         estimated.unavailable = "the reference run records no calibration_by_label (no ground truth, or written by an older version)"
-        return estimated
-    if rows == 0:
+        return None
+    if estimated.rows == 0:
         estimated.unavailable = "this run scored no rows"
-        return estimated
-    if head == HeadKind.SINGLE_LABEL:
-        estimated.accuracy, estimated.accuracy_ci = accuracy_estimate(con, recorded.get("calibration") or [], rows)
+        return None
+    return by_label
+
+
+@dataclass(frozen=True)
+class ExpectedF1:
+    """The expected (TP, FP, FN) per label of this run from the reference's calibration_by_label
+    (the kind's query makes estimate_cells), their macro and micro F1, and the reference's counts
+    the intervals read."""
+
+    cells: list[tuple[float, float, float]]
+    macro: float | None
+    micro: float | None
+    counts_r: list[list[float]]
+    counts_t: list[list[float]]
+
+    def macro_ci(self, con, renormalised: bool) -> list[float] | None:
+        return f1_interval(con, self.macro, macro_gradients(self.cells), self.counts_r, self.counts_t, renormalised)
+
+    def micro_ci(self, con, renormalised: bool) -> list[float] | None:
+        return f1_interval(con, self.micro, micro_gradients(self.cells), self.counts_r, self.counts_t, renormalised)
+
+
+def expected_f1(con, query: str, by_label: dict, labels: list[str], params: dict | None = None) -> ExpectedF1:
+    """The expected F1 of this run that the kind's `query` (estimate_cells from the reference's
+    calibration_by_label) gives; `renormalised` in the intervals: the kind's q sum to 1 over labels."""
     counts_r = [[float(c["rows"]) for c in by_label.get(name) or _empty()] for name in labels]
     counts_t = [[float(c["truth"]) for c in by_label.get(name) or _empty()] for name in labels]
-    params = {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS}
-    if head == HeadKind.SINGLE_LABEL:
-        con.execute(sql("estimate_single_label.sql"), params)
-    else:
-        con.execute(sql("estimate_multi_label.sql"), params | {"names": labels})
+    con.execute(sql(query), {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS} | (params or {}))
     cells = [(float(tp), float(fp), float(fn)) for _, tp, fp, fn in con.execute(sql("estimate_expected.sql")).fetchall()]
     macro, micro = f1_from_expected(cells)
-    renormalised = head == HeadKind.SINGLE_LABEL
-    estimated.macro_f1 = macro
-    estimated.macro_f1_ci = f1_interval(con, macro, macro_gradients(cells), counts_r, counts_t, renormalised)
-    if head == HeadKind.MULTI_LABEL:
-        estimated.micro_f1 = micro
-        estimated.micro_f1_ci = f1_interval(con, micro, micro_gradients(cells), counts_r, counts_t, renormalised)
-    return estimated
+    return ExpectedF1(cells, macro, micro, counts_r, counts_t)
 
 
 def caveat(drift: Drift | None) -> str | None:
@@ -219,55 +203,11 @@ def f1_from_expected(cells: list[tuple[float, float, float]]) -> tuple[float | N
     return (sum(f1s) / len(f1s) if f1s else None), micro
 
 
-def _regression(estimated: Estimated, recorded: dict, outputs: list[str], drift: Drift | None) -> None:
-    residuals = recorded.get("residual_bins")
-    if not residuals:
-        estimated.unavailable = "the reference run records no residual_bins (no ground truth, or written by an older version)"
-        return
-    if drift is None:
-        estimated.unavailable = "no drift signals to bin this run's predictions"
-        return
-    per_output: dict[str, float | None] = {}
-    for i, name in enumerate(outputs):
-        signal = drift.signals.get(regression_signal(outputs, i))
-        recorded_bins = (residuals.get(name) or {}).get("bins") or []
-        edges = (residuals.get(name) or {}).get("edges")
-        bins = [b for b in signal.bins if not b.null] if signal else []
-        if signal is None or len(bins) != len(recorded_bins) or [b.upper for b in bins][:-1] != edges:
-            per_output[name] = None
-            continue
-        overall = _overall_mae(recorded, name, recorded_bins)
-        n = sum(b.current_rows for b in bins)
-        total = sum(b.current_rows * (r["mae"] if r.get("mae") is not None else overall) for b, r in zip(bins, recorded_bins, strict=True))
-        per_output[name] = total / n if n else None
-    estimated.per_output = per_output
-    known = [v for v in per_output.values() if v is not None]
-    estimated.mae = sum(known) / len(known) if known and len(known) == len(per_output) else None
-    if estimated.mae is None:
-        estimated.unavailable = "the reference's residual bins do not match this run's prediction signal"
-
-
-def _overall_mae(recorded: dict, name: str, bins: list[dict]) -> float:
-    """The reference's MAE over all its evaluated cells of an output: an empty bin's estimate."""
-    rows = sum(int(b["rows"]) for b in bins)
-    return sum(int(b["rows"]) * (b["mae"] or 0.0) for b in bins) / rows if rows else 0.0
-
-
-def reference_records(con, head: HeadKind | str, labels: list[str]) -> dict[str, Any]:
-    """What a run with evaluated rows records for a later run's estimate, by its head kind."""
-    head = HeadKind(head)
-    if head == HeadKind.SINGLE_LABEL:
-        return single_label_records(con, labels)
-    if head == HeadKind.MULTI_LABEL:
-        return multi_label_records(con, labels)
-    return regression_records(con, labels)
-
-
-def monitor(con, head: HeadKind | str, labels: list[str], slice_columns: list[str], reference, reference_name: str, min_psi: float):
+def monitor(con, kind: HeadEvaluation, labels: list[str], slice_columns: list[str], reference, reference_name: str, min_psi: float):
     """(drift, estimated) of the run on `con` (its `predictions` and `staged` views) against the
     completed run `reference` (a Location)."""
     ref_side = d.open_reference(con, reference, slice_columns)
     current = d.current_side(con, labels, slice_columns)
-    drift = d.drift(con, head, ref_side, current, slice_columns, reference_name, min_psi)
+    drift = d.drift(con, kind, ref_side, current, slice_columns, reference_name, min_psi)
     recorded = d.recorded_reference(reference)
-    return drift, estimate(con, head, labels, recorded, reference_name, drift.rows.current, drift)
+    return drift, estimate(con, kind, labels, recorded, reference_name, drift.rows.current, drift)

@@ -46,7 +46,7 @@ from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.compare import _delta, open_other
 from scorekeeper.evaluation.compare_tests import METHODS, _counted, _paired
 from scorekeeper.evaluation.duck import Fragment, number, sql, statement
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import Pairing, compared_metrics
 from scorekeeper.run_folder import RunFolder
@@ -100,7 +100,7 @@ def compare_head(con, run: Location, other: Location, metrics: MetricsDocument, 
     comparison of the paired rows (multi_label._multi_label, regression._regression): its fields
     of the comparison and its paired tests (`tests`)."""
     recorded = other.read_json(RunFolder.METRICS)
-    other_head = recorded.get("head", HeadKind.SINGLE_LABEL)
+    other_head = recorded.get("head", DEFAULT_HEAD)
     if other_head != head:
         from scorekeeper.errors import InputError
 

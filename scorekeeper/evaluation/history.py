@@ -18,7 +18,7 @@ import posixpath
 from pydantic import ValidationError
 
 from scorekeeper.errors import InputError
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.metrics.document import HistoryEntry, LeftOutRun, MetricsDocument, RecordedMetrics, history_entry
 from scorekeeper.run_folder import CompletionRecord, RunFolder
 from scorekeeper.run_seal import HISTORY, bytes_reason, unverified_reason
@@ -50,7 +50,7 @@ def previous_run(output: Location, run_id: str, parameter: str, matches, matchin
 
 def refuse_other_head(output: Location, name: str, head: HeadKind | str, parameter: str, advice: str) -> None:
     """Refuse `parameter`'s run `name` when it scored another kind of head than this run's `head`."""
-    other_head = output.child(name).read_json(RunFolder.METRICS).get("head", HeadKind.SINGLE_LABEL)
+    other_head = output.child(name).read_json(RunFolder.METRICS).get("head", DEFAULT_HEAD)
     if other_head != head:
         raise InputError(f"{parameter}: run {name!r} scored a {other_head} head and this run a {head} head; {advice}")
 

@@ -1,5 +1,6 @@
 """What the length costs: metrics.json `length_impact`, the headline metric over the evaluated rows
-within the window and over it (docs/long_text.md).
+within the window and over it (docs/long_text.md). The split is shared; the metric per side is the kind's
+(`HeadEvaluation.length_sides`), from the helpers here.
 
 A row is over when its L content tokens exceed the window W = max_length - s, i.e. when its
 `tokens` column (L + s, written by the worker for every run) exceeds max_length. Per side, the
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from scorekeeper.evaluation.base import Evaluation, HeadEvaluation, LengthSide
 from scorekeeper.evaluation.duck import sql
-from scorekeeper.evaluation.slices import ROWS_QUERY, SLICE_UNITS, ratio_interval
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.evaluation.slices import SLICE_UNITS, ratio_interval
 from scorekeeper.metrics.registry import length_metric
 
 SIDES = {False: "within", True: "over"}
@@ -32,31 +33,45 @@ def has_lengths(con) -> bool:
     return "tokens" in names
 
 
-def length_impact(con, head: str, max_length: int) -> dict | None:
+def length_impact(ev: Evaluation, kind: HeadEvaluation, max_length: int) -> dict | None:
     """{"within": {...}, "over": {...}} for the evaluated rows (the kind's metrics have run), or
     None when no evaluated row is over the window."""
-    if not has_lengths(con):
+    if not has_lengths(ev.con):
         return None
-    con.execute(sql("length_rows.sql"), {"max_length": max_length})
-    metric = length_metric(head)
-    if head == HeadKind.SINGLE_LABEL:
-        con.execute(sql("wilson.sql"))
-        found = {
-            over: {"rows": int(rows), metric: correct / rows, f"{metric}_ci": ci}
-            for over, rows, correct, ci in con.execute(sql("length_accuracy.sql")).fetchall()
-        }
-    else:
-        con.execute(sql(ROWS_QUERY[HeadKind(head)]))
-        con.execute(sql("length_head_units.sql"), {"units": SLICE_UNITS})
-        units = con.execute("SELECT over, rows, num, den FROM length_units ORDER BY over, unit").fetchall()
-        found = {}
-        for over in (False, True):
-            mine = np.array([(r, n, d) for o, r, n, d in units if o == over], dtype=np.float64).reshape(-1, 3)
-            rows = int(mine[:, 0].sum())
-            if rows:
-                num, den = mine[:, 1], mine[:, 2]
-                value = num.sum() / den.sum() if den.sum() else 0.0
-                found[over] = {"rows": rows, metric: float(value), f"{metric}_ci": ratio_interval(num, den) if rows > 1 else None}
+    ev.con.execute(sql("length_rows.sql"), {"max_length": max_length})
+    metric = length_metric(kind.kind)
+    found = kind.length_sides(ev)
     if not found.get(True):
         return None
-    return {SIDES[over]: found.get(over) or {"rows": 0, metric: None, f"{metric}_ci": None} for over in (False, True)}
+    return {
+        SIDES[over]: {"rows": side.rows, metric: side.value, f"{metric}_ci": side.ci}
+        if side
+        else {"rows": 0, metric: None, f"{metric}_ci": None}
+        for over, side in ((over, found.get(over)) for over in (False, True))
+    }
+
+
+def proportion_sides(con) -> dict[bool, LengthSide]:
+    """A share of right rows per side (single-label accuracy) over the `evaluated` rows, with
+    Wilson's interval (sql/shared/wilson.sql), as the slices compute it."""
+    con.execute(sql("wilson.sql"))
+    return {
+        over: LengthSide(int(rows), correct / rows, ci) for over, rows, correct, ci in con.execute(sql("length_accuracy.sql")).fetchall()
+    }
+
+
+def ratio_sides(con, rows_query: str) -> dict[bool, LengthSide]:
+    """A ratio of sums per side over the kind's slice rows (`rows_query` makes head_slice_rows: num
+    and den per row), with the slices' percentile bootstrap interval (slices.ratio_interval)."""
+    con.execute(sql(rows_query))
+    con.execute(sql("length_head_units.sql"), {"units": SLICE_UNITS})
+    units = con.execute("SELECT over, rows, num, den FROM length_units ORDER BY over, unit").fetchall()
+    found = {}
+    for over in (False, True):
+        mine = np.array([(r, n, d) for o, r, n, d in units if o == over], dtype=np.float64).reshape(-1, 3)
+        rows = int(mine[:, 0].sum())
+        if rows:
+            num, den = mine[:, 1], mine[:, 2]
+            value = num.sum() / den.sum() if den.sum() else 0.0
+            found[over] = LengthSide(rows, float(value), ratio_interval(num, den) if rows > 1 else None)
+    return found

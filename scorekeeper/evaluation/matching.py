@@ -18,6 +18,9 @@ row, and metrics.json's `truth_matching` records it:
   such a column (labels "1","2","3" with values "0","1","2": "1" is the name of id 0 and the id
   of "2") is refused, naming the values: it would resolve differently by name and by id.
 
+The words of the rule (TruthRule, ColumnKind, TruthMatching: what metrics.json records) live with
+the document, in scorekeeper/metrics/truth_matching.py.
+
 A multi-label column (a list per row, scorekeeper/staging/truth_kinds.py) is matched the same way,
 by its elements: list<int64> elements are an integer column, list<string> elements a text column,
 and the rule is decided over the distinct elements of the whole column. A regression column holds
@@ -27,27 +30,9 @@ numbers, not labels: it has no rule.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
-
-from pydantic import BaseModel
 
 from scorekeeper.errors import InputError
-
-
-class TruthRule(StrEnum):
-    ID = "id"
-    NAME = "name"
-    NAME_OR_ID = "name_or_id"  # a label name is that label, an in-range integer that is no name that id
-
-
-class ColumnKind(StrEnum):
-    """The staged label column's type family, as the rule sees it. `label_columns`: the ground
-    truth was one 0/1 integer column per label, each named like its label (multi-label's
-    label_columns), staged as the names of the labels whose column holds 1 and matched by name."""
-
-    INTEGER = "integer"
-    TEXT = "text"
-    LABEL_COLUMNS = "label_columns"
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 
 
 def column_kind(arrow_type: str) -> ColumnKind:
@@ -70,15 +55,6 @@ class TruthValues:
     ids: int  # values that are an integer literal of an id in range
     ids_not_names: int  # in-range id literals that are no label name
     conflicts: list[str]  # the first values that are the name of one label and the id of another
-
-
-class TruthMatching(BaseModel):
-    """metrics.json's `truth_matching`: how ground-truth values were matched to the model's labels."""
-
-    rule: TruthRule
-    column_type: ColumnKind
-    distinct_values: int
-    matched_values: int  # distinct values that are a label under the rule
 
 
 def decide(kind: ColumnKind, values: TruthValues, labels: list[str], column: str) -> TruthMatching:

@@ -25,19 +25,32 @@ import numpy as np
 
 from scorekeeper.evaluation import paired_heads as ph
 from scorekeeper.evaluation import paired_tests as pt
-from scorekeeper.evaluation.base import CONFIDENT_ERRORS, ECE_BINS, LOG_LOSS_EPS, Coverage, Evaluation, _mean, _number
+from scorekeeper.evaluation.base import (
+    CONFIDENT_ERRORS,
+    ECE_BINS,
+    LOG_LOSS_EPS,
+    Coverage,
+    Evaluation,
+    KindReport,
+    LengthSide,
+    _mean,
+    _number,
+)
 from scorekeeper.evaluation.compare_tests import label_positions
 from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
+from scorekeeper.evaluation.estimate import calibration_by_label, expected_f1, recorded_bins
 from scorekeeper.evaluation.heads_compare import _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
-from scorekeeper.evaluation.matching import ColumnKind, TruthRule
+from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.paired_tests import mcnemar_exact
+from scorekeeper.evaluation.signals import RunSide, SignalViews
 from scorekeeper.evaluation.slices import head_slices
-from scorekeeper.evaluation.truth import match_truth, truth_table
+from scorekeeper.evaluation.truth import STAGED_VALUE, match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
-from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument, RecordedMetrics
-from scorekeeper.metrics.registry import scalar_metrics, value_at
+from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.registry import BY_NAME, SliceMetric, scalar_metrics, value_at
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.storage import Location
 
 TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8-f measures it"
@@ -278,11 +291,43 @@ def _pair(con, keys, metrics: MetricsDocument, other_metrics: RecordedMetrics) -
     return _multi_label(con, keys, label_positions(metrics.labels or [], value_at(other_metrics, ("labels",))))
 
 
+# The evaluated rows as the slices and the length split read them (head_slice_rows: 2TP, 2TP + FP + FN, exact).
+SLICE_ROWS = "multilabel_slice_rows.sql"
+
+
+def slice_group(rows: int, num: float, den: float, exact: int, wilson, ci) -> dict:
+    """A slice group's fields: micro-F1 (the bootstrap interval) and subset accuracy (Wilson's)."""
+    return {
+        "rows": rows,
+        "micro_f1": num / den if den else 0.0,
+        "micro_f1_ci": ci,
+        "subset_accuracy": exact / rows,
+        "subset_accuracy_ci": wilson,
+    }
+
+
+def slice_breakdown(con, slice_columns: list[str]) -> tuple[dict, dict]:
+    """metrics.json `slices` and `slices_truncated` of a multi-label run (over `ml_cells`)."""
+    return head_slices(con, SLICE_ROWS, slice_group, slice_columns)
+
+
 class MultiLabel:
     kind = HeadKind.MULTI_LABEL
+    report = KindReport(
+        slice_metrics=(
+            SliceMetric(BY_NAME["micro_f1"], "micro_f1_ci", "bootstrap"),
+            SliceMetric(BY_NAME["subset_accuracy"], "subset_accuracy_ci", "Wilson"),
+        ),
+        slice_caption=None,
+        sections=("per_label",),
+    )
 
     def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-        return truth_table(ev.con, ev.run, ev.manifest, self.kind)
+        return truth_table(ev.con, ev.run, ev.manifest, STAGED_VALUE, Fragment("value VARCHAR[]"), elements=True)
+
+    def check_truth(self, ev: Evaluation, column: ColumnKind | None) -> TruthMatching | None:
+        """The rule of the list elements (`truth_elements`), as a single-label column's."""
+        return match_truth(ev.con, column, ev.labels, ev.truth_column, quiet=True, truth="truth_elements") if column else None
 
     def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
         """The multi-label metrics; the list elements are matched to the labels by the column's one
@@ -300,11 +345,34 @@ class MultiLabel:
             "unknown_label_rows": sum(unknown.values()),
         } | multilabel_metrics(con, labels, threshold_vector(ev.thresholds, labels))
 
+    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+        """calibration_by_label over the evaluated cells (`ml_cells`)."""
+        return calibration_by_label(ev.con, "multilabel_calibration_by_label.sql", ev.labels)
+
     def slices(self, ev: Evaluation) -> tuple[dict, dict]:
-        return head_slices(ev.con, self.kind, ev.slice_columns)
+        return slice_breakdown(ev.con, ev.slice_columns)
+
+    def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
+        return ratio_sides(ev.con, SLICE_ROWS)
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
         return compare_head(ev.con, ev.run, baseline, document, self.kind, _pair)
+
+    def drift_signals(self, views: SignalViews, reference: RunSide, current: RunSide) -> None:
+        """Labels per row (numeric), and each label's positive share (`positive:LABEL`, counted at
+        once into drift_categorical_counts) for the labels both models have."""
+        shared = views.skip_unshared("positive:", reference, current)
+        views.view("labels_per_row", "drift_labels_per_row.sql", True)
+        views.con.execute(sql("drift_labels.sql"), {"ids": [i for i, _ in shared], "names": [n for _, n in shared]})
+        views.con.execute(sql("drift_positive_counts.sql", **views.sources))
+
+    def estimate(self, con, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
+        """Macro- and micro-F1 from the reference's calibration_by_label."""
+        by_label = recorded_bins(estimated, recorded)
+        if by_label is not None:
+            f1 = expected_f1(con, "estimate_multi_label.sql", by_label, labels, {"names": labels})
+            estimated.macro_f1, estimated.macro_f1_ci = f1.macro, f1.macro_ci(con, renormalised=False)
+            estimated.micro_f1, estimated.micro_f1_ci = f1.micro, f1.micro_ci(con, renormalised=False)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
 

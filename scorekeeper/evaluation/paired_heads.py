@@ -37,12 +37,11 @@ Pure functions (numpy only, no DuckDB); results in scorekeeper/evaluation/paired
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from scorekeeper.evaluation import paired_tests as pt
-from scorekeeper.metrics.registry import HeadKind, Pairing, compared_metrics
 
 BOOTSTRAP_BLOCKS = 10_000  # blocks of a block bootstrap at most: one row each up to this many rows
 MIN_BLOCKS = 1_000
@@ -188,16 +187,14 @@ SUM_FIELDS = ("n", "yc", "yc2", "abs_y") + tuple(
     f"{name}_{side}" for side in ("after", "before") for name in ("e2", "abs_e", "ec", "ec2", "pc", "pc2", "ycpc")
 )
 HIGH_FIELDS = ("abs_e_after", "abs_e_before", "y_max", "y_min_neg", "p_after_max", "p_after_min_neg", "p_before_max", "p_before_min_neg")
-# the regression metrics resampled through block sums (the registry's Pairing.RESAMPLED); those of
-# ranks and order (Pairing.SAMPLED) go through regression_rank_deltas on a row sample
-SUMMED = tuple(m.name for m in compared_metrics(HeadKind.REGRESSION) if m.compared is Pairing.RESAMPLED)
 
 
-def regression_sum_deltas(totals: np.ndarray, maxima: np.ndarray, outputs: int) -> dict[str, np.ndarray]:
-    """The regression metrics of both runs that are functions of sums and maxima over rows
+def regression_sum_deltas(totals: np.ndarray, maxima: np.ndarray, outputs: int, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The regression metrics `names` of both runs that are functions of sums and maxima over rows
     (regression_metrics.sql's and regression_correlation.sql's definitions: r2 and explained
     variance null for a constant truth, pearson for a constant side), each averaged over the
-    outputs (NaN where any output's is); this - other."""
+    outputs (NaN where any output's is); this - other. `names`: regression.SUMMED (those of ranks
+    and order go through regression_rank_deltas on a row sample)."""
     t = totals.reshape(len(totals), outputs, len(SUM_FIELDS))
     h = maxima.reshape(len(maxima), outputs, len(HIGH_FIELDS))
     f = {name: t[..., i] for i, name in enumerate(SUM_FIELDS)}
@@ -219,7 +216,7 @@ def regression_sum_deltas(totals: np.ndarray, maxima: np.ndarray, outputs: int) 
                 "wmape": _ratio(g["abs_e"], f["abs_y"]),
                 "max_error": h[..., s],
             }
-    return {k: (values["after"][k] - values["before"][k]).mean(-1) for k in SUMMED}
+    return {k: (values["after"][k] - values["before"][k]).mean(-1) for k in names}
 
 
 def average_ranks(x: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -26,21 +26,32 @@ from typing import Any
 
 import numpy as np
 
+from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation import paired_heads as ph
 from scorekeeper.evaluation import paired_tests as pt
-from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, _number
-from scorekeeper.evaluation.duck import Fragment, identifier, records, sql, statement
-from scorekeeper.evaluation.estimate import _overall_mae
+from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, KindReport, LengthSide, _number
+from scorekeeper.evaluation.duck import Fragment, identifier, number, records, sql, statement
 from scorekeeper.evaluation.heads_compare import BOOTSTRAP_BLOCKS, _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
-from scorekeeper.evaluation.matching import ColumnKind
+from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
 from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
+from scorekeeper.evaluation.signals import RunSide, SignalViews
 from scorekeeper.evaluation.slices import head_slices
-from scorekeeper.evaluation.truth import check_regression_truth, truth_table
+from scorekeeper.evaluation.truth import STAGED_VALUE, check_regression_truth, truth_table
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.metrics.document import Comparison, GroundTruthSource, MetricsDocument, RecordedMetrics
-from scorekeeper.metrics.registry import Pairing, compared_metrics, scalar_metrics
+from scorekeeper.metrics.document import (
+    Comparison,
+    Drift,
+    Estimated,
+    GroundTruthSource,
+    MetricsDocument,
+    RecordedMetrics,
+    ResidualBin,
+    ResidualBins,
+)
+from scorekeeper.metrics.registry import BY_NAME, Pairing, SliceMetric, compared_metrics, run_metrics, scalar_metrics
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.storage import Location
 
 SCATTER_POINTS = 3000  # past this many rows the predicted-vs-true plot is a 2-D histogram
@@ -52,6 +63,9 @@ RESIDUAL_BINS = 30
 LARGEST_ERRORS = 20
 
 REGRESSION_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.REGRESSION))
+# the compared metrics resampled through block sums (the registry's Pairing.RESAMPLED:
+# paired_heads.regression_sum_deltas); those of ranks and order (Pairing.SAMPLED) on a row sample
+SUMMED = tuple(m.name for m in compared_metrics(HeadKind.REGRESSION) if m.compared is Pairing.RESAMPLED)
 
 # The magnitudes (largest |truth or prediction|) between which the paired tests' sums of squares and
 # products stay normal doubles (squares of 1e150 are 1e300; of 1e-140, 1e-280).
@@ -240,9 +254,9 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
     tests = ph.block_bootstrap(
         sums.reshape(len(codes), width),
         highs.reshape(len(codes), width_high),
-        lambda t, h: ph.regression_sum_deltas(t, h, outputs),
+        lambda t, h: ph.regression_sum_deltas(t, h, outputs, SUMMED),
         resamples,
-        deltas={name: delta(name) for name in ph.SUMMED},
+        deltas={name: delta(name) for name in SUMMED},
     )
     positions = pt.subset_positions(rows, ph.RANK_ROWS).tolist()
     sample = _sample(con, "reg_paired_complete", "output_id", ("y", "after", "before"), positions)
@@ -360,22 +374,136 @@ def _pair(con, keys, metrics: MetricsDocument, other_metrics: RecordedMetrics) -
     return _regression(con, keys, len(metrics.labels or []), metrics)
 
 
+# -- what a run with ground truth records for a later run's estimate, and that estimate (docs/drift.md) ----
+
+
+def regression_signal(outputs: list[str], i: int) -> str:
+    """The drift signal of output i: `prediction`, or `prediction:NAME` with several outputs."""
+    return "prediction" if len(outputs) == 1 else f"prediction:{outputs[i]}"
+
+
+def regression_records(con, outputs: list[str]) -> dict[str, Any]:
+    """A regression run's residual_bins per output: the `prediction` signal's bins of its own
+    predictions (its merged deciles, as a later run's drift step makes them) and the evaluated
+    cells' MAE in each."""
+    signals = [regression_signal(outputs, i) for i in range(len(outputs))]
+    edges: dict[str, list[float]] = {}
+    for i, signal in enumerate(signals):
+        # the drift step's view of the signal, with this run on both sides: only the reference side is read
+        if len(outputs) > 1:
+            position = number(i + 1)
+            con.execute(sql("drift_prediction_output.sql", view="residual_signal", reference="predictions", current="predictions",
+                            reference_index=position, current_index=position))  # fmt: skip
+        else:
+            con.execute(sql("drift_prediction.sql", view="residual_signal", reference="predictions", current="predictions"))
+        edges[signal] = d.reference_edges(con, "residual_signal")
+    con.execute(sql("drift_edges.sql"), {"signals": signals, "edges": [edges[s] for s in signals]})
+    con.execute(sql("drift_labels.sql"), {"ids": list(range(len(outputs))), "names": signals})
+    out = {name: ResidualBins(edges=edges[s], bins=[ResidualBin(rows=0, mae=None) for _ in range(len(edges[s]) + 1)])
+           for name, s in zip(outputs, signals, strict=True)}  # fmt: skip
+    for output_id, b, n, mae in con.execute(sql("residual_bins.sql")).fetchall():
+        out[outputs[output_id]].bins[b] = ResidualBin(rows=int(n), mae=mae)
+    return {"residual_bins": out}
+
+
+def residual_estimate(estimated: Estimated, recorded: dict, outputs: list[str], drift: Drift | None) -> None:
+    """MAE per output from the reference's residual_bins over this run's `prediction` signal's bins."""
+    residuals = recorded.get("residual_bins")
+    if not residuals:
+        estimated.unavailable = "the reference run records no residual_bins (no ground truth, or written by an older version)"
+        return
+    if drift is None:
+        estimated.unavailable = "no drift signals to bin this run's predictions"
+        return
+    per_output: dict[str, float | None] = {}
+    for i, name in enumerate(outputs):
+        signal = drift.signals.get(regression_signal(outputs, i))
+        recorded_bins = (residuals.get(name) or {}).get("bins") or []
+        edges = (residuals.get(name) or {}).get("edges")
+        bins = [b for b in signal.bins if not b.null] if signal else []
+        if signal is None or len(bins) != len(recorded_bins) or [b.upper for b in bins][:-1] != edges:
+            per_output[name] = None
+            continue
+        overall = _overall_mae(recorded, name, recorded_bins)
+        n = sum(b.current_rows for b in bins)
+        total = sum(b.current_rows * (r["mae"] if r.get("mae") is not None else overall) for b, r in zip(bins, recorded_bins, strict=True))
+        per_output[name] = total / n if n else None
+    estimated.per_output = per_output
+    known = [v for v in per_output.values() if v is not None]
+    estimated.mae = sum(known) / len(known) if known and len(known) == len(per_output) else None
+    if estimated.mae is None:
+        estimated.unavailable = "the reference's residual bins do not match this run's prediction signal"
+
+
+def _overall_mae(recorded: dict, name: str, bins: list[dict]) -> float:
+    """The reference's MAE over all its evaluated cells of an output: an empty bin's estimate."""
+    rows = sum(int(b["rows"]) for b in bins)
+    return sum(int(b["rows"]) * (b["mae"] or 0.0) for b in bins) / rows if rows else 0.0
+
+
+# The evaluated rows as the slices and the length split read them (head_slice_rows: |e| per row).
+SLICE_ROWS = "regression_slice_rows.sql"
+
+
+def slice_group(rows: int, num: float, den: float, exact: int, wilson, ci) -> dict:
+    """A slice group's fields: MAE (the mean of the outputs') with the bootstrap interval."""
+    return {"rows": rows, "mae": num / den, "mae_ci": ci}
+
+
+def slice_breakdown(con, slice_columns: list[str]) -> tuple[dict, dict]:
+    """metrics.json `slices` and `slices_truncated` of a regression run (over `reg_cells`)."""
+    return head_slices(con, SLICE_ROWS, slice_group, slice_columns)
+
+
 class Regression:
     kind = HeadKind.REGRESSION
+    report = KindReport(
+        slice_metrics=(SliceMetric(BY_NAME["mae"], "mae_ci", "bootstrap"),),
+        slice_caption=None,
+        sections=("per_output",),
+        # the per-output table: every metric only a regression head has, in the registry's order
+        table_metrics=tuple(
+            m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION} and not m.monitoring and not m.labelling
+        ),
+    )
 
     def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-        return truth_table(ev.con, ev.run, ev.manifest, self.kind)
+        return truth_table(ev.con, ev.run, ev.manifest, STAGED_VALUE, Fragment("value DOUBLE"), rule=False)
+
+    def check_truth(self, ev: Evaluation, column: ColumnKind | None) -> TruthMatching | None:
+        """A truth of numbers has no rule: only its shape is checked (one number per output)."""
+        check_regression_truth(ev.con, ev.labels, ev.truth_column)
+        return None
 
     def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
         check_regression_truth(ev.con, ev.labels, ev.truth_column)  # checked before scoring too; a resumed run's truth again
         ev.con.execute(sql("regression_evaluated.sql"))
         return regression_metrics(ev.con, ev.labels)
 
+    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+        return regression_records(ev.con, ev.labels)
+
     def slices(self, ev: Evaluation) -> tuple[dict, dict]:
-        return head_slices(ev.con, self.kind, ev.slice_columns)
+        return slice_breakdown(ev.con, ev.slice_columns)
+
+    def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
+        return ratio_sides(ev.con, SLICE_ROWS)
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
         return compare_head(ev.con, ev.run, baseline, document, self.kind, _pair)
+
+    def drift_signals(self, views: SignalViews, reference: RunSide, current: RunSide) -> None:
+        """The prediction (numeric): `prediction`, or `prediction:OUTPUT` per output both models have."""
+        if len(current.labels) <= 1:
+            views.view("prediction", "drift_prediction.sql", True)
+            return
+        for i, name in views.skip_unshared("prediction:", reference, current):
+            # each run's own list position of the output (1-based), named as this run's
+            positions = {"reference_index": number(reference.labels.index(name) + 1), "current_index": number(i + 1)}
+            views.view(f"prediction:{name}", "drift_prediction_output.sql", True, **positions)
+
+    def estimate(self, con, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
+        residual_estimate(estimated, recorded, labels, drift)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
 

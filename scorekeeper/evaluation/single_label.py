@@ -17,17 +17,21 @@ from scorekeeper.evaluation.base import (
     LOG_LOSS_EPS,
     Coverage,
     Evaluation,
+    KindReport,
+    LengthSide,
     Logger,
     _mean,
     _number,
 )
 from scorekeeper.evaluation.compare import compare
-from scorekeeper.evaluation.duck import SLICE_GROUPS, literal, null_group_key, number, ovr_table, sql
-from scorekeeper.evaluation.estimate import accuracy_variance
+from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, literal, null_group_key, number, ovr_table, sql
+from scorekeeper.evaluation.estimate import accuracy_estimate, accuracy_variance, calibration_by_label, expected_f1, recorded_bins
 from scorekeeper.evaluation.label_audit import label_audit
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables
-from scorekeeper.evaluation.matching import ColumnKind, TruthRule, why_nothing_evaluated
-from scorekeeper.evaluation.truth import match_truth, truth_table
+from scorekeeper.evaluation.length_impact import proportion_sides
+from scorekeeper.evaluation.matching import why_nothing_evaluated
+from scorekeeper.evaluation.signals import RunSide, SignalViews
+from scorekeeper.evaluation.truth import RAW_LABEL, match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import (
     CalibrationBin,
@@ -35,6 +39,8 @@ from scorekeeper.metrics.document import (
     ClassScores,
     Comparison,
     ConfidentError,
+    Drift,
+    Estimated,
     GroundTruthSource,
     MetricsDocument,
     RecordedMetrics,
@@ -42,7 +48,8 @@ from scorekeeper.metrics.document import (
     SliceGroup,
     ThresholdRow,
 )
-from scorekeeper.metrics.registry import TOP_K_MAX
+from scorekeeper.metrics.registry import BY_NAME, TOP_K_MAX, SliceMetric
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.run_folder import StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location
 
@@ -65,9 +72,13 @@ class SingleLabel:
     """A softmax head: one label per row (docs/contracts.md, sections 3, 6 and 8)."""
 
     kind = HeadKind.SINGLE_LABEL
+    report = KindReport(slice_metrics=(SliceMetric(BY_NAME["accuracy"], "accuracy_ci", "Wilson"),), slice_caption="Accuracy", sections=())
 
     def truth_table(self, ev: Evaluation) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-        return truth_table(ev.con, ev.run, ev.manifest)
+        return truth_table(ev.con, ev.run, ev.manifest, RAW_LABEL, Fragment("raw_label VARCHAR"))
+
+    def check_truth(self, ev: Evaluation, column: ColumnKind | None) -> TruthMatching | None:
+        return match_truth(ev.con, column, ev.labels, ev.truth_column, quiet=True) if column else None
 
     def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
         con, labels, manifest = ev.con, ev.labels, ev.manifest
@@ -116,12 +127,33 @@ class SingleLabel:
             **({"label_audit": label_audit(con, labels, EXCERPT_CHARS)} if evaluated else {}),
         }
 
+    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+        """calibration_by_label over the `evaluated` rows (the accuracy estimate reads `calibration`)."""
+        return calibration_by_label(ev.con, "calibration_by_label.sql", ev.labels)
+
     def slices(self, ev: Evaluation) -> tuple[dict, dict]:
         return _slices(ev.con, ev.slice_columns)
+
+    def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
+        return proportion_sides(ev.con)
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
         assert document.truth_matching is not None, "evaluated rows were matched to a truth"
         return compare(ev.con, ev.run, baseline, document, ev.slice_columns, document.truth_matching, ev.truth_column)
+
+    def drift_signals(self, views: SignalViews, reference: RunSide, current: RunSide) -> None:
+        """The predicted label (categorical) and the top score (numeric)."""
+        views.view("predicted_label", "drift_predicted_label.sql", False)
+        views.view("score", "drift_score.sql", True)
+
+    def estimate(self, con, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
+        """Accuracy with its interval from the reference's `calibration`, macro-F1 from its calibration_by_label."""
+        by_label = recorded_bins(estimated, recorded)
+        if by_label is None:
+            return
+        estimated.accuracy, estimated.accuracy_ci = accuracy_estimate(con, recorded.get("calibration") or [], estimated.rows)
+        f1 = expected_f1(con, "estimate_single_label.sql", by_label, labels)
+        estimated.macro_f1, estimated.macro_f1_ci = f1.macro, f1.macro_ci(con, renormalised=True)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
 

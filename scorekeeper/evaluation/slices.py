@@ -1,5 +1,7 @@
 """Slices of multi-label and regression runs: per value of each slice column, its rows and the head's
-slice metrics with 95% intervals (metrics.json `slices`, as a single-label run's; docs/evaluation.md says the keys).
+slice metrics with 95% intervals (metrics.json `slices`, as a single-label run's; docs/evaluation.md
+says the keys). The breakdown is shared; each kind gives its rows (a query making
+`head_slice_rows`: num, den and exact per evaluated row) and its group's fields from their sums:
 
 - multi_label: `micro_f1` with `micro_f1_ci`, `subset_accuracy` with `subset_accuracy_ci`;
 - regression: `mae` with `mae_ci` (several outputs: the mean of the outputs' MAE, the rule of the
@@ -25,23 +27,25 @@ Intervals:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from scorekeeper.evaluation.duck import SLICE_GROUPS, null_group_key, sql
 from scorekeeper.evaluation.paired_tests import CHUNK, SEED
-from scorekeeper.head_kind import HeadKind
 
 SLICE_UNITS = 1_000  # resampling units of a slice: its rows up to this many, else this many blocks of rows
 SLICE_RESAMPLES = 2_000
 
-ROWS_QUERY = {HeadKind.MULTI_LABEL: "multilabel_slice_rows.sql", HeadKind.REGRESSION: "regression_slice_rows.sql"}
+# A kind's slice group from its sums: (rows, num, den, exact rows, Wilson interval of exact, interval of num / den) -> fields
+GroupFields = Callable[[int, float, float, int, list[float] | None, list[float] | None], dict]
 
 
-def head_slices(con, head: str, slice_columns: list[str]) -> tuple[dict, dict]:
+def head_slices(con, rows_query: str, group_fields: GroupFields, slice_columns: list[str]) -> tuple[dict, dict]:
     """Per slice column: {value: group} and the group counts of columns with more groups than were
-    kept, over the head's evaluated rows (ml_cells or reg_cells) and the `staged` slice columns."""
+    kept, over the kind's evaluated rows (`rows_query` makes head_slice_rows) and the `staged` slice columns."""
     con.execute(sql("wilson.sql"))
-    con.execute(sql(ROWS_QUERY[HeadKind(head)]))
+    con.execute(sql(rows_query))
     slices, truncated = {}, {}
     for i, column in enumerate(slice_columns):
         con.execute(sql("heads_slice_groups.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS})
@@ -56,7 +60,7 @@ def head_slices(con, head: str, slice_columns: list[str]) -> tuple[dict, dict]:
             sums[1].append(den)
         null_key = null_group_key({value for _, is_null, value, *_ in groups if not is_null})
         slices[column] = {
-            (null_key if is_null else value): _group(head, int(rows), num, den, int(exact), wilson, units[group_id])
+            (null_key if is_null else value): group_fields(int(rows), num, den, int(exact), wilson, _interval(int(rows), units[group_id]))
             for group_id, is_null, value, rows, num, den, exact, wilson, _ in groups
         }
         total = groups[0][-1] if groups else 0
@@ -65,17 +69,8 @@ def head_slices(con, head: str, slice_columns: list[str]) -> tuple[dict, dict]:
     return slices, truncated
 
 
-def _group(head: str, rows: int, num: float, den: float, exact: int, wilson, units: tuple[list, list]) -> dict:
-    ci = ratio_interval(np.array(units[0], dtype=np.float64), np.array(units[1], dtype=np.float64)) if rows > 1 else None
-    if head == HeadKind.MULTI_LABEL:
-        return {
-            "rows": rows,
-            "micro_f1": num / den if den else 0.0,
-            "micro_f1_ci": ci,
-            "subset_accuracy": exact / rows,
-            "subset_accuracy_ci": wilson,
-        }
-    return {"rows": rows, "mae": num / den, "mae_ci": ci}
+def _interval(rows: int, units: tuple[list, list]) -> list[float] | None:
+    return ratio_interval(np.array(units[0], dtype=np.float64), np.array(units[1], dtype=np.float64)) if rows > 1 else None
 
 
 def ratio_interval(num: np.ndarray, den: np.ndarray, resamples: int = SLICE_RESAMPLES) -> list[float] | None:

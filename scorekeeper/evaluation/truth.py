@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.duck import Fragment, connect_run, parquet_view, sql, statement
-from scorekeeper.evaluation.matching import ColumnKind, TruthMatching, TruthValues, column_kind, conflict_note, decide
-from scorekeeper.head_kind import HeadKind
+from scorekeeper.evaluation.duck import Fragment, parquet_view, sql, statement
+from scorekeeper.evaluation.matching import TruthValues, column_kind, conflict_note, decide
 from scorekeeper.metrics.document import GroundTruthSource
+from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
 
 
@@ -23,29 +23,22 @@ def label_table(con, name: str, labels: list[str]) -> None:
         con.executemany(statement("INSERT INTO {name} VALUES (?, ?)", name=name), list(enumerate(labels)))
 
 
-# The truth's column as each kind reads it: a single-label head's text (`raw_label`), matched to the
-# labels by the column's one rule; the others' value in its staged type (a list of label names or
-# ids, or a number); and the column of a run without ground truth.
+# The truth's column as a kind reads it (its module passes one): a single-label head's text
+# (`raw_label`), matched to the labels by the column's one rule; the others' value in its staged
+# type (a list of label names or ids, or a number).
 RAW_LABEL = Fragment("CAST(src.label AS VARCHAR) AS raw_label")
 STAGED_VALUE = Fragment("src.label AS value")
-NO_TRUTH = {
-    HeadKind.SINGLE_LABEL: Fragment("raw_label VARCHAR"),
-    HeadKind.MULTI_LABEL: Fragment("value VARCHAR[]"),
-    HeadKind.REGRESSION: Fragment("value DOUBLE"),
-}
 
 
 def truth_table(
-    con, run: RunFolder, manifest: StagedManifest, head: HeadKind | str = HeadKind.SINGLE_LABEL
+    con, run: RunFolder, manifest: StagedManifest, value: Fragment, empty: Fragment, elements: bool = False, rule: bool = True
 ) -> tuple[GroundTruthSource | None, ColumnKind | None]:
-    """The temp table `truth` of every kind of head, from the staged label column or the staged
-    ground-truth files: (row_index, id, raw_label as text) for a single-label head, (row_index, id,
-    value in its staged type) for the others, and for multi-label also `truth_elements` (row_index,
-    id, raw_label as text: one row per list element), on which its rule is decided. Returns where
-    the truth came from and the kind of the values its rule is decided on (None for a regression
-    head, whose truth holds numbers, and for a run without ground truth). Expects the `staged` view."""
-    head = HeadKind(head)
-    value = RAW_LABEL if head == HeadKind.SINGLE_LABEL else STAGED_VALUE
+    """The temp table `truth` (row_index, id, `value`: RAW_LABEL or STAGED_VALUE) from the staged
+    label column or the staged ground-truth files, or with the column `empty` and no row for a run
+    without ground truth; with `elements` also `truth_elements` (row_index, id, raw_label as text:
+    one row per list element), on which the rule is decided. Returns where the truth came from and
+    the kind of the values its rule is decided on (None without `rule`, a truth of numbers, and for
+    a run without ground truth). Expects the `staged` view."""
     ground_truth = manifest.ground_truth
     source: GroundTruthSource | None
     view: str | None
@@ -58,20 +51,16 @@ def truth_table(
         con.execute(sql("truth_from_input.sql", value=value))
         view, source = "staged", "label_column"
     else:
-        con.execute(statement("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, {column})", column=NO_TRUTH[head]))
+        con.execute(statement("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, {column})", column=empty))
         view, source = None, None
-    if head == HeadKind.MULTI_LABEL:
+    if elements:
         con.execute(
             "CREATE TEMP TABLE truth_elements AS "
             "SELECT row_index, id, CAST(unnest(value) AS VARCHAR) AS raw_label FROM truth WHERE row_index IS NOT NULL"
         )
-    if view is None or head == HeadKind.REGRESSION:
+    if view is None or not rule:
         return source, None
     return source, label_kind(con, view)
-
-
-# The name the multi-label and regression evaluations called it by.
-head_truth_table = truth_table
 
 
 def label_kind(con, view: str) -> ColumnKind:
@@ -148,25 +137,3 @@ def check_regression_truth(con, outputs: list[str], column: str) -> None:
                 f"the regression head has {n} outputs ({names}): its ground truth is a list of {n} numbers per row, "
                 f"but not at row_index {shown}"
             )
-
-
-def check_truth(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: HeadKind | str = HeadKind.SINGLE_LABEL
-) -> TruthMatching | None:
-    """Decide the ground truth's rule as soon as it is staged, before anything is scored: a column
-    that would resolve differently by name and by id is refused up front, not after the scoring.
-    A regression truth holds numbers, not labels: it has no rule, only its shape is checked."""
-    if not (manifest.has_label or manifest.ground_truth):
-        return None
-    con = connect_run(run)
-    try:
-        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
-        label_table(con, "labels", labels)
-        _, kind = truth_table(con, run, manifest, head)
-        if head == HeadKind.REGRESSION:
-            check_regression_truth(con, labels, column)
-            return None
-        elements = "truth_elements" if head == HeadKind.MULTI_LABEL else "truth"
-        return match_truth(con, kind, labels, column, quiet=True, truth=elements) if kind else None
-    finally:
-        con.close()

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
-from scorekeeper.evaluation.matching import TruthMatching
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
+from scorekeeper.metrics.truth_matching import TruthMatching
 from scorekeeper.scoring_summary import ScoringSummary
 
 Number = float | None

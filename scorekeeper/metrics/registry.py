@@ -352,3 +352,34 @@ def number_at(document: Any, path: Iterable[str | int]) -> float | None:
     """The number at `path` as a float; None when absent, null, not a number (or a bool)."""
     value = value_at(document, path)
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+# -- the slice tables' metrics ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SliceMetric:
+    """A metric of the slice tables (a kind's spec names them: evaluation/base.KindReport): the
+    registry's metric (its name is the slice group's field and the document's overall value, its
+    direction orders the groups), its interval's field, how that is made."""
+
+    metric: Metric
+    interval: str
+    how: str
+
+    @property
+    def key(self) -> str:
+        return self.metric.name
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.metric.direction == Direction.LOWER
+
+    def of(self, group: Any) -> float | None:
+        return number_at(group, (self.key,))
+
+    def interval_of(self, group: Any) -> list[float] | None:
+        return value_at(group, (self.interval,))
+
+    def overall(self, document: Any) -> float | None:
+        return self.metric.value(document)

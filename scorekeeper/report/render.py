@@ -10,12 +10,9 @@ come from the metric registry (scorekeeper/metrics/registry.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from scorekeeper.escape import md_text
-from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import LabelSliceGroup, MetricsDocument, RegressionSliceGroup, SliceGroup
-from scorekeeper.metrics.registry import BY_NAME, Direction, Headline, Metric, headline_metrics, number_at, value_at
+from scorekeeper.metrics.registry import Headline, Metric, SliceMetric, headline_metrics, number_at, value_at
 from scorekeeper.numbers import readable
 from scorekeeper.report import drift_plot, plots
 from scorekeeper.scoring_summary import ScoringSummary
@@ -85,44 +82,6 @@ def cards(metrics: MetricsDocument) -> list[dict]:
     return made
 
 
-@dataclass(frozen=True)
-class SliceMetric:
-    """A metric of the slice tables: the registry's metric (its name is the slice group's field and the
-    document's overall value, its direction orders the groups), its interval's field, how that is made."""
-
-    metric: Metric
-    interval: str
-    how: str
-
-    @property
-    def key(self) -> str:
-        return self.metric.name
-
-    @property
-    def lower_is_better(self) -> bool:
-        return self.metric.direction == Direction.LOWER
-
-    def of(self, group: Group) -> float | None:
-        return number_at(group, (self.key,))
-
-    def interval_of(self, group: Group) -> list[float] | None:
-        return value_at(group, (self.interval,))
-
-    def overall(self, metrics: MetricsDocument) -> float | None:
-        return self.metric.value(metrics)
-
-
-# Per head, the slice tables' metrics; the first orders the groups (worst first) and is drawn as the bar.
-SLICE_METRICS: dict[HeadKind, tuple[SliceMetric, ...]] = {
-    HeadKind.SINGLE_LABEL: (SliceMetric(BY_NAME["accuracy"], "accuracy_ci", "Wilson"),),
-    HeadKind.MULTI_LABEL: (
-        SliceMetric(BY_NAME["micro_f1"], "micro_f1_ci", "bootstrap"),
-        SliceMetric(BY_NAME["subset_accuracy"], "subset_accuracy_ci", "Wilson"),
-    ),
-    HeadKind.REGRESSION: (SliceMetric(BY_NAME["mae"], "mae_ci", "bootstrap"),),
-}
-
-
 def sorted_slices(values: dict[str, Group], shown: SliceMetric) -> list[tuple[str, Group]]:
     """A slice column's groups, worst first by `shown` (then most rows); groups without it last."""
     sign = -1.0 if shown.lower_is_better else 1.0
@@ -137,16 +96,15 @@ def slice_scale(shown: SliceMetric, groups: list[tuple[str, Group]], reference: 
     return max(ends) or 1.0
 
 
-def slice_note(metrics: MetricsDocument, intervals: bool) -> str:
-    """The sentence above the slice tables: what they show, their order, their intervals, the dashed line."""
-    shown = SLICE_METRICS[metrics.head]
+def slice_note(metrics: MetricsDocument, shown: tuple[SliceMetric, ...], caption: str | None, intervals: bool) -> str:
+    """The sentence above the slice tables: what they show (`caption`, or the metrics' names with
+    their intervals), their order, their intervals, the dashed line."""
     key = shown[0].key
     overall = shown[0].overall(metrics)
     line = f" The dashed line is the overall {key}" + (f" ({fmt(overall)})." if overall is not None else ".")
-    if metrics.head == HeadKind.SINGLE_LABEL:
-        return (
-            "Accuracy by the values of each slice column, worst first" + (", with Wilson 95% intervals" if intervals else "") + "." + line
-        )
+    if caption:
+        with_intervals = f", with {shown[0].how} 95% intervals" if intervals else ""
+        return f"{caption} by the values of each slice column, worst first{with_intervals}." + line
     order = f"largest {key} first" if shown[0].lower_is_better else f"worst {key} first"
     names = " and ".join(f"{s.key} ({s.how} 95% interval)" for s in shown)
     several = " (the mean of the outputs')" if len(metrics.outputs or []) > 1 else ""

@@ -17,16 +17,17 @@ import json
 from pathlib import Path
 
 from scorekeeper.escape import md_code
+from scorekeeper.evaluation.base import KindReport
+from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
-from scorekeeper.metrics.registry import HeadKind, history_columns, lower_is_better, metric_value, number_at, run_metrics, value_at
+from scorekeeper.metrics.registry import history_columns, lower_is_better, metric_value, number_at, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, estimate_rows
 from scorekeeper.report.labelling_report import labelling_markdown, labels_back_commands, pp_notes, sample_note
 from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
-    SLICE_METRICS,
     SliceMetric,
     cards,
     ci,
@@ -56,10 +57,6 @@ from scorekeeper.report.report_stats import (
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 
-# The per-output table of a regression run: every metric only a regression head has, in the registry's order.
-REGRESSION_TABLE = tuple(
-    m.name for m in run_metrics(HeadKind.REGRESSION) if m.heads == {HeadKind.REGRESSION} and not m.monitoring and not m.labelling
-)
 REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
@@ -105,7 +102,8 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
     lines += groups_markdown(scoring)
     lines += _markdown_comparison(metrics.comparison)
     lines += comparison_tests_markdown(metrics.comparison)
-    lines += _markdown_multilabel(metrics) + _markdown_regression(metrics)
+    for section in kind_report(metrics).sections:  # the kind's own sections (its spec: evaluation/base.KindReport)
+        lines += KIND_SECTIONS[section](metrics)
     lines += length_markdown(metrics)
     if metrics.unknown_labels:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
@@ -121,7 +119,7 @@ def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
             lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
         lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
-    shown = SLICE_METRICS[metrics.head]
+    shown = kind_report(metrics).slice_metrics
     for column, values in (metrics.slices or {}).items():
         order = f"largest {shown[0].key} first" if shown[0].lower_is_better else "worst first"
         header = "| value | rows | " + " | ".join(f"{s.key} | 95% CI" for s in shown) + " |"
@@ -155,8 +153,9 @@ def per_label_rows(metrics: MetricsDocument) -> list[tuple[str, list[tuple[list,
     return rows
 
 
-def _markdown_multilabel(metrics: MetricsDocument) -> list[str]:
-    if metrics.head != HeadKind.MULTI_LABEL or not metrics.per_label:
+def _markdown_per_label(metrics: MetricsDocument) -> list[str]:
+    """A multi-label run's table per label, its labels per row and its most confident wrong labels."""
+    if not metrics.per_label:
         return []
     lines = ["## Per label", ""]
     tuning = metrics.threshold_tuning
@@ -182,13 +181,14 @@ def _markdown_multilabel(metrics: MetricsDocument) -> list[str]:
     return lines + [""]
 
 
-def _markdown_regression(metrics: MetricsDocument) -> list[str]:
-    if metrics.head != HeadKind.REGRESSION or not metrics.per_output:
+def _markdown_per_output(metrics: MetricsDocument) -> list[str]:
+    """A regression run's table per output (the kind's table_metrics), calibration by decile and largest errors."""
+    if not metrics.per_output:
         return []
     outputs = metrics.per_output
     lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
     lines += ["| metric | " + " | ".join(md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
-    lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in REGRESSION_TABLE]
+    lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in kind_report(metrics).table_metrics]
     for output in outputs:
         title = f" ({md(output)})" if len(outputs) > 1 else ""
         deciles = (metrics.calibration_deciles or {}).get(output) or []
@@ -203,6 +203,15 @@ def _markdown_regression(metrics: MetricsDocument) -> list[str]:
                 for e in errors
             ]
     return lines + [""]
+
+
+# The kinds' own report.md sections by the name their spec gives (evaluation/base.KindReport.sections).
+KIND_SECTIONS = {"per_label": _markdown_per_label, "per_output": _markdown_per_output}
+
+
+def kind_report(metrics: MetricsDocument) -> KindReport:
+    """What the report shows of the run's kind of head beyond the shared sections (its spec)."""
+    return evaluation_for(metrics.head).report
 
 
 def error_changes(comparison: Comparison) -> list[tuple[str, ErrorChange]]:
@@ -266,7 +275,8 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
     names, _, grouped = plots.confusion_cells(metrics)
     gates = metrics.gates or []
     facts = run_facts(metrics, run_info)
-    shown = SLICE_METRICS[metrics.head]
+    kind = kind_report(metrics)
+    shown = kind.slice_metrics
     slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.slices or {}).items()}
     slice_intervals = any(s.interval_of(g) for values in (metrics.slices or {}).values() for g in values.values() for s in shown)
     return (
@@ -286,7 +296,7 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             slices=slices,
             slice_metrics=shown,
             slice_intervals=slice_intervals,
-            slice_note=slice_note(metrics, slice_intervals),
+            slice_note=slice_note(metrics, shown, kind.slice_caption, slice_intervals),
             confusion_grouped=grouped,
             confusion_shown=len(names) - (1 if grouped else 0),
             **_comparison_context(metrics),
@@ -305,7 +315,7 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             max_curves=plots.MAX_CURVES,
             per_label_header=PER_LABEL_HEADER,
             per_label=per_label_rows(metrics),
-            regression_table=REGRESSION_TABLE,
+            regression_table=kind.table_metrics,
             regression_plots=_regression_svgs(metrics, svgs),
             length=length_section(metrics),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",

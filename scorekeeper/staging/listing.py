@@ -162,24 +162,7 @@ def list_input(
     log = log or logging.getLogger(__name__)
     fs, path = fs_and_path(uri)
     root = listing_root(path)
-    if _is_glob(path):
-        found = [p for p in fs.glob(path) if fs.isfile(p)]
-        paths = [p for p in found if not hidden(root, p, path)]
-        if not found:
-            raise NoInput(f"{what} not found: no file matches {uri}")
-    elif _is_url(path):
-        if not fs.isfile(path):
-            raise NoInput(f"{what} not found: {redact_uri(uri)}")
-        found = paths = [path]
-    elif fs.isdir(path):
-        found = fs.find(path)
-        paths = [p for p in found if not hidden(root, p)]
-        if not found:
-            raise NoInput(f"{what} not found: the folder {uri} holds no files")
-    elif fs.isfile(path):
-        found = paths = [path]
-    else:
-        raise NoInput(f"{what} not found: {uri}")
+    found, paths = _found(fs, path, root, uri, what)
     skipped = sorted(to_uri(fs, p) for p in set(found) - set(paths))
     if skipped:
         log.warning(
@@ -195,20 +178,64 @@ def list_input(
             "names below the input folder that start with '.' or '_' are not data"
         )
     if exclude is not None and type(exclude.fs) is type(fs):
-        own = exclude.path.rstrip("/")
-        runs = (own, *_sibling_runs(fs, posixpath.dirname(own), paths))
-        inside = [p for p in paths if any(p == r or p.startswith(r + "/") for r in runs)]
-        if inside:
-            (log or logging.getLogger(__name__)).warning(
-                "%s %s: skipping %d file(s) of scorekeeper runs under %s",
-                what,
-                redact_uri(uri),
-                len(inside),
-                redact_uri(posixpath.dirname(exclude.uri.rstrip("/"))),
-            )
-            paths = [p for p in paths if p not in set(inside)]
-            if not paths:
-                raise NoInput(f"{what} not found: {redact_uri(uri)} holds no files outside the run folders of output_uri")
+        paths = _outside_runs(fs, paths, exclude, uri, what, log)
+    _refuse_formats(fs, paths, uri, what)
+    files = []
+    partitions: dict[str, dict[str, str | None]] = {}
+    for p in sorted(paths, key=lambda p: to_uri(fs, p)):
+        info, format = fs.info(p), file_format(p)
+        assert format is not None, "unsupported files were refused above"
+        files.append(
+            InputFile(uri=to_uri(fs, p), size=int(info.get("size") or 0), format=format, fingerprint=file_fingerprint(fs, p, info))
+        )
+        if p != path and hive_values(root, p):
+            partitions[files[-1].uri] = hive_values(root, p)
+    return Listing(files=files, hidden=skipped, partitions=Partitions(partitions))
+
+
+def _found(fs, path: str, root: str, uri: str, what: str) -> tuple[list[str], list[str]]:
+    """Every file the URI names, and those of them that are not hidden; NoInput when it names none."""
+    if _is_glob(path):
+        found = [p for p in fs.glob(path) if fs.isfile(p)]
+        if not found:
+            raise NoInput(f"{what} not found: no file matches {uri}")
+        return found, [p for p in found if not hidden(root, p, path)]
+    if _is_url(path):
+        if not fs.isfile(path):
+            raise NoInput(f"{what} not found: {redact_uri(uri)}")
+        return [path], [path]
+    if fs.isdir(path):
+        found = fs.find(path)
+        if not found:
+            raise NoInput(f"{what} not found: the folder {uri} holds no files")
+        return found, [p for p in found if not hidden(root, p)]
+    if fs.isfile(path):
+        return [path], [path]
+    raise NoInput(f"{what} not found: {uri}")
+
+
+def _outside_runs(fs, paths: list[str], exclude: Location, uri: str, what: str, log) -> list[str]:
+    """The paths outside the run folder `exclude` and the other runs beside it (said in the log)."""
+    own = exclude.path.rstrip("/")
+    runs = (own, *_sibling_runs(fs, posixpath.dirname(own), paths))
+    inside = [p for p in paths if any(p == r or p.startswith(r + "/") for r in runs)]
+    if not inside:
+        return paths
+    log.warning(
+        "%s %s: skipping %d file(s) of scorekeeper runs under %s",
+        what,
+        redact_uri(uri),
+        len(inside),
+        redact_uri(posixpath.dirname(exclude.uri.rstrip("/"))),
+    )
+    outside = [p for p in paths if p not in set(inside)]
+    if not outside:
+        raise NoInput(f"{what} not found: {redact_uri(uri)} holds no files outside the run folders of output_uri")
+    return outside
+
+
+def _refuse_formats(fs, paths: list[str], uri: str, what: str) -> None:
+    """InputError for a file of an unsupported type, or a compressed Parquet file."""
     unsupported = [p for p in paths if file_format(p) is None]
     if unsupported:
         raise InputError(
@@ -221,14 +248,3 @@ def list_input(
             f"{what} {uri}: compressed Parquet file {to_uri(fs, packed[0])}; Parquet compresses its own pages: "
             "give the .parquet file itself"
         )
-    files = []
-    partitions: dict[str, dict[str, str | None]] = {}
-    for p in sorted(paths, key=lambda p: to_uri(fs, p)):
-        info, format = fs.info(p), file_format(p)
-        assert format is not None, "unsupported files were refused above"
-        files.append(
-            InputFile(uri=to_uri(fs, p), size=int(info.get("size") or 0), format=format, fingerprint=file_fingerprint(fs, p, info))
-        )
-        if p != path and hive_values(root, p):
-            partitions[files[-1].uri] = hive_values(root, p)
-    return Listing(files=files, hidden=skipped, partitions=Partitions(partitions))

@@ -66,15 +66,7 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
     partitions = partitions or Partitions()
     head = staged_head(request)
     first_schema, _ = open_or_explain(files[0], [], [])
-    has_label = bool(request.label_columns) or (
-        request.label_column is not None
-        and request.ground_truth_uri is None
-        and (
-            request.label_column in first_schema.names
-            or request.label_column in partitions.of(files[0].uri)
-            or request.label_column != "label"
-        )
-    )
+    has_label = _has_label(request, first_schema, partitions.of(files[0].uri))
     columns = ColumnMap.for_input(request.model_copy(update={"label_column": None}) if request.label_columns else request, has_label)
     columns.required += request.label_columns
     # Columns a CSV file gives as text, whatever they look like: ids keep their spelling (`007` is
@@ -86,79 +78,109 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
     ]
     target = os.path.join(workdir, "input.parquet")
     out = RowGroupWriter(target, request.rows_per_range)
-    offset = 0
-    null_rows: list[int] = []
-    null_count = 0
-    types: dict[str, tuple[pa.DataType, str]] = {}
-    file_rows: list[int] = []
+    staged = _Staged()
     for f in files:
-        file_rows.append(0)
+        staged.file_rows.append(0)
         schema, batches = open_or_explain(f, text_names, columns.required)
         available = _check_columns(f, schema, columns.required, partitions.of(f.uri))
         for batch in batches_or_explain(f, batches):
-            n = batch.num_rows
-            if n == 0:
-                continue
-            out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
-            for canonical, user in columns.mapping.items():
-                column = batch.column(user) if available[user] == "file" else partitions.column(f.uri, user, n)
-                if canonical == "label":
-                    out_columns[canonical] = stage_truth(head, request, column, f.uri, user, offset, f.format == "csv")
-                    continue
-                if f.format == "csv" and empty_cell_is_missing(canonical):
-                    column = empty_cells_null(column)
-                out_columns[canonical] = normalise(canonical, column, f.uri, user, offset)
-            if request.label_columns:
-                out_columns["label"] = label_columns_truth(
-                    [batch.column(c) if available[c] == "file" else partitions.column(f.uri, c, n) for c in request.label_columns],
-                    request.label_columns,
-                    f.uri,
-                    offset,
-                )
-            if "id" not in out_columns:
-                out_columns["id"] = out_columns["row_index"]
-            for canonical in ("id", "label"):
-                if canonical in out_columns:
-                    check_type(types, canonical, out_columns[canonical].type, f.uri, columns.mapping.get(canonical, "row index"))
-            if out_columns["id"].null_count and "id" in columns.mapping:
-                bad = [offset + i for i, v in enumerate(out_columns["id"].is_null().to_pylist()) if v][:SHOWN]
-                raise InputError(f"id column '{request.id_column}' is null at row_index {', '.join(map(str, bad))} ({f.uri})")
-            texts = [out_columns[c] for c in ("text", "text_pair") if c in out_columns]
-            null = texts[0].is_null() if len(texts) == 1 else pc.or_(texts[0].is_null(), texts[1].is_null())
-            nulls = pc.sum(null).as_py() or 0
-            if nulls:  # rows, each once, whichever of its texts is null
-                null_count += nulls
-                if len(null_rows) < SHOWN:
-                    null_rows += [offset + i for i, v in enumerate(null.to_pylist()) if v][: SHOWN - len(null_rows)]
-                if request.null_text == "empty":
-                    for canonical in ("text", "text_pair"):
-                        if canonical in out_columns:
-                            out_columns[canonical] = pc.fill_null(out_columns[canonical], "")
-            order = ["row_index", "id", "text", "text_pair", "label"] + [f"slice_{i}" for i in range(len(request.slice_columns))]
-            out.write(pa.table({k: out_columns[k] for k in order if k in out_columns}))
-            offset += n
-            file_rows[-1] += n
+            if batch.num_rows:
+                out.write(_stage_batch(request, head, columns, f, batch, available, partitions, staged))
     out.close()
-    if offset == 0:
+    if staged.rows == 0:
         raise NoInput(f"no rows in the input {request.input_uri}")
-    if null_count and request.null_text == "error":
+    if staged.null_count and request.null_text == "error":
         raise InputError(
             f"column '{request.text_column if not request.text_pair_column else request.text_column + '/' + request.text_pair_column}'"
-            f" is null in {null_count} row(s); first row_index: {', '.join(map(str, null_rows))}. "
+            f" is null in {staged.null_count} row(s); first row_index: {', '.join(map(str, staged.null_rows))}. "
             "Pass null_text='empty' (--null-text empty) to score them as empty strings"
         )
     return LocalStaging(
         files=files,
-        total_rows=offset,
+        total_rows=staged.rows,
         local_path=target,
         has_label=has_label,
-        label_type=str(types["label"][0]) if "label" in types else None,
-        id_type=str(types["id"][0]),
+        label_type=str(staged.types["label"][0]) if "label" in staged.types else None,
+        id_type=str(staged.types["id"][0]),
         has_text_pair=request.text_pair_column is not None,
-        null_text_rows=null_count,
+        null_text_rows=staged.null_count,
         slice_columns=list(request.slice_columns),
-        file_rows=file_rows,
+        file_rows=staged.file_rows,
     )
+
+
+def _has_label(request: ScoreRequest, first_schema: pa.Schema, first_partition: dict) -> bool:
+    """Whether the input holds the ground truth: label columns, or a label column while no
+    ground_truth_uri is given, named by the request or found in the first file or its folder's partitions."""
+    if request.label_columns:
+        return True
+    if request.label_column is None or request.ground_truth_uri is not None:
+        return False
+    return request.label_column in first_schema.names or request.label_column in first_partition or request.label_column != "label"
+
+
+@dataclass
+class _Staged:
+    """What staging has seen so far: rows, rows per file, the null texts, the id and label types."""
+
+    rows: int = 0
+    file_rows: list[int] = field(default_factory=list)
+    null_count: int = 0
+    null_rows: list[int] = field(default_factory=list)  # the first SHOWN row indexes of null texts
+    types: dict[str, tuple[pa.DataType, str]] = field(default_factory=dict)
+
+
+def _stage_batch(
+    request: ScoreRequest,
+    head: str,
+    columns: ColumnMap,
+    f: InputFile,
+    batch,
+    available: dict[str, str],
+    partitions: Partitions,
+    staged: _Staged,
+) -> pa.Table:
+    """One batch of file `f` as staged rows (its canonical columns, validated), counted into `staged`."""
+    n, offset = batch.num_rows, staged.rows
+    out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
+    for canonical, user in columns.mapping.items():
+        column = batch.column(user) if available[user] == "file" else partitions.column(f.uri, user, n)
+        if canonical == "label":
+            out_columns[canonical] = stage_truth(head, request, column, f.uri, user, offset, f.format == "csv")
+            continue
+        if f.format == "csv" and empty_cell_is_missing(canonical):
+            column = empty_cells_null(column)
+        out_columns[canonical] = normalise(canonical, column, f.uri, user, offset)
+    if request.label_columns:
+        out_columns["label"] = label_columns_truth(
+            [batch.column(c) if available[c] == "file" else partitions.column(f.uri, c, n) for c in request.label_columns],
+            request.label_columns,
+            f.uri,
+            offset,
+        )
+    if "id" not in out_columns:
+        out_columns["id"] = out_columns["row_index"]
+    for canonical in ("id", "label"):
+        if canonical in out_columns:
+            check_type(staged.types, canonical, out_columns[canonical].type, f.uri, columns.mapping.get(canonical, "row index"))
+    if out_columns["id"].null_count and "id" in columns.mapping:
+        bad = [offset + i for i, v in enumerate(out_columns["id"].is_null().to_pylist()) if v][:SHOWN]
+        raise InputError(f"id column '{request.id_column}' is null at row_index {', '.join(map(str, bad))} ({f.uri})")
+    texts = [out_columns[c] for c in ("text", "text_pair") if c in out_columns]
+    null = texts[0].is_null() if len(texts) == 1 else pc.or_(texts[0].is_null(), texts[1].is_null())
+    nulls = pc.sum(null).as_py() or 0
+    if nulls:  # rows, each once, whichever of its texts is null
+        staged.null_count += nulls
+        if len(staged.null_rows) < SHOWN:
+            staged.null_rows += [offset + i for i, v in enumerate(null.to_pylist()) if v][: SHOWN - len(staged.null_rows)]
+        if request.null_text == "empty":
+            for canonical in ("text", "text_pair"):
+                if canonical in out_columns:
+                    out_columns[canonical] = pc.fill_null(out_columns[canonical], "")
+    order = ["row_index", "id", "text", "text_pair", "label"] + [f"slice_{i}" for i in range(len(request.slice_columns))]
+    staged.rows += n
+    staged.file_rows[-1] += n
+    return pa.table({k: out_columns[k] for k in order if k in out_columns})
 
 
 def _check_columns(f: InputFile, schema: pa.Schema, required: list[str], partition: dict, what: str = "") -> dict[str, str]:

@@ -8,7 +8,7 @@ WITH totals AS (
     SELECT d.signal, (d.a + 0.5) / (t.m + 0.5 * t.bins) AS r, (d.b + 0.5) / (t.n + 0.5 * t.bins) AS c
     FROM drift_bins AS d JOIN totals AS t ON t.signal = d.signal
 )
-SELECT t.signal, t.bins, t.m, t.n, sum((s.c - s.r) * ln(s.c / s.r)) AS psi
+SELECT t.signal, t.bins, t.m, t.n, sum((s.c - s.r) * ln(s.c / s.r) ORDER BY (s.c - s.r) * ln(s.c / s.r)) AS psi
 FROM totals AS t JOIN shares AS s ON s.signal = t.signal
 GROUP BY t.signal, t.bins, t.m, t.n
 ORDER BY t.signal;
