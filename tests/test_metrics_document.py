@@ -224,7 +224,11 @@ def test_the_metrics_page_lists_the_gate_metrics_of_the_registry(head):
     section = page.split("## Names a quality gate accepts", 1)[1].split(f"\n### {head.value}\n", 1)[1].split("\n#", 1)[0]
     own = next(line for line in section.splitlines() if line.startswith("- the run's own:"))
     compared = next(line for line in section.splitlines() if line.startswith("- with `compare_to`:"))
-    assert _backticked(own) == [m.name for m in run_metrics(head)]
+    assert _backticked(own) == [m.name for m in run_metrics(head) if not m.monitoring and not m.labelling]
+    monitoring = next(line for line in section.splitlines() if line.startswith("- with `drift_reference`:"))
+    labelling = next(line for line in section.splitlines() if line.startswith("- with labels back for a `label_budget` plan:"))
+    assert _backticked(monitoring) == ["drift_reference"] + [m.name for m in run_metrics(head) if m.monitoring]
+    assert _backticked(labelling) == ["label_budget"] + [m.name for m in run_metrics(head) if m.labelling]
     changes = [m.name for m in compared_metrics(head)]
     assert _backticked(compared) == ["compare_to"] + [f"{n}_drop" for n in changes] + [f"{n}_delta" for n in changes] + [
         m.name for m in metrics_of(head, Scope.COMPARISON)
