@@ -209,8 +209,10 @@ class RunFolder(Location):
     REQUEST: ClassVar[str] = "request.json"
     PLAN: ClassVar[str] = "plan.json"
     PREDICTIONS: ClassVar[str] = "predictions.parquet"
+    EMBEDDINGS: ClassVar[str] = "embeddings.parquet"  # the sampled rows' representation (SPEC 14, docs/drift.md)
     REPORT_DIR: ClassVar[str] = "report"
     METRICS: ClassVar[str] = "report/metrics.json"
+    TOKEN_COUNTS: ClassVar[str] = "report/token_counts.parquet"  # every content token's count (docs/drift.md)
     COMPLETION: ClassVar[str] = "complete.json"  # a run is complete when, and only when, this exists
     WORK_DIR: ClassVar[str] = "work"  # what a resume needs; not an output
     STAGED_INPUT: ClassVar[str] = "work/input.parquet"
