@@ -186,8 +186,8 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     flips equal a row-by-row count in Python."""
     import shutil
 
-    from scorekeeper.evaluation.compare import mcnemar_exact
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.statistics.paired_tests import mcnemar_exact
     from scorekeeper.storage import Location
     from tests.helpers import open_run_and_plan
 
@@ -221,7 +221,7 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     assert set(comparison["deltas"]) >= {"subset_accuracy", "micro_f1", "hamming_loss", "roc_auc_macro", "ece_micro"}
     # paired tests as for single-label runs: per-row means by paired normal on the per-row
     # differences, subset accuracy by McNemar (as accuracy); what is not computed has no p
-    from scorekeeper.evaluation import paired_tests as pt
+    from scorekeeper.evaluation.statistics import paired_tests as pt
 
     tests = comparison["metric_tests"]
     assert set(tests) == set(comparison["deltas"])
