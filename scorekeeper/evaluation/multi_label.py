@@ -73,7 +73,7 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
     """Every multi_label key of the contract over `ml_rows`, with the report's data beside them."""
     if len(thresholds) != len(labels):
         raise ValueError(f"{len(thresholds)} thresholds for {len(labels)} labels")
-    con.execute("CREATE OR REPLACE TEMP TABLE ml_labels (label_id BIGINT, label_name VARCHAR, threshold DOUBLE)")
+    con.execute(sql("multilabel_labels.sql"))
     con.executemany("INSERT INTO ml_labels VALUES (?, ?, ?)", [(i, name, float(t)) for i, (name, t) in enumerate(zip(labels, thresholds))])
     bad = con.execute(
         "SELECT row_index FROM ml_rows WHERE len(probabilities) <> ? OR (truth IS NOT NULL AND len(truth) <> ?) ORDER BY row_index LIMIT 5",
@@ -179,37 +179,8 @@ def _curves(con) -> dict:
 
 
 def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | None) -> dict:
-    con.execute(
-        statement(
-            """
-        CREATE TEMP TABLE ml_paired AS
-        SELECT r.row_index, r.truth, o.predicted_labels AS before, p.predicted_labels AS after,
-               o.probabilities AS before_probabilities, r.probabilities AS after_probabilities
-        FROM ml_rows AS r
-        JOIN predictions AS p ON p.row_index = r.row_index
-        JOIN staged AS s ON s.row_index = r.row_index
-        JOIN other AS o ON {other_key} = {this_key}
-        WHERE r.truth IS NOT NULL
-        """,
-            other_key=keys[0],
-            this_key=keys[1],
-        )
-    )
-    # per (row, label): right before / after, against this run's truth
-    con.execute(
-        """
-        CREATE TEMP TABLE ml_paired_cells AS
-        SELECT *, before = truth AS right_before, after = truth AS right_after
-        FROM (
-            SELECT p.row_index, l.label_id, l.label_name, p.truth[l.label_id + 1] AS truth,
-                   list_contains(p.before, l.label_name) AS before, list_contains(p.after, l.label_name) AS after,
-                   p.after_probabilities[l.label_id + 1] AS prob_after,
-                   p.before_probabilities[$positions[l.label_id + 1]] AS prob_before
-            FROM ml_paired AS p CROSS JOIN labels AS l
-        )
-        """,
-        {"positions": positions or []},
-    )
+    con.execute(sql("paired_multilabel.sql", other_key=keys[0], this_key=keys[1]))
+    con.execute(sql("paired_multilabel_cells.sql"), {"positions": positions or []})
     rows, r2w, w2r, other = con.execute(
         """
         WITH exact AS (

@@ -150,15 +150,7 @@ def _regression_input(con, outputs: int) -> None:
         return statement("CASE WHEN {c} IS NULL THEN NULL ELSE [{c}::DOUBLE] END", c=column)
 
     text = identifier("text") if "text" in types else Fragment("NULL::VARCHAR")
-    con.execute(
-        statement(
-            "CREATE OR REPLACE TEMP VIEW reg_input AS SELECT row_index, id::VARCHAR AS id, {text} AS text, "
-            "{prediction} AS prediction, {truth} AS truth FROM reg_rows",
-            text=text,
-            prediction=as_list("prediction"),
-            truth=as_list("truth"),
-        )
-    )
+    con.execute(sql("regression_input.sql", text=text, prediction=as_list("prediction"), truth=as_list("truth")))
     bad = con.execute(
         "SELECT row_index FROM reg_input WHERE len(prediction) <> ? OR len(truth) <> ? ORDER BY row_index LIMIT 5", [outputs, outputs]
     ).fetchall()
@@ -224,13 +216,7 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
         if side == "after" and own is not None:
             values[side] = dict(enumerate(own))
             continue
-        con.execute(
-            statement(
-                "CREATE OR REPLACE TEMP TABLE {table} AS SELECT row_index, output_id, y AS truth, {side} AS prediction FROM reg_paired_complete",
-                table=f"reg_side_{side}",
-                side=side,
-            )
-        )
+        con.execute(sql("paired_regression_side.sql", table=f"reg_side_{side}", side=side))
         values[side] = regression_values(con, f"reg_side_{side}", outputs)
 
     def delta(name: str) -> float | None:
@@ -300,23 +286,7 @@ def paired_error_changes(sums: np.ndarray) -> dict:
 
 def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
     at = Fragment("[l.label_id + 1]" if outputs > 1 else "")
-    con.execute(
-        statement(
-            """
-        CREATE TEMP TABLE reg_paired AS
-        SELECT * FROM (
-            SELECT r.row_index, l.label_name AS output, r.truth{at} AS y, r.prediction{at} AS after, o.prediction{at} AS before
-            FROM reg_rows AS r
-            CROSS JOIN labels AS l
-            JOIN staged AS s ON s.row_index = r.row_index
-            JOIN other AS o ON {other_key} = {this_key}
-        ) WHERE isfinite(y)
-        """,
-            at=at,
-            other_key=keys[0],
-            this_key=keys[1],
-        )
-    )
+    con.execute(sql("paired_regression.sql", at=at, other_key=keys[0], this_key=keys[1]))
     rows, top = con.execute(
         "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
     ).fetchone()
@@ -351,17 +321,7 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
         v.pop("rmse_test")
     con.execute(sql("paired_regression_rows.sql"), {"outputs": outputs})
     tests = row_mean_tests(con, "reg_paired_rows", HeadKind.REGRESSION)
-    con.execute(
-        """
-        CREATE TEMP TABLE reg_paired_complete AS
-        SELECT p.row_index, l.label_id AS output_id, p.y, p.after, p.before
-        FROM reg_paired AS p JOIN labels AS l ON l.label_name = p.output
-        WHERE p.row_index IN (
-            SELECT row_index FROM reg_paired WHERE isfinite(after) AND isfinite(before) GROUP BY row_index HAVING count(*) = $outputs
-        )
-        """,
-        {"outputs": outputs},
-    )
+    con.execute(sql("paired_regression_complete.sql"), {"outputs": outputs})
     complete = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
     own = [dict(v) for v in (metrics.per_output or {}).values()] if complete == metrics.evaluated and metrics.per_output else None
     tests |= regression_resampled_tests(con, outputs, own)

@@ -228,7 +228,7 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
     if kmax >= 2:
         hits = dict(con.execute(sql("top_k.sql"), {"kmax": kmax}).fetchall())
         top_k = {str(k): hits.get(k, 0) / evaluated for k in range(2, kmax + 1)}
-    con.execute("CREATE OR REPLACE TEMP TABLE cuts AS SELECT unnest(?::DOUBLE[]) AS threshold", [THRESHOLDS])
+    con.execute(sql("threshold_cuts.sql"), {"thresholds": THRESHOLDS})
     thresholds = [
         ThresholdRow(
             threshold=t,
@@ -369,7 +369,7 @@ def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth
     paired delta is the difference of the accuracies. A column that would resolve differently by
     name and by id against the other run's labels is paired by this run's rule (said in the log)."""
     if not other_labels:  # a plan.json that does not record its labels: taken as this run's
-        con.execute("CREATE OR REPLACE TEMP TABLE other_labels AS SELECT * FROM labels")
+        con.execute(sql("other_labels.sql"))
         return matching
     label_table(con, "other_labels", other_labels)
     try:
