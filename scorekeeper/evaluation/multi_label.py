@@ -92,6 +92,36 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
     tuned = con.execute(sql("multilabel_tuned_thresholds.sql")).fetchall()
     halves = dict(con.execute("SELECT tuning, count(DISTINCT row_index) FROM ml_cells GROUP BY tuning").fetchall())
 
+    roc, ap, micro_roc, micro_ap = _ranking(con, counts)
+    calibration, ece = _calibration(con, labels)
+    per_label = _per_label(counts, tuned, evaluated)
+    errors = [
+        {"row_index": int(i), "id": row_id, "label": name, "truth": bool(truth), "probability": prob}
+        for i, row_id, name, truth, prob in con.execute(sql("multilabel_confident_errors.sql"), {"limit": CONFIDENT_ERRORS}).fetchall()
+    ]
+    return {
+        "evaluated": evaluated,
+        **{k: (finite_number(row[k]) if evaluated else None) for k in MULTILABEL_SCALARS},
+        "roc_auc": {"macro": mean_known(roc.values()), "micro": micro_roc, "per_label": roc},
+        "average_precision": {"macro": mean_known(ap.values()), "micro": micro_ap, "per_label": ap},
+        "ece": ece,
+        "ece_bins": ECE_BINS,
+        "per_label": per_label,
+        "threshold_tuning": {"split": TUNING_SPLIT, "tuning_rows": int(halves.get(True, 0)), "heldout_rows": int(halves.get(False, 0))},
+        "label_cardinality": {
+            "truth": finite_number(row["truth_cardinality"]),
+            "predicted": finite_number(row["predicted_cardinality"]),
+            "rows_without_prediction": int(row["rows_without_prediction"] or 0),
+        },
+        "label_calibration": calibration,
+        "curves": _curves(con),
+        "confident_wrong_labels": errors,
+    }
+
+
+def _ranking(con, counts: list[tuple]) -> tuple[dict, dict, float | None, float | None]:
+    """Per label ROC-AUC and average precision (None for a label without positives or negatives), and
+    the micro ones (None where the pooled cells have none), over ml_ovr."""
     defined = {name: 0 < support < cells for name, _, _, _, _, support, cells, *_ in counts}
     ranking = con.execute(sql("ranking.sql", ovr="ml_ovr", labels="ml_labels")).fetchall()
     micro = con.execute(sql("ranking.sql", ovr="ml_ovr", labels=MICRO_LABEL)).fetchone()
@@ -99,8 +129,11 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
     micro_defined = 0 < pooled_support < pooled_cells
     roc = {name: finite_number(auc) if defined[name] else None for name, auc, _ in ranking}
     ap = {name: finite_number(value) if defined[name] else None for name, _, value in ranking}
+    return roc, ap, finite_number(micro[1]) if micro_defined else None, finite_number(micro[2]) if micro_defined else None
 
-    calibration, ece = _calibration(con, labels)
+
+def _per_label(counts: list[tuple], tuned: list[tuple], evaluated: int) -> dict[str, dict]:
+    """metrics.json `per_label`: each label's counts and scores at its threshold and the tuned one."""
     per_label = {}
     for (name, threshold, _, _, _, support, cells, p, r, f1), (_, t_threshold, t_f1, t_heldout, given_heldout) in zip(counts, tuned):
         per_label[name] = {
@@ -115,32 +148,7 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
             "tuned_f1_heldout": finite_number(t_heldout),
             "heldout_f1_at_threshold": finite_number(given_heldout),
         }
-    errors = [
-        {"row_index": int(i), "id": row_id, "label": name, "truth": bool(truth), "probability": prob}
-        for i, row_id, name, truth, prob in con.execute(sql("multilabel_confident_errors.sql"), {"limit": CONFIDENT_ERRORS}).fetchall()
-    ]
-    return {
-        "evaluated": evaluated,
-        **{k: (finite_number(row[k]) if evaluated else None) for k in MULTILABEL_SCALARS},
-        "roc_auc": {"macro": mean_known(roc.values()), "micro": finite_number(micro[1]) if micro_defined else None, "per_label": roc},
-        "average_precision": {
-            "macro": mean_known(ap.values()),
-            "micro": finite_number(micro[2]) if micro_defined else None,
-            "per_label": ap,
-        },
-        "ece": ece,
-        "ece_bins": ECE_BINS,
-        "per_label": per_label,
-        "threshold_tuning": {"split": TUNING_SPLIT, "tuning_rows": int(halves.get(True, 0)), "heldout_rows": int(halves.get(False, 0))},
-        "label_cardinality": {
-            "truth": finite_number(row["truth_cardinality"]),
-            "predicted": finite_number(row["predicted_cardinality"]),
-            "rows_without_prediction": int(row["rows_without_prediction"] or 0),
-        },
-        "label_calibration": calibration,
-        "curves": _curves(con),
-        "confident_wrong_labels": errors,
-    }
+    return per_label
 
 
 def _calibration(con, labels: list[str]) -> tuple[dict, dict]:
