@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from scorekeeper.errors import GatherError
 from scorekeeper.long_text import LongTextCounts
 from scorekeeper.redact import raises_redacted
-from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embeddings_schema
+from scorekeeper.representation import EMBEDDINGS_PARQUET, TOKEN_COUNTS_SCHEMA, embeddings_schema
 from scorekeeper.run_folder import CommitRecord, PartSeal, RunFolder, row_index_checksum
 from scorekeeper.tasks.memory import release_memory
 from scorekeeper.tasks.open_run import RunContext
@@ -123,7 +123,7 @@ def gather_parts(run: RunFolder, records: Sequence[CommitRecord], id_type: pa.Da
     counts = np.zeros(0, dtype=np.int64)
     names: dict[int, str] = {}
     try:
-        with pq.ParquetWriter(local, embeddings_schema(id_type), compression="zstd") as writer:
+        with pq.ParquetWriter(local, embeddings_schema(id_type), **EMBEDDINGS_PARQUET) as writer:
             for record in records:
                 if record.embeddings is not None:
                     table = _read_verified_part(run, record, record.embeddings)
