@@ -417,7 +417,7 @@ def residual_estimate(estimated: Estimated, recorded: dict, outputs: list[str], 
         return
     per_output: dict[str, float | None] = {}
     for i, name in enumerate(outputs):
-        signal = drift.signals.get(regression_signal(outputs, i))
+        signal = drift.binned().get(regression_signal(outputs, i))
         recorded_bins = (residuals.get(name) or {}).get("bins") or []
         edges = (residuals.get(name) or {}).get("edges")
         bins = [b for b in signal.bins if not b.null] if signal else []
