@@ -52,6 +52,10 @@ NOT_RUN = {
     "plan_rows.sql": "run inside a COPY to the plan's parquet file (labelling._write_plan_file), not as a file of its own",
     "other_labels.sql": "a compared run whose plan.json records no labels",
     "truth_empty.sql": "a run without ground truth",
+    "drift_example_texts.sql": "the representation signal's examples: the golden runs write no embeddings.parquet "
+    "(tests/test_representation_signal.py runs it)",
+    "drift_token_counts.sql": "the moved tokens: the golden runs write no report/token_counts.parquet "
+    "(tests/test_representation_signal.py runs it)",
 }
 
 
