@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scorekeeper import uri_template
-from scorekeeper.head_kind import AUTO, HeadChoice
+from scorekeeper.head_kind import AUTO, HeadChoice, HeadKind
 from scorekeeper.redact import redact_uri
 
 Mode = Literal["replica", "pipeline"]
@@ -598,7 +598,7 @@ class ScoreRequest(BaseModel):
         if self.head != AUTO:
             from scorekeeper.gates import parse_gates
 
-            parse_gates(self.gates, head=self.head)  # a head given as a parameter: gates on its own metrics only
+            parse_gates(self.gates, head=HeadKind(self.head))  # a head given as a parameter: gates on its own metrics only
         bounded = [n for n in ("precision_max_difference", "precision_max_changed") if getattr(self, n) is not None]
         if bounded and not self.precision_check_rows:
             raise ValueError(f"{', '.join(bounded)} bound the precision check: set precision_check_rows above 0")

@@ -9,6 +9,7 @@ from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.history import history_and_left_out
 from scorekeeper.evaluation.labelling import label_request
 from scorekeeper.gates import evaluate_gates
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
@@ -28,7 +29,7 @@ def evaluate_task(
     manifest: StagedManifest,
     baseline: str | None = None,
     drift_reference: str | None = None,
-    long_text: dict | None = None,
+    long_text: LongTextCounts | None = None,
     dtype: str | None = None,
 ) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
@@ -48,13 +49,13 @@ def evaluate_task(
         request.thresholds,
         truth_column=", ".join(request.label_columns) if request.label_columns else request.label_column or "label",
         log=run_logger("scorekeeper.evaluation"),
-        max_length=long_text["max_length"] if long_text else None,
+        max_length=long_text.max_length if long_text else None,
         label_columns=request.label_columns or None,
         drift_reference=output.child(drift_reference) if drift_reference else None,
         drift_min_psi=request.drift_min_psi,
         labelling=label_request(request, context.run_id, context.run, drift_reference),
         drift_min_auc=request.drift_min_auc,
-        scored_with={"dtype": dtype, "long_text": long_text},
+        scored_with={"dtype": dtype, "long_text": long_text.model_dump() if long_text else None},
     )
     metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if left_out:

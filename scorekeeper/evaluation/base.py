@@ -149,9 +149,9 @@ class HeadEvaluation(Protocol):
         slices are drift.py's), each made by `views`, or named there as skipped with the reason."""
         ...
 
-    def estimate(self, con: Any, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
+    def estimate(self, con: Any, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         """The kind's fields of `estimated` (or `estimated.unavailable`): this run's predictions on
-        `con` against the reference's recorded fields (`recorded`) and this run's `drift`."""
+        `con` against the `reference` run's recorded fields (its reference_records) and this run's `drift`."""
         ...
 
     # SPEC section 13 (docs/labelling.md): the per-row targets and label-free predictions of the

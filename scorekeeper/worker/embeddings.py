@@ -28,7 +28,6 @@ import torch
 from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embedding_sample, embeddings_table
 from scorekeeper.worker.families import HFModule, find_family
 from scorekeeper.worker.stages import last_non_pad_token, unwrap_adapter
-from scorekeeper.worker.windows import aggregate
 
 
 def reads_last_token(model: torch.nn.Module) -> bool:
@@ -115,7 +114,11 @@ class RangeSample:
             seen += len(positions)
         if seen != len(self.windows):
             raise RuntimeError(f"{seen} window vectors collected for the {len(self.windows)} windows of the sampled rows")
-        vectors = aggregate(raw, self.chunks, "mean").astype(np.float32)
+        if len(raw) != len(self.chunks):  # a row of several windows: their mean (imported here: the rest runs without pydantic)
+            from scorekeeper.worker.windows import aggregate
+
+            raw = aggregate(raw, self.chunks, "mean")
+        vectors = raw.astype(np.float32)
         row_index = rows.column("row_index").to_numpy()[self.rows]
         return embeddings_table(row_index, rows.column("id").take(pa.array(self.rows)).combine_chunks(), vectors)
 
