@@ -17,9 +17,10 @@ Skipped, naming why, unless both runs wrote embeddings of one width under the sa
 and scoring settings (the compute dtype, long_text and its parameters, max_length). The Holm
 adjustment and the verdict are drift.py's (the signal joins section 12's family there).
 
-Memory: the two samples (at most about embedding_rows rows each, whatever the run's size) are read
-one after the other into one float64 matrix, standardised in place; no per-row Python objects
-except the 20 examples'.
+Memory: the two samples (about embedding_rows rows each, whatever the run's size) are held as
+float32; only the fit rows become one float64 matrix, standardised in place (the deviations a block
+of columns at a time); the test rows are standardised and scored a block of rows at a time. No
+per-row Python objects but the 20 examples'.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ MIN_TEST_ROWS = 100  # fewer test rows than this in either run: not judged
 # on one thread, bench/representation.py); at 20k + 20k rows of width 768 one thread takes
 # bench/README.md's figure.
 FIT_THREADS = 1
+BLOCK = 64  # columns standardised at a time (numpy's std makes a copy of what it is given)
+BLOCK_ROWS = 4096  # test rows standardised and scored at a time
+READ_ROWS = 2048  # embeddings.parquet's rows read at a time
 Z = 1.959963984540054  # the 97.5% normal quantile of auc_ci
 LONG_TEXT_PARAMETERS = {"truncate": (), "head_tail": ("head_tokens",), "chunk": ("chunk_overlap", "chunk_aggregate", "max_chunks")}
 
@@ -63,23 +67,31 @@ class Embeddings:
 
 
 def read_embeddings(run: Location) -> Embeddings:
-    """A run's embeddings.parquet in row_index order; one line naming the problem when it is malformed."""
-    import pyarrow as pa
+    """A run's embeddings.parquet in row_index order, read a batch at a time into one float32 matrix
+    (no second copy of the file in memory); one line naming the problem when it is malformed."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    with run.fs.open(run.join(RunFolder.EMBEDDINGS), "rb") as f:
-        table = pq.read_table(f, columns=["row_index", "id", "embedding"])
-    table = table.take(pc.sort_indices(table, [("row_index", "ascending")]))
-    column = table.column("embedding").combine_chunks()
-    if isinstance(column, pa.ChunkedArray):  # no rows
-        column = pa.array([], type=column.type) if column.num_chunks == 0 else column.chunk(0)
-    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False) if len(column) else np.zeros(0, dtype=np.int64)
-    width = int(lengths[0]) if len(lengths) else 0
-    if column.null_count or (len(lengths) and (lengths != width).any()):
-        raise ValueError(f"{run.join(RunFolder.EMBEDDINGS)}: embeddings of different widths or null embeddings")
-    values = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    return Embeddings(table.column("row_index").to_numpy().astype(np.int64), table.column("id"), values.reshape(len(lengths), width))
+    path = run.join(RunFolder.EMBEDDINGS)
+    with run.fs.open(path, "rb") as f:
+        parquet = pq.ParquetFile(f)
+        n = parquet.metadata.num_rows
+        row_index = parquet.read(columns=["row_index"]).column(0).to_numpy().astype(np.int64)
+        ids = parquet.read(columns=["id"]).column(0)
+        matrix, start = np.zeros((0, 0), dtype=np.float32), 0
+        for batch in parquet.iter_batches(columns=["embedding"], batch_size=READ_ROWS):
+            column = batch.column(0)
+            lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+            if start == 0:
+                matrix = np.empty((n, int(lengths[0]) if len(lengths) else 0), dtype=np.float32)
+            if column.null_count or (lengths != matrix.shape[1]).any():
+                raise ValueError(f"{path}: embeddings of different widths or null embeddings")
+            matrix[start : start + len(column)] = pc.list_flatten(column).to_numpy(zero_copy_only=False).reshape(len(column), -1)
+            start += len(column)
+    if len(row_index) > 1 and not (np.diff(row_index) > 0).all():  # the gather writes them in row_index order
+        order = np.argsort(row_index, kind="stable")
+        row_index, ids, matrix = row_index[order], ids.take(order), matrix[order]
+    return Embeddings(row_index, ids, matrix)
 
 
 def scoring_facts(plan: dict, request: dict, scoring: dict | None) -> dict[str, Any]:
@@ -141,33 +153,38 @@ def measure(reference: Embeddings, current: Embeddings) -> Measured | str:
     from sklearn.metrics import roc_auc_score
     from threadpoolctl import threadpool_limits
 
+    empty = [side for side, run in (("reference", reference), ("current", current)) if not len(run.row_index)]
+    if empty:
+        return f"the {' and the '.join(empty)} run's embeddings.parquet holds no rows (embedding_rows 0)"
     if reference.matrix.shape[1] != current.matrix.shape[1]:
         return f"the runs' embeddings differ in width ({reference.matrix.shape[1]} in the reference, {current.matrix.shape[1]} here)"
     fit = {"reference": fit_rows(reference.row_index), "current": fit_rows(current.row_index)}
-    runs = {"reference": reference, "current": current}
     rows = {side: {"fit": int(f.sum()), "test": int((~f).sum())} for side, f in fit.items()}
     empty = [f"{side} {part}" for side in rows for part in ("fit", "test") if rows[side][part] == 0]
     if empty:
         return f"no {' and no '.join(empty)} rows in the embeddings' samples (too few rows)"
-    # one float64 matrix: reference fit, current fit, reference test, current test (each in row_index order)
-    parts = [(side, mask) for mask in (True, False) for side in ("reference", "current")]
-    sizes = [rows[side]["fit" if mask else "test"] for side, mask in parts]
-    x = np.empty((sum(sizes), reference.matrix.shape[1]), dtype=np.float64)
-    start = 0
-    for (side, mask), size in zip(parts, sizes, strict=True):
-        x[start : start + size] = runs[side].matrix[fit[side] == mask]
-        start += size
-    n_fit = sizes[0] + sizes[1]
-    mean = x[:n_fit].mean(axis=0)
-    sd = x[:n_fit].std(axis=0)  # ddof 0
+    # the fit rows as one float64 matrix (reference then current, each in row_index order), standardised
+    # in place; the test rows stay float32 and are standardised a block at a time when scored
+    sizes = [rows["reference"]["fit"], rows["current"]["fit"], rows["reference"]["test"], rows["current"]["test"]]
+    x = np.empty((sizes[0] + sizes[1], reference.matrix.shape[1]), dtype=np.float64)
+    x[: sizes[0]] = reference.matrix[fit["reference"]]
+    x[sizes[0] :] = current.matrix[fit["current"]]
+    mean = x.mean(axis=0)
+    sd = np.concatenate([x[:, j : j + BLOCK].std(axis=0) for j in range(0, x.shape[1], BLOCK)])  # ddof 0, a block of columns at a time
     sd[sd == 0] = 1.0
     x -= mean
     x /= sd
     y_fit = np.r_[np.zeros(sizes[0]), np.ones(sizes[1])]
     with threadpool_limits(FIT_THREADS):
-        model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000).fit(x[:n_fit], y_fit)
-    scores = model.decision_function(x[n_fit:])
+        model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000).fit(x, y_fit)
     del x
+
+    def decision(run: Embeddings, test: np.ndarray) -> np.ndarray:
+        index = np.flatnonzero(test)
+        parts = [(run.matrix[index[k : k + BLOCK_ROWS]].astype(np.float64) - mean) / sd for k in range(0, len(index), BLOCK_ROWS)]
+        return np.concatenate([model.decision_function(part) for part in parts])
+
+    scores = np.concatenate([decision(reference, ~fit["reference"]), decision(current, ~fit["current"])])
     ref_scores, cur_scores = scores[: sizes[2]], scores[sizes[2] :]
     auc = float(roc_auc_score(np.r_[np.zeros(sizes[2]), np.ones(sizes[3])], scores))
     p = float(mannwhitneyu(cur_scores, ref_scores, alternative="greater").pvalue)

@@ -28,11 +28,15 @@ MIN_COUNT = 20
 
 def moved_tokens(con, reference: Location, current: Location) -> list[MovedToken] | str:
     """drift.moved_tokens of `current` against `reference`, or why there are none."""
-    missing = [side for side, run in (("reference", reference), ("current", current)) if not run.exists(RunFolder.TOKEN_COUNTS)]
+    # this run's counts are still where the gather summed them (the report step publishes them)
+    files = {"reference": RunFolder.TOKEN_COUNTS, "current": RunFolder.TOKEN_COUNTS_WORK}
+    if current.exists(RunFolder.TOKEN_COUNTS):
+        files["current"] = RunFolder.TOKEN_COUNTS
+    missing = [side for side, run in (("reference", reference), ("current", current)) if not run.exists(files[side])]
     if missing:
         return f"the {' and the '.join(missing)} run has no {RunFolder.TOKEN_COUNTS} (written before SPEC section 14)"
-    parquet_view(con, "reference_token_counts", reference, RunFolder.TOKEN_COUNTS)
-    parquet_view(con, "current_token_counts", current, RunFolder.TOKEN_COUNTS)
+    parquet_view(con, "reference_token_counts", reference, files["reference"])
+    parquet_view(con, "current_token_counts", current, files["current"])
     query = sql("drift_token_counts.sql", reference_counts="reference_token_counts", current_counts="current_token_counts")
     rows = con.execute(query).fetchall()  # one per token counted in either run: the vocabulary at most
     token_id, reference_token, current_token, a, b = (list(column) for column in zip(*rows, strict=True)) if rows else ([],) * 5
