@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.duck import Fragment, identifier, parquet_uri, sql
+from scorekeeper.evaluation.duck import Fragment, identifier, parquet_uri, parquet_view, sql
 from scorekeeper.metrics.document import EstimateBias, LabelPlan, PredictionPowered, PredictionPoweredMetric, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
@@ -103,12 +103,40 @@ def label_run(ev, kind, request: LabelRequest, scored: int, from_files: bool) ->
             "SELECT list(DISTINCT s.id::VARCHAR ORDER BY s.id::VARCHAR)[:3] FROM pp_labelled AS t "
             "JOIN staged AS s ON s.row_index = t.row_index ANTI JOIN pp_planned AS p ON p.row_index = t.row_index"
         ).fetchone()
-        raise InputError(
-            f"ground_truth_uri labels none of the {plan.rows} rows of run {request.key}'s labelling plan but {outside} rows "
-            f"outside it (ids {', '.join(ids or [])}, ...): labels of another run's plan? Label the rows of "
-            f"{PLAN_REPORT} of run {request.key}"
-        )
+        raise InputError(another_plans_labels(request.key, plan.rows, outside, ids or []))
     return plan, document
+
+
+def another_plans_labels(key: str, plan_rows: int, outside: int, ids: list[str]) -> str:
+    """The refusal of ground truth that labels none of run `key`'s plan rows but `outside` other rows
+    of the run (a few of their `ids`): the labels of another run's plan."""
+    return (
+        f"ground_truth_uri labels none of the {plan_rows} rows of run {key}'s labelling plan but {outside} rows "
+        f"outside it (ids {', '.join(ids)}, ...): labels of another run's plan? Label the rows of {PLAN_REPORT} of run {key}"
+    )
+
+
+def plan_labels_refusal(run: RunFolder, plan: dict, key: str, truth_path: str) -> str | None:
+    """The evaluate step's refusal of another run's plan's labels, made before anything starts: the
+    staged ground truth at `truth_path` (id, label) against the pinned plan's rows (its published
+    label_plan.parquet) and the run's staged ids. None when some of its ids are the plan's, or none
+    is the run's (the evaluate step judges those), or the run's files are not there to compare."""
+    plan_file = PLAN_REPORT if run.exists(PLAN_REPORT) else PLAN_WORK
+    if not (run.exists(plan_file) and run.exists(RunFolder.STAGED_INPUT)):
+        return None
+    from scorekeeper.evaluation.duck import connect_run
+
+    con = connect_run(run)
+    try:
+        con.execute("SET VARIABLE pp_truth_file = ?", [truth_path])
+        parquet_view(con, "planned", run, plan_file)
+        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
+        in_plan, outside, ids = con.execute(sql("plan_labels.sql")).fetchone()
+    finally:
+        con.close()
+    if in_plan or not outside:
+        return None
+    return another_plans_labels(key, int(plan.get("rows") or 0), int(outside), list(ids or []))
 
 
 def draw_plan(ev, kind, request: LabelRequest, scored: int) -> tuple[LabelFreeModel, LabelPlan]:
