@@ -133,6 +133,7 @@ class Prepared:
         source, column = SINGLE.truth_table(ev)
         missing, unmatched, scored = self.con.execute(sql("coverage.sql")).fetchone()
         SINGLE.metrics(ev, Coverage(source, column, len(b.truth), int(missing), int(unmatched), int(scored)))
+        self.con.execute("CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT * FROM predictions")  # every row's cells
         self.model = SINGLE.label_free(ev, reference)
         self.con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT row_index FROM predictions")  # every row's targets
         SINGLE.label_targets(ev)
@@ -159,9 +160,8 @@ class Prepared:
         self.ev = ev
 
     def pi(self, budget: int, sampling: str) -> np.ndarray:
-        self.con.execute(
-            sql("plan_design.sql"), {"active": sampling == "active", "target": min(budget, self.n), "key": "bench", "draw": False}
-        )
+        labelling.set_variables(self.con, key="bench", active=sampling == "active", target=min(budget, self.n))
+        self.con.execute(sql("plan_design.sql"))
         return np.array([p for (p,) in self.con.execute("SELECT pi FROM pp_design ORDER BY row_index").fetchall()])
 
     def estimate(self, pi: np.ndarray, planned: np.ndarray) -> dict:

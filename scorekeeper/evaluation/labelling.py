@@ -140,20 +140,24 @@ def plan_labels_refusal(run: RunFolder, plan: dict, key: str, truth_path: str) -
 
 
 def draw_plan(ev, kind, request: LabelRequest, scored: int) -> tuple[LabelFreeModel, LabelPlan]:
-    """The plan of the run on `ev.con`: pp_design (f, u, w, pi, draw per scored row) and pp_planned
-    (the plan's rows), and metrics.json `label_plan`; writes work/label_plan.parquet."""
+    """The plan of the run on `ev.con`: the view pp_design (f, u, w, pi, draw per scored row) and the
+    table pp_planned (the plan's rows: row_index, f, u, pi), and metrics.json `label_plan`; writes
+    work/label_plan.parquet."""
     con = ev.con
+    # pp_focus: the predictions of the rows whose cells the estimator reads (the labelled plan rows, later)
+    con.execute("CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT * FROM predictions LIMIT 0")
     model = kind.label_free(ev, request.reference)
-    design = {"active": request.sampling == "active", "target": min(request.budget, scored), "key": request.key, "draw": not request.pinned}
-    con.execute(sql("plan_design.sql"), design)
+    set_variables(con, key=request.key, active=request.sampling == "active", target=min(request.budget, scored))
+    con.execute(sql("plan_design.sql"))
+    # pp_planned: the plan's rows with their f, u and pi, from one pass over pp_design that also sums pi
+    # (the draw, sha256 of every row, only for a new plan; a pinned plan's rows are its file's)
     if request.pinned:
         uri = parquet_uri(ev.run, PLAN_REPORT if ev.run.exists(PLAN_REPORT) else PLAN_WORK)
-        con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT DISTINCT row_index FROM read_parquet(?)", [uri])
+        con.execute("CREATE OR REPLACE TEMP TABLE pp_pinned AS SELECT DISTINCT row_index FROM read_parquet(?)", [uri])
+        con.execute(sql("plan_draw.sql", planned=Fragment("row_index IN (SELECT row_index FROM pp_pinned)")))
     else:
-        con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT row_index FROM pp_design WHERE draw < pi")
-    rows, expected = con.execute(
-        "SELECT (SELECT count(*) FROM pp_planned JOIN pp_design USING (row_index)), (SELECT sum(pi) FROM pp_design)"
-    ).fetchone()
+        con.execute(sql("plan_draw.sql", planned=Fragment("draw < pi")))
+    rows, expected = con.execute("SELECT (SELECT count(*) FROM pp_planned), (SELECT expected FROM pp_drawn)").fetchone()
     _write_plan_file(ev)
     plan = LabelPlan(
         sampling=request.sampling,
@@ -199,13 +203,16 @@ def prediction_powered(ev, kind, request: LabelRequest, model: LabelFreeModel, s
     response = labelled / plan_rows
     con.execute(
         "CREATE OR REPLACE TEMP TABLE pp_sample AS "
-        "SELECT d.row_index, d.pi * ? AS pi FROM pp_design AS d SEMI JOIN pp_targets AS t ON t.row_index = d.row_index",
+        "SELECT d.row_index, d.pi * ? AS pi FROM pp_planned AS d SEMI JOIN pp_targets AS t ON t.row_index = d.row_index",
         [response],
     )
-    # one pass over every row's cells: each target's sum of f, and f on the sample's rows
-    f_all, sample_f = {}, {}
-    for metric, term, total, rows, fs in con.execute(sql("pp_totals.sql")).fetchall():
-        f_all[(metric, term)] = float(total)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT p.* FROM predictions AS p SEMI JOIN pp_sample AS s ON s.row_index = p.row_index"
+    )
+    # each target's sum of f over every row (the kind's one pass), and f on the sample's rows
+    f_all = {(metric, term): float(total or 0.0) for metric, term, total in con.execute("SELECT * FROM pp_cell_totals").fetchall()}
+    sample_f = dict.fromkeys(f_all, ([], []))
+    for metric, term, rows, fs in con.execute(sql("pp_totals.sql")).fetchall():
         sample_f[(metric, term)] = (rows or [], fs or [])
     targets = con.execute(
         "SELECT metric, term, list(row_index ORDER BY row_index), list(y ORDER BY row_index) FROM pp_targets GROUP BY ALL"
