@@ -9,7 +9,8 @@ Every head kind with ground truth (single-label from the label column and from g
 with ids of another type, multi-label, regression with one and with two outputs), slices, a
 baseline run each is compared with (comparison, paired tests), gates, the history and the label
 audit; and per kind a run measured against a drift reference (drift, the estimate, monitoring
-gates) at a max_length some of its rows exceed (length_impact). Each run's evaluation goes through the evaluate step's own functions and its report through
+gates) at a max_length some of its rows exceed (length_impact); and per kind a run with a labelling plan
+(SPEC 13: drawn from a reference's calibration or the model's outputs, its prediction-powered estimates). Each run's evaluation goes through the evaluate step's own functions and its report through
 the report step's publish_report, so the folder holds what a run publishes: metrics.json,
 report.md, report.html and the SVGs. The clock is fixed (finished_at), so two builds of the same
 code are byte-identical (DuckDB on one thread, so that no sum's last bit depends on the split of the rows); `compare` checks metrics.json by key with floats to 1e-9 and every other
@@ -175,6 +176,10 @@ RUNS = [
     ("reg-ref", "regression", lambda p: (_regression(p, 9, 0.6, ["stars"]), _with_lengths(p, 9, 0)), None, {}),
     ("reg-drift", "regression", lambda p: (_regression(p, 10, 0.9, ["stars"]), _with_lengths(p, 10, 8)), None, {"estimated_mae": "<=0.8"}),
     ("reg2-drift", "regression", lambda p: (_regression(p, 11, 0.7, OUTPUTS), _with_lengths(p, 11, 0)), None, {}),
+    # labelling plans (SPEC 13): drawn with a reference's calibration (active) or the model's own outputs
+    ("single-plan", "single_label", lambda p: _single_label(p, 12, 1.3, False), None, {}),
+    ("multi-plan", "multi_label", lambda p: _multi_label(p, 13, 1.1), None, {}),
+    ("reg-plan", "regression", lambda p: _regression(p, 14, 0.7, ["stars"]), None, {}),
 ]  # fmt: skip
 # The monitored runs: (drift_reference, max_length) of each; reg2-drift's reference was scored
 # without lengths (its tokens signals are skipped) and has no slice column in its request.
@@ -184,6 +189,9 @@ MONITORED = {
     "reg-drift": ("reg-ref", 72),
     "reg2-drift": ("reg2-a", 64),
 }
+# The runs with a labelling plan: (its reference run or None, its sampling) of each, budget LABEL_BUDGET.
+LABELLED = {"single-plan": ("single-ref", "active"), "multi-plan": (None, "uniform"), "reg-plan": ("reg-ref", "active")}
+LABEL_BUDGET = 40
 SCORING = {
     "rows_scored": N, "tokens": 4800, "padded_tokens": 6400, "truncated": 3, "seconds": 2.5, "rows_per_s": 96.0,
     "tokens_per_s": 1920.0, "processes": 2, "dtype": "float32",
@@ -203,10 +211,18 @@ def _evaluate(runs: Path, name: str, head: str, baseline: str | None, gates: dic
     output = Location.from_uri(str(runs))
     thresholds = {"price": 0.4, "delivery": 0.5, "quality": 0.6, "service": 0.5} if head == "multi_label" else 0.5
     reference, max_length = MONITORED.get(name, (None, None))
+    labelling = None
+    if name in LABELLED:
+        from scorekeeper.evaluation.drift import recorded_reference
+        from scorekeeper.evaluation.labelling import LabelRequest
+
+        plan_reference, sampling = LABELLED[name]
+        recorded = recorded_reference(output.child(plan_reference)) if plan_reference else None
+        labelling = LabelRequest(key=name, budget=LABEL_BUDGET, sampling=sampling, reference_name=plan_reference, reference=recorded)
     metrics = evaluate_run(
         run, labels, _manifest(runs / name, truth_from_files), ["source"], output.child(baseline) if baseline else None,
         head, thresholds, truth_column="rating", max_length=max_length,
-        drift_reference=output.child(reference) if reference else None,
+        drift_reference=output.child(reference) if reference else None, labelling=labelling,
     )  # fmt: skip
     metrics.finished_at = FINISHED_AT
     metrics.history = run_history(output, name, metrics, run.read_json(RunFolder.PLAN))

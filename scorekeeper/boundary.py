@@ -66,6 +66,8 @@ class ScoringSettings(_Section):
     chunk_overlap: int = 0
     chunk_aggregate: ChunkAggregate = "mean"
     max_chunks: int = 64
+    # the representation's sample (SPEC 14, worker/embeddings.py); job files written before it: none
+    embedding_rows: int = 0
 
 
 class LaunchSettings(_Section):

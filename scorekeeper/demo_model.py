@@ -284,6 +284,13 @@ def build_demo(
     finally:
         torch.set_num_threads(old_threads)
 
+    seconds = _write_manifest(out_dir, spec, check, started, stats)
+    log(f"demo: built in {seconds}s under {out_dir}")
+    return out_dir
+
+
+def _write_manifest(out_dir: Path, spec: dict, check: list[dict], started: float, stats: dict) -> float:
+    """The demo's manifest, written last (it marks the demo complete); returns the build's seconds."""
     manifest = {
         "recipe_hash": _recipe_hash(spec),
         "recipe": spec,
@@ -293,5 +300,4 @@ def build_demo(
         **stats,
     }
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    log(f"demo: built in {manifest['build_seconds']}s under {out_dir}")
-    return out_dir
+    return manifest["build_seconds"]

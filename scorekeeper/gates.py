@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scorekeeper.errors import GATES_FAILED
-from scorekeeper.evaluation.paired_tests import ALPHA, detectable_change
+from scorekeeper.evaluation.statistics.paired_tests import ALPHA, detectable_change
 from scorekeeper.head_kind import DEFAULT_HEAD
 from scorekeeper.metrics.document import GateResult
 from scorekeeper.metrics.registry import (

@@ -255,6 +255,14 @@ class ScoreRequest(BaseModel):
         "Holm-adjusted p is also below 0.05). docs/drift.md.",
         json_schema_extra=affects(EVALUATION),
     )
+    embedding_rows: int = Field(
+        20000,
+        ge=0,
+        description="Rows whose representation (the hidden state the classification head reads) is written to "
+        "embeddings.parquet: a sample of about this many scored rows, drawn from the row index alone, so a replay of "
+        "one input samples the same rows (docs/drift.md). 0: none.",
+        json_schema_extra=affects(PREDICTIONS),  # written per range by the worker: a resume must keep it
+    )
     label_budget: int = Field(
         0,
         ge=0,

@@ -107,6 +107,8 @@ LATER_PARAMETERS = {
     "chunk_overlap": 0,
     "chunk_aggregate": "mean",
     "max_chunks": 64,
+    # the default keeps every earlier run's fingerprint (they wrote no embeddings)
+    "embedding_rows": 20000,
 }
 _NEVER = object()
 

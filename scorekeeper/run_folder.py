@@ -141,6 +141,16 @@ class Plan(_Record):
         return [IndexRange(i, *self.ranges[i]) for i in wanted]
 
 
+class PartSeal(BaseModel):
+    """A file committed with a range's shard (its sampled rows' embeddings, its token counts): its
+    name in the run folder, its sha256 and size as published, and its Parquet row count."""
+
+    name: str
+    sha256: str
+    bytes: int
+    rows: int
+
+
 class CommitRecord(BaseModel):
     """What a committed shard promises: these rows, this many, scored under this fingerprint."""
 
@@ -157,10 +167,20 @@ class CommitRecord(BaseModel):
     long_text: LongTextCounts | None = None  # the range's lengths and windows (scorekeeper/long_text.py)
     shard_sha256: str | None = None  # the shard's bytes as published (None in records written before)
     shard_bytes: int | None = None
+    # SPEC 14 (scorekeeper/representation.py): the range's sampled rows' embeddings (None: no row of
+    # the range is sampled) and its content tokens' counts (None: committed before they were counted)
+    embeddings: PartSeal | None = None
+    token_counts: PartSeal | None = None
 
     def to_bytes(self) -> bytes:
         data = self.model_dump()
-        for name in ("long_text", "shard_sha256", "shard_bytes"):  # a record written before them is written back as it was
+        for name in (
+            "long_text",
+            "shard_sha256",
+            "shard_bytes",
+            "embeddings",
+            "token_counts",
+        ):  # a record written before them is written back as it was
             if data.get(name) is None:
                 data.pop(name, None)
         return json.dumps(data, sort_keys=True).encode() + b"\n"
@@ -209,8 +229,11 @@ class RunFolder(Location):
     REQUEST: ClassVar[str] = "request.json"
     PLAN: ClassVar[str] = "plan.json"
     PREDICTIONS: ClassVar[str] = "predictions.parquet"
+    EMBEDDINGS: ClassVar[str] = "embeddings.parquet"  # the sampled rows' representation (SPEC 14, docs/drift.md)
     REPORT_DIR: ClassVar[str] = "report"
     METRICS: ClassVar[str] = "report/metrics.json"
+    TOKEN_COUNTS: ClassVar[str] = "report/token_counts.parquet"  # every content token's count (docs/drift.md)
+    TOKEN_COUNTS_WORK: ClassVar[str] = "work/token_counts.parquet"  # the gather's sum; the report publishes it as TOKEN_COUNTS
     COMPLETION: ClassVar[str] = "complete.json"  # a run is complete when, and only when, this exists
     WORK_DIR: ClassVar[str] = "work"  # what a resume needs; not an output
     STAGED_INPUT: ClassVar[str] = "work/input.parquet"
@@ -237,9 +260,10 @@ class RunFolder(Location):
         return f"{cls.COMMIT_DIR}/range-{range_index:07d}.json"
 
     @classmethod
-    def shard_name(cls, range_index: int, attempt: str) -> str:
-        """Unique to the attempt: a shard counts only once its commit record names it."""
-        return f"{cls.SHARD_DIR}/range-{range_index:07d}-{attempt}.parquet"
+    def shard_name(cls, range_index: int, attempt: str, part: str | None = None) -> str:
+        """Unique to the attempt: a shard counts only once its commit record names it. A `part`
+        ("embeddings", "token_counts") names a file committed with the shard."""
+        return f"{cls.SHARD_DIR}/range-{range_index:07d}-{attempt}{'.' + part if part else ''}.parquet"
 
     # -- typed records ------------------------------------------------------------------------
     def read_manifest(self) -> StagedManifest | None:

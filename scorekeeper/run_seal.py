@@ -2,7 +2,7 @@
 
 A run's completion record (complete.json, run_folder.CompletionRecord) is written last. Besides the
 sha256 of each report file (`files`), it holds the seal of every output a later run reads
-(`outputs`): predictions.parquet, plan.json and request.json, each as its sha256, its size and, for
+(`outputs`): predictions.parquet, embeddings.parquet, plan.json and request.json, each as its sha256, its size and, for
 Parquet, its row count. Whoever reads another run's files (`compare_to` and `previous`, the
 history, the drift reference) asks this module first:
 
@@ -30,7 +30,7 @@ from scorekeeper.run_folder import CompletionRecord, FileSeal, RunFolder
 from scorekeeper.storage import Location
 
 # The outputs a completion record seals, besides the report files (`files`).
-SEALED = (RunFolder.PREDICTIONS, RunFolder.PLAN, RunFolder.REQUEST)
+SEALED = (RunFolder.PREDICTIONS, RunFolder.EMBEDDINGS, RunFolder.PLAN, RunFolder.REQUEST)
 # What a comparison reads of another run: all of it.
 COMPARED = (RunFolder.METRICS, RunFolder.PREDICTIONS, RunFolder.PLAN, RunFolder.REQUEST)
 # May be absent when the record vouches for none (request.json: only its id_column is read, when there).

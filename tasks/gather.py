@@ -1,5 +1,6 @@
 """Gather: prove that the committed shards tile [0, n) exactly once, then stream them into
-predictions.parquet in row order.
+predictions.parquet in row order; the ranges' sampled embeddings into embeddings.parquet and their
+token counts, summed, into work/token_counts.parquet (SPEC 14; the report publishes it).
 
 Nothing is exchanged between processes: the commit records are the whole truth. A gap, an
 overlap or a shard whose rows differ from its record fails the run and names the ranges; a shard
@@ -10,6 +11,7 @@ range again (the plan withdraws those whose shard is missing or of another size 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 from collections.abc import Sequence
@@ -22,11 +24,14 @@ from prefect import task
 from scorekeeper.errors import GatherError
 from scorekeeper.long_text import LongTextCounts
 from scorekeeper.redact import raises_redacted
-from scorekeeper.run_folder import CommitRecord, RunFolder, row_index_checksum
+from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embeddings_schema
+from scorekeeper.run_folder import CommitRecord, PartSeal, RunFolder, row_index_checksum
 from scorekeeper.tasks.memory import release_memory
 from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.plan import committed_ranges, withdraw_commit
 from scorekeeper.tasks.retries import IO_RETRIES
+
+log = logging.getLogger(__name__)
 
 _SHOWN = 5
 
@@ -74,6 +79,7 @@ def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str
             tokens += record.tokens
             truncated += record.truncated
         assert writer is not None, "at least one record was written"
+        id_type = writer.schema.field("id").type
         writer.close()
         writer = None
         run.publish_local_file(local, RunFolder.PREDICTIONS)
@@ -81,7 +87,80 @@ def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str
         if writer is not None:
             writer.close()
         os.unlink(local)
-    return {"rows": total_rows, "ranges": len(records), "tokens": tokens, "truncated": truncated, "long_text": long_text_of(records)}
+    long_text = long_text_of(records)
+    parts = gather_parts(run, records, id_type, long_text)
+    return {"rows": total_rows, "ranges": len(records), "tokens": tokens, "truncated": truncated, "long_text": long_text} | parts
+
+
+def gather_parts(run: RunFolder, records: Sequence[CommitRecord], id_type: pa.DataType, long_text: dict | None) -> dict:
+    """SPEC 14's files from the ranges' parts: embeddings.parquet (the sampled rows, row order) and
+    the token counts summed over every range (work/, published with the report). Nothing when a
+    range was committed by a version that wrote no parts: they would hold some ranges only."""
+    if any(r.token_counts is None for r in records):
+        log.warning("a committed range has no token counts (committed by an earlier version): no embeddings.parquet, no token counts")
+        return {"embeddings": None, "token_counts": None}
+    fd, local = tempfile.mkstemp(prefix="scorekeeper-embeddings-", suffix=".parquet")
+    os.close(fd)
+    embedded = 0
+    counts = np.zeros(0, dtype=np.int64)
+    names: dict[int, str] = {}
+    try:
+        with pq.ParquetWriter(local, embeddings_schema(id_type), compression="zstd") as writer:
+            for record in records:
+                if record.embeddings is not None:
+                    table = _read_verified_part(run, record, record.embeddings)
+                    row_index = table.column("row_index").to_numpy()
+                    if len(row_index) and (row_index[0] < record.start or row_index[-1] >= record.end or np.any(np.diff(row_index) <= 0)):
+                        raise GatherError(
+                            f"{record.embeddings.name} holds rows outside range [{record.start}, {record.end}) or out of order"
+                        )
+                    writer.write_table(table.cast(writer.schema))
+                    embedded += table.num_rows
+                assert record.token_counts is not None, "checked above"
+                words = _read_verified_part(run, record, record.token_counts)
+                ids, seen = words.column("token_id").to_numpy(), words.column("count").to_numpy()
+                if len(ids) and ids.max() >= len(counts):
+                    counts = np.concatenate([counts, np.zeros(int(ids.max()) + 1 - len(counts), dtype=np.int64)])
+                np.add.at(counts, ids, seen)
+                names.update(zip(ids.tolist(), words.column("token").to_pylist()))
+        run.publish_local_file(local, RunFolder.EMBEDDINGS)
+    finally:
+        os.unlink(local)
+    ids = np.flatnonzero(counts)
+    total = int(counts.sum())
+    if long_text is not None and total != long_text["tokens_content"]:
+        raise GatherError(f"the ranges' token counts sum to {total:,} content tokens, their lengths to {long_text['tokens_content']:,}")
+    table = pa.Table.from_arrays(
+        [pa.array(ids, type=pa.int64()), pa.array([names[int(i)] for i in ids], type=pa.string()), pa.array(counts[ids])],
+        schema=TOKEN_COUNTS_SCHEMA,
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    run.publish_bytes(sink.getvalue().to_pybytes(), RunFolder.TOKEN_COUNTS_WORK)
+    return {"embeddings": embedded, "token_counts": len(ids)}
+
+
+def _read_verified_part(run: RunFolder, record: CommitRecord, part: PartSeal) -> pa.Table:
+    """A file committed with a range's shard, as its commit record vouches for it (else the record is
+    withdrawn, so a rerun scores the range again)."""
+    try:
+        data = run.read_bytes(part.name)
+    except FileNotFoundError:
+        withdraw_commit(run, record, f"its file {part.name} is missing")
+        raise GatherError(
+            f"range {record.range_index} [{record.start}, {record.end}) is committed but its file {part.name} is missing: "
+            "its commit record is withdrawn; rerun with the same run name to score the range again"
+        ) from None
+    if hashlib.sha256(data).hexdigest() != part.sha256:
+        withdraw_commit(run, record, f"its file {part.name} fails its checksum")
+        raise GatherError(
+            f"range {record.range_index} [{record.start}, {record.end}): its file {part.name} is not the file its commit "
+            "record vouches for (sha256 differs): the record is withdrawn; rerun with the same run name to score the range again"
+        )
+    table = pq.read_table(pa.BufferReader(data))
+    if table.num_rows != part.rows:
+        raise GatherError(f"{part.name} holds {table.num_rows} rows, its commit record says {part.rows}")
+    return table
 
 
 def long_text_of(records: Sequence[CommitRecord]) -> dict | None:

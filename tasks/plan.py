@@ -41,6 +41,14 @@ def shard_problem(record: CommitRecord, sizes: dict[str, int]) -> str | None:
         return f"its shard {record.shard} is missing"
     if record.shard_bytes is not None and size != record.shard_bytes:
         return f"its shard {record.shard} has {size:,} bytes, its commit record says {record.shard_bytes:,}"
+    for part in (record.embeddings, record.token_counts):  # the files committed with the shard (SPEC 14)
+        if part is not None and sizes.get(part.name.rsplit("/", 1)[-1]) != part.bytes:
+            held = sizes.get(part.name.rsplit("/", 1)[-1])
+            return (
+                f"its file {part.name} is missing"
+                if held is None
+                else f"its file {part.name} has {held:,} bytes, its commit record says {part.bytes:,}"
+            )
     return None
 
 

@@ -103,17 +103,7 @@ def read_inputs(request: ScoreRequest, run: RunFolder, tokenizer_folder: str | N
             message = duplicate_ids_message(staged.local_path, request.id_column, [f.uri for f in files], staged.file_rows)
             if message:
                 raise InputError(message)
-        ground_truth = None
-        if truth is not None:  # listed where request.ground_truth_uri is set
-            gt_path, gt_id_type = stage_ground_truth(request, truth_files, workdir, truth.partitions)
-            dupes = first_duplicate_ids(gt_path)
-            if dupes:
-                shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
-                raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
-            ground_truth = StagedGroundTruth(
-                files=[f.redacted() for f in truth_files], id_type=gt_id_type, skipped=SkippedFiles.of(truth.hidden)
-            )
-            run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
+        ground_truth = _stage_truth(request, run, truth, workdir) if truth is not None else None
         manifest = staged.manifest(key, ground_truth).model_copy(update={"skipped": SkippedFiles.of(listing.hidden)})
         if tokenizer_folder is not None:
             check_tokenizer_on_rows(tokenizer_folder, staged_sample(staged.local_path, manifest.has_text_pair))
@@ -122,6 +112,19 @@ def read_inputs(request: ScoreRequest, run: RunFolder, tokenizer_folder: str | N
         return manifest
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _stage_truth(request: ScoreRequest, run: RunFolder, truth, workdir) -> StagedGroundTruth:
+    """Stage the listed ground truth (`truth`, listed where request.ground_truth_uri is set) and
+    publish it; refuses duplicate ids."""
+    gt_path, gt_id_type = stage_ground_truth(request, truth.files, workdir, truth.partitions)
+    dupes = first_duplicate_ids(gt_path)
+    if dupes:
+        shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
+        raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
+    ground_truth = StagedGroundTruth(files=[f.redacted() for f in truth.files], id_type=gt_id_type, skipped=SkippedFiles.of(truth.hidden))
+    run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
+    return ground_truth
 
 
 @task(name="read inputs", **IO_RETRIES)

@@ -61,6 +61,7 @@ FORMS: dict[str, list[tuple[list[str], object]]] = {
         (["--slice-columns", "source,source"], ["source"]),
     ],
     "compare_to": [(["--compare-to", "previous"], "previous"), (["--compare-to", "base-01"], "base-01"), (["--compare-to", "none"], None)],
+    "embedding_rows": [(["--embedding-rows", "500"], 500), (["--embedding-rows", "0"], 0)],
     "label_budget": [(["--label-budget", "300"], 300), (["--label-budget", "0"], 0)],
     "label_sampling": [(["--label-sampling", "uniform"], "uniform"), (["--label-sampling", "active"], "active")],
     "drift_reference": [
@@ -145,6 +146,7 @@ def test_a_field_left_out_arrives_as_its_default():
         (["--ground-truth-uri", "gt.csv"], "ground_truth_uri is joined on id_column"),
         (["--run-name", "a/b"], "run_name 'a/b' must be"),
         (["--label-budget", "-5"], "--label-budget"),
+        (["--embedding-rows", "-1"], "--embedding-rows"),
         (["--label-sampling", "stratified"], "--label-sampling"),
         (["--gates", "pp_accuracy>=0.9"], "set label_budget too"),
     ],

@@ -15,10 +15,10 @@ import pytest
 from sklearn.metrics import precision_recall_fscore_support
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.compare import mcnemar_exact, paired_bootstrap_ci
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.duck import NULL_GROUP
 from scorekeeper.evaluation.history import completed_runs, run_history
+from scorekeeper.evaluation.statistics.paired_tests import accuracy_test, mcnemar_exact
 from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.params import ScoreRequest
 from scorekeeper.report.publish import publish_complete
@@ -182,11 +182,11 @@ def test_bootstrap_interval_matches_a_row_by_row_bootstrap():
     diffs[:r2w], diffs[r2w : r2w + w2r] = -1, 1
     rng = np.random.default_rng(123)
     naive = [diffs[rng.integers(0, n, size=n)].mean() for _ in range(4000)]
-    low, high = paired_bootstrap_ci(r2w, w2r, n)
+    low, high = accuracy_test(r2w, w2r, n)["ci"]
     assert low == pytest.approx(np.percentile(naive, 2.5), abs=0.004)
     assert high == pytest.approx(np.percentile(naive, 97.5), abs=0.004)
-    assert paired_bootstrap_ci(r2w, w2r, n) == [low, high]  # fixed seed
-    assert paired_bootstrap_ci(0, 0, 10) == [0.0, 0.0] and paired_bootstrap_ci(0, 0, 0) is None
+    assert accuracy_test(r2w, w2r, n)["ci"] == [low, high]  # fixed seed
+    assert accuracy_test(0, 0, 10)["ci"] == [0.0, 0.0] and accuracy_test(0, 0, 0)["ci"] is None
 
 
 def test_history_lists_completed_runs_oldest_first_and_this_run_last(tmp_path):

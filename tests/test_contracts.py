@@ -67,13 +67,20 @@ def test_the_scoring_fingerprint_keeps_the_parameters_it_always_had():
         "input_uri", "text_column", "text_pair_column", "id_column", "model_uri", "adapter_uri", "merge_adapter", "mode",
         "output_uri", "dtype", "max_length", "rows_per_range", "tokens_per_batch", "max_batch_rows", "null_text",
         "pipeline_stages", "microbatches", "trust_remote_code", "head", "thresholds",
-        "long_text", "head_tokens", "chunk_overlap", "chunk_aggregate", "max_chunks",
+        "long_text", "head_tokens", "chunk_overlap", "chunk_aggregate", "max_chunks", "embedding_rows",
     }  # fmt: skip
     # the ones added later enter the digest only off the value every earlier run had
     earlier = RequestRecord.of(ScoreRequest(**BASE), "r", "m", None)
-    for name in ("long_text", "head_tokens", "chunk_overlap", "chunk_aggregate", "max_chunks"):
+    for name in ("long_text", "head_tokens", "chunk_overlap", "chunk_aggregate", "max_chunks", "embedding_rows"):
         assert name in SCORING_PARAMETERS and ScoreRequest.model_fields[name].default == LATER_PARAMETERS[name], name
-    for changed in ({"long_text": "chunk"}, {"long_text": "head_tail"}, {"max_chunks": 3}, {"chunk_overlap": 5}, {"head_tokens": 64}):
+    for changed in (
+        {"long_text": "chunk"},
+        {"long_text": "head_tail"},
+        {"max_chunks": 3},
+        {"chunk_overlap": 5},
+        {"head_tokens": 64},
+        {"embedding_rows": 0},
+    ):
         assert earlier.scoring_fingerprint("in") != RequestRecord.of(ScoreRequest(**BASE, **changed), "r", "m", None).scoring_fingerprint(
             "in"
         ), changed

@@ -186,8 +186,10 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     flips equal a row-by-row count in Python."""
     import shutil
 
-    from scorekeeper.evaluation.compare import mcnemar_exact
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.statistics.paired_tests import mcnemar_exact
+    from scorekeeper.report.publish import publish_complete
+    from scorekeeper.run_folder import RunFolder
     from scorekeeper.storage import Location
     from tests.helpers import open_run_and_plan
 
@@ -200,6 +202,9 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     before[0], before[1], before[2] = [], list(LABELS), list(truth[2])  # right or wrong on purpose
     table = pq.read_table(other / "predictions.parquet")
     pq.write_table(table.set_column(2, "predicted_labels", pa.array(before, pa.list_(pa.string()))), other / "predictions.parquet")
+    # the copy completed with its edited predictions: sealed again, as the comparison checks every run it reads
+    sealed = Location.from_uri(str(other))
+    publish_complete(RunFolder(sealed.fs, sealed.path), {"metrics.json": (other / "report" / "metrics.json").read_bytes()}, "2026-01-01")
 
     request, context, manifest, _ = open_run_and_plan(id_column="review_id", label_column="labels", run_name="ml", **common)
     comparison = evaluate_run(context.run, context.labels, manifest, [], Location.from_uri(str(other)), head="multi_label").as_dict()[
@@ -221,7 +226,7 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     assert set(comparison["deltas"]) >= {"subset_accuracy", "micro_f1", "hamming_loss", "roc_auc_macro", "ece_micro"}
     # paired tests as for single-label runs: per-row means by paired normal on the per-row
     # differences, subset accuracy by McNemar (as accuracy); what is not computed has no p
-    from scorekeeper.evaluation import paired_tests as pt
+    from scorekeeper.evaluation.statistics import paired_tests as pt
 
     tests = comparison["metric_tests"]
     assert set(tests) == set(comparison["deltas"])

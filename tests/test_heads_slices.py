@@ -15,9 +15,9 @@ from scorekeeper.evaluation import multi_label, regression
 from scorekeeper.evaluation import slices as heads_slices
 from scorekeeper.evaluation.duck import NULL_GROUP
 from scorekeeper.evaluation.multi_label import multilabel_metrics
-from scorekeeper.evaluation.paired_tests import CHUNK, SEED
 from scorekeeper.evaluation.regression import regression_metrics
 from scorekeeper.evaluation.slices import SLICE_RESAMPLES
+from scorekeeper.evaluation.statistics.paired_tests import CHUNK, SEED
 from scorekeeper.metrics.document import MetricsDocument
 from tests import test_multilabel_metrics as ml
 from tests import test_regression_metrics as reg

@@ -1,5 +1,5 @@
-"""The paired tests of the multi-label and regression comparisons (scorekeeper/evaluation/paired_heads.py and
-the SQL of scorekeeper/evaluation/heads_compare.py) against independent references: each statistic on one resample
+"""The paired tests of the multi-label and regression comparisons (scorekeeper/evaluation/statistics/paired_blocks.py and
+the SQL of scorekeeper/evaluation/compare.py and the kinds' pairers) against independent references: each statistic on one resample
 equals scikit-learn / scipy on the rows that resample holds; the bootstraps agree with a brute-force
 row-by-row paired bootstrap within Monte Carlo error; DeLong by row influence equals DeLong's
 pairwise formula for one label and a row bootstrap's spread for several; a null difference gives
@@ -23,10 +23,10 @@ from sklearn.metrics import (
     roc_auc_score,
 )
 
-from scorekeeper.evaluation import paired_heads as ph
-from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.duck import ovr_table, sql, statement
 from scorekeeper.evaluation.regression import SUMMED
+from scorekeeper.evaluation.statistics import paired_blocks as ph
+from scorekeeper.evaluation.statistics import paired_tests as pt
 from tests.test_paired_tests import agree, resampled
 
 BINS = 15
@@ -266,7 +266,7 @@ def test_multilabel_average_precision_under_weights_is_scikit_learns_on_the_expa
 
 
 def delong_sql(truth, after, before):
-    """Runs paired_multilabel_delong.sql over the tables heads_compare builds."""
+    """Runs paired_multilabel_delong.sql over the tables multi_label.pair builds."""
     con = duckdb.connect()
     rows, labels = np.indices(truth.shape)
     cells = pa.table(

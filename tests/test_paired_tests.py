@@ -1,4 +1,4 @@
-"""The paired tests of a comparison (scorekeeper/evaluation/paired_tests.py, scorekeeper/evaluation/compare_tests.py) against
+"""The paired tests of a comparison (scorekeeper/evaluation/statistics/paired_tests.py, scorekeeper/evaluation/single_label.py's comparison_tests) against
 independent references: a brute-force bootstrap that resamples rows one by one (agreement within
 Monte Carlo error), McNemar's exact binomial form, DeLong's variance computed pair by pair, Holm on
 a hand example; then through evaluate_run(): every delta carries its test, Holm keeps null slices from
@@ -15,11 +15,11 @@ import pytest
 from scipy.stats import rankdata
 from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 
-from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation import single_label as evaluation
-from scorekeeper.evaluation.compare_tests import LOG_LOSS_EPS, score_tests
+from scorekeeper.evaluation.base import LOG_LOSS_EPS
 from scorekeeper.evaluation.driver import evaluate_run
-from scorekeeper.evaluation.single_label import ECE_BINS
+from scorekeeper.evaluation.single_label import ECE_BINS, score_tests
+from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.gates import evaluate_gates
 from tests.test_compare import LABELS, write_run
 

@@ -174,9 +174,11 @@ def test_range_header_round_trip():
             tokens=np.array([3, 9, 4, 12, 5, 6, 7]), unknown=np.array([0, 1, 0, 0, 2, 0, 0]), chunks=np.array([1, 1, 1, 1, 1, 1, 1]),
             counts=LongTextCounts(mode="chunk", max_length=9, window=7, rows_over_length=1, tokens_content=32, tokens_scored=30,
                                   tokens_dropped=0, chunks=7, rows_capped=0),
+            token_ids=np.array([1, 4, 70000]), token_counts=np.array([20, 11, 1]),
         ),
     )  # fmt: skip
     back = RangeWork.from_header(work.header())
+    assert back.lengths.token_ids.tolist() == [1, 4, 70000] and back.lengths.token_counts.tolist() == [20, 11, 1]
     assert (back.range, back.truncated, back.useful_tokens, back.padded_tokens, back.shapes) == (work.range, 1, 50, 60, [(4, 9), (3, 5)])
     assert [p.tolist() for p in back.positions] == [[6, 0, 2, 1], [5, 3, 4]]
     assert back.lengths.tokens.tolist() == [3, 9, 4, 12, 5, 6, 7] and back.lengths.unknown.tolist() == [0, 1, 0, 0, 2, 0, 0]

@@ -155,3 +155,68 @@ def test_a_missing_or_damaged_shard_heals_on_the_rerun(tmp_path, caplog):
     with pytest.raises(GatherError, match=r"range 3 \[9, 12\): its shard .*sha256 differs.*rerun with the same run name"):
         gather_predictions(run, 12, "fp")
     assert sorted(usable_commits(run, "fp")) == [0, 1, 2]  # range 3 is pending again
+
+
+def _commit_with_parts(run: RunFolder, index: int, start: int, end: int, sampled: list[int], words: dict[int, int]) -> None:
+    """A range committed as the worker commits it: its shard, its sampled rows' embeddings, its token counts."""
+    from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embeddings_table
+    from scorekeeper.run_folder import IndexRange
+
+    rows = pa.table({"row_index": pa.array(range(start, end), pa.int64()), "id": pa.array([f"r{i}" for i in range(start, end)])})
+    vectors = np.array([[i, -i, 0.5] for i in sampled], dtype=np.float32)
+    embeddings = embeddings_table(np.array(sampled), pa.array([f"r{i}" for i in sampled]), vectors) if sampled else None
+    ids = sorted(words)
+    counts = pa.Table.from_arrays(
+        [pa.array(ids, pa.int64()), pa.array([f"t{i}" for i in ids]), pa.array([words[i] for i in ids], pa.int64())],
+        schema=TOKEN_COUNTS_SCHEMA,
+    )
+    assert commit_shard(
+        run, IndexRange(index, start, end), prediction_table(rows, np.full((end - start, 2), 0.5), ["a", "b"]),
+        scoring_fingerprint="fp", attempt="t", tokens=1, truncated=0, embeddings=embeddings, token_counts=counts,
+    )  # fmt: skip
+
+
+def test_the_gather_joins_the_ranges_embeddings_and_sums_their_token_counts(tmp_path):
+    import pyarrow.parquet as pq
+
+    run = RunFolder.from_uri(str(tmp_path / "run"))
+    _commit_with_parts(run, 1, 4, 8, [5, 7], {2: 3, 9: 1})
+    _commit_with_parts(run, 0, 0, 4, [], {2: 1, 5: 4})
+    _commit_with_parts(run, 2, 8, 10, [8], {9: 2})
+    gathered = gather_predictions(run, 10, "fp")
+    assert (gathered["embeddings"], gathered["token_counts"]) == (3, 3)
+    embeddings = pq.read_table(tmp_path / "run" / RunFolder.EMBEDDINGS)
+    assert embeddings.column("row_index").to_pylist() == [5, 7, 8] and embeddings.column("id").to_pylist() == ["r5", "r7", "r8"]
+    assert embeddings.column("embedding").to_pylist() == [[5.0, -5.0, 0.5], [7.0, -7.0, 0.5], [8.0, -8.0, 0.5]]
+    words = pq.read_table(tmp_path / "run" / RunFolder.TOKEN_COUNTS_WORK).to_pydict()
+    assert words == {"token_id": [2, 5, 9], "token": ["t2", "t5", "t9"], "count": [4, 4, 3]}
+
+
+def test_a_changed_or_missing_part_withdraws_its_range(tmp_path):
+    from scorekeeper.tasks.plan import usable_commits
+
+    run = RunFolder.from_uri(str(tmp_path / "run"))
+    _commit_with_parts(run, 0, 0, 4, [1, 2], {3: 2})
+    _commit_with_parts(run, 1, 4, 8, [6], {3: 1})
+    record = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(1)))
+    assert record.embeddings is not None and record.embeddings.rows == 1
+    path = tmp_path / "run" / record.embeddings.name
+    data = bytearray(path.read_bytes())
+    data[-12] ^= 1  # same size, other bytes: only the checksum tells
+    path.write_bytes(bytes(data))
+    with pytest.raises(GatherError, match=r"range 1 \[4, 8\): its file .*embeddings.parquet is not the file its commit record vouches for"):
+        gather_predictions(run, 8, "fp")
+    assert not run.exists(RunFolder.commit_name(1))  # withdrawn: a rerun scores the range again
+    first = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(0)))
+    assert first.token_counts is not None
+    (tmp_path / "run" / first.token_counts.name).unlink()
+    assert usable_commits(run, "fp") == {}  # its token counts are gone: the range is scored again
+
+
+def test_a_range_committed_before_the_parts_leaves_them_out(tmp_path):
+    run = RunFolder.from_uri(str(tmp_path / "run"))
+    _commit_with_parts(run, 0, 0, 4, [1], {3: 2})
+    _commit(run, 1, 4, 8)  # as an earlier version committed: no token counts, no embeddings
+    gathered = gather_predictions(run, 8, "fp")
+    assert gathered["rows"] == 8 and gathered["embeddings"] is None and gathered["token_counts"] is None
+    assert not run.exists(RunFolder.EMBEDDINGS) and not run.exists(RunFolder.TOKEN_COUNTS_WORK)

@@ -21,11 +21,12 @@ from scorekeeper.errors import InputError
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.history import completed_runs, history_and_left_out
 from scorekeeper.params import ScoreRequest
+from scorekeeper.representation import embeddings_table
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import SEALED, refuse_unverified, unverified_reason
 from scorekeeper.storage import Location, file_fingerprint
 from scorekeeper.tasks.compare import resolve_baseline
-from tests.evaluation_runs import one_hot, write_run
+from tests.evaluation_runs import one_hot, seal_complete, write_run
 
 N = 3000
 LABELS = ["neg", "pos"]
@@ -39,6 +40,11 @@ def _runs(tmp_path, n: int = N):
     fingerprint = file_fingerprint(LocalFileSystem(), str(tmp_path / "in.csv"))  # both runs read in.csv
     labels = pa.array([LABELS[t] for t in truth])
     base, _, _ = write_run(tmp_path / "runs", "base", one_hot(list(truth), 2), LABELS, labels, fingerprint=fingerprint)
+    # the sampled rows' representation, as every run now writes it (SPEC 14), sealed with the rest
+    vectors = rng.normal(size=(min(n, 50), 8))
+    table = embeddings_table(np.arange(len(vectors)), pa.array(range(len(vectors)), pa.int64()), vectors)
+    pq.write_table(table, base.join(RunFolder.EMBEDDINGS))
+    seal_complete(base)
     new, manifest, _ = write_run(tmp_path / "runs", "new", one_hot(list(truth), 2), LABELS, labels, fingerprint=fingerprint, complete=False)
     return base, new, manifest
 
@@ -137,5 +143,5 @@ def test_any_changed_byte_of_a_vouched_file_is_refused_naming_it(tmp_path_factor
     data = bytearray(base.read_bytes(name))
     data[int(where * len(data))] ^= xor
     base.publish_bytes(bytes(data), name)
-    reason = unverified_reason(base)
+    reason = unverified_reason(base, (*SEALED, RunFolder.METRICS))  # every file a later run may read
     assert reason is not None and reason.startswith(name.split("/")[-1] + " "), reason

@@ -170,12 +170,12 @@ class HeadEvaluation(Protocol):
         ...
 
 
-def _mean(values) -> float | None:
+def mean_known(values) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
 
 
-def _number(value) -> float | None:
+def finite_number(value) -> float | None:
     """A SQL result as a metric: None for NULL, NaN and the infinities (a value that overflowed is
     not a number the metric has)."""
     if value is None:

@@ -1,48 +1,56 @@
-"""Comparison with another completed run (`compare_to`): which rows flipped, whether the difference
-is more than noise, and the metric, per-class and per-slice deltas.
+"""Comparison with another completed run (`compare_to`), the same for every kind of head: the other
+run must vouch for its files and be of this run's kind; rows are paired, the kind's comparison of
+the paired rows (`HeadEvaluation.comparison`'s pairer: single_label.pair, multi_label.pair,
+regression.pair) gives its fields and its paired tests, and this step adds what every kind shares:
+the deltas of the compared metrics (the metric registry's compared_metrics) from the two metrics
+documents, every compared metric's test (statistics/families.py) and the counts of tests.
 
 Rows are matched on row_index when both runs read the same input files (the same content, as
 plan.json's input fingerprint records), else on the id; both runs' predictions are judged against
-this run's ground truth, so the test is paired. McNemar's exact test and the paired bootstrap of
-the accuracy delta need only the counts of discordant rows, so they cost nothing per row; every
-other delta gets its paired test in compare_tests.py.
+this run's ground truth, so the tests are paired. The statistics are statistics/'s pure functions;
+the helpers below are the SQL side every kind's pairer shares (per-row means, blocks, a row sample).
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.compare_tests import comparison_tests
-from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, null_group_key, parquet_view, sql
-from scorekeeper.evaluation.paired_tests import accuracy_test, mcnemar_exact
-from scorekeeper.evaluation.truth import label_table, match_truth
-from scorekeeper.metrics.document import (
-    ClassDelta,
-    Comparison,
-    FlipCounts,
-    FlipSample,
-    MetricsDocument,
-    RecordedMetrics,
-    SliceDelta,
-)
-from scorekeeper.metrics.registry import Metric, compared_metrics, value_at
-from scorekeeper.metrics.truth_matching import TruthMatching
+from scorekeeper.evaluation.base import Evaluation
+from scorekeeper.evaluation.duck import Fragment, number, parquet_view, sql, statement
+from scorekeeper.evaluation.statistics import families
+from scorekeeper.evaluation.statistics import paired_tests as pt
+from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.registry import Metric, Pairing, compared_metrics, value_at
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
 
 log = logging.getLogger(__name__)
 
-SAMPLES = 20  # flipped rows shown per direction
+Keys = tuple[Fragment, Fragment]  # (the other run's join column `o.…`, this run's staged join column `s.…`)
 
 
-def paired_bootstrap_ci(right_to_wrong: int, wrong_to_right: int, rows: int) -> list[float] | None:
-    """95% percentile interval of the accuracy delta (this - other) under a paired bootstrap of rows
-    (scorekeeper/evaluation/paired_tests.py: a multinomial of the three per-row outcomes, fixed seed)."""
-    return accuracy_test(right_to_wrong, wrong_to_right, rows)["ci"]
+@dataclass
+class Paired:
+    """A kind's comparison of the paired rows: the rows paired, the kind's own fields of metrics.json
+    `comparison`, its paired tests by metric name (statistics.paired_tests' shape) and its families
+    of tests (`per_class_tests`, `slice_tests`: Holm-adjusted) where it has them."""
+
+    rows: int
+    fields: dict[str, Any]
+    tests: dict[str, dict]
+    families: dict[str, dict] = field(default_factory=dict)
+
+
+# A kind's comparison of the paired rows (the view `other` open, rows matched by `keys`).
+Pairer = Callable[[Evaluation, Keys, MetricsDocument, RecordedMetrics, Location], Paired]
 
 
 def same_input(plan: dict, other_plan: dict) -> bool:
@@ -50,7 +58,7 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
-def open_other(con, run: Location, other: Location) -> tuple[Literal["row_index", "id"], tuple[Fragment, Fragment]]:
+def open_other(con, run: Location, other: Location) -> tuple[Literal["row_index", "id"], Keys]:
     """The other run's predictions as the view `other`, and how rows are matched: ("row_index" or
     "id", (other's join column, this run's staged join column)) for `o` = other, `s` = staged."""
     parquet_view(con, "other", other, RunFolder.PREDICTIONS)
@@ -64,95 +72,90 @@ def open_other(con, run: Location, other: Location) -> tuple[Literal["row_index"
     return "id", (Fragment("o.id"), Fragment("s.id"))
 
 
-def compare(
-    con,
-    run: Location,
-    other: Location,
-    metrics: MetricsDocument,
-    slice_columns: list[str],
-    matching: TruthMatching,
-    truth_column: str = "label",
-) -> Comparison:
-    """metrics.json's `comparison`, on a DuckDB connection that holds this run's `evaluated`, `staged`,
-    `truth` and `labels`; `matching` is how this run's truth was matched to its labels. The other
-    run must vouch for every file read here (scorekeeper/run_seal.py), checked as they are now."""
+def compare(ev: Evaluation, other: Location, metrics: MetricsDocument, pair: Pairer) -> Comparison:
+    """metrics.json's `comparison` of this run (its evaluation `ev`, its document `metrics`) with the
+    completed run `other`, the paired rows compared by the kind's `pair`. The other run must vouch
+    for every file read here (scorekeeper/run_seal.py), checked as they are now, and be of this
+    run's kind."""
     refuse_unverified(RunFolder(other.fs, other.path), "compare_to")
-    other_plan = other.read_json(RunFolder.PLAN)
-    other_matching = _other_matching(con, other_plan.get("labels") or [], matching, truth_column)
     other_metrics = RecordedMetrics.parse(other.read_json(RunFolder.METRICS)) or RecordedMetrics()
-    matched_on, keys = open_other(con, run, other)
-    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]), {"other_rule": other_matching.rule.value})
-    rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
-    samples = {}
-    for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
-        samples[direction] = [
-            FlipSample(row_index=int(i), id=row_id, truth=truth, before=before, after=after, score_before=sb, score_after=sa)
-            for i, row_id, truth, before, after, sb, sa in con.execute(
-                sql("flipped_samples.sql"), {"right_before": right_before, "limit": SAMPLES}
-            ).fetchall()
-        ]
-    sides: dict[str, dict[str, dict]] = {}
-    for name, side, precision, recall, f1 in con.execute(sql("paired_per_class.sql")).fetchall():
-        sides.setdefault(name, {})[side] = {"precision": precision, "recall": recall, "f1": f1}
-    zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
-    per_class = {
-        name: ClassDelta(**{k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")})
-        for name, s in sides.items()
-    }
-    slice_deltas, slice_counts = {}, {}
-    for i, column in enumerate(slice_columns):
-        groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
-        null_key = null_group_key({value for is_null, value, *_ in groups if not is_null})
-        slice_deltas[column] = {
-            (null_key if is_null else value): SliceDelta(accuracy=delta, rows=int(n)) for is_null, value, n, delta, _, _ in groups
-        }
-        slice_counts[column] = {(null_key if is_null else value): (int(n), int(b), int(c)) for is_null, value, n, _, b, c in groups}
-    if rows == 0:
+    if other_metrics.head != metrics.head:
+        name = posixpath.basename(other.path)
+        raise InputError(f"compare_to: run {name!r} scored a {other_metrics.head} head, this run a {metrics.head} head")
+    matched_on, keys = open_other(ev.con, ev.run, other)
+    paired = pair(ev, keys, metrics, other_metrics, other)
+    if not paired.rows:
         log.warning("no row of this run matches a row of %s on %s: nothing to compare", other.uri, matched_on)
-    flipped = (int(rows), int(right_to_wrong), int(wrong_to_right))
-    other_labels = value_at(other_metrics, ("labels",))
     compared = compared_metrics(metrics.head)
-    assert metrics.ece_bins is not None, "a single-label evaluation records its ECE bins"
-    tests = comparison_tests(con, metrics.labels or [], other_labels, flipped, slice_counts, metrics.ece_bins, compared)
-    return Comparison(
-        run=posixpath.basename(other.path),
-        rows_compared=int(rows),
-        matched_on=matched_on,
-        truth_matching=other_matching,
-        flipped=FlipCounts(right_to_wrong=int(right_to_wrong), wrong_to_right=int(wrong_to_right), other=int(other_flips)),
-        mcnemar_p=mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
-        accuracy_delta_paired=(int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
-        accuracy_delta_ci=tests["metric_tests"]["accuracy"].ci,
-        deltas={m.name: _delta(metrics, other_metrics, m) for m in compared},
-        samples=samples,
-        per_class_deltas=per_class,
-        slice_deltas=slice_deltas,
-        metric_tests=tests["metric_tests"],
-        per_class_tests=tests["per_class_tests"],
-        slice_tests=tests["slice_tests"],
-        tests_counted=tests["tests_counted"],
+    tests = paired.tests
+    counted = families.counted(
+        [tests[m.name] for m in compared if m.name in tests],
+        paired.families.get("per_class_tests", {}),
+        paired.families.get("slice_tests", {}),
+    )
+    return Comparison.model_validate(
+        {"run": posixpath.basename(other.path), "rows_compared": paired.rows, "matched_on": matched_on}
+        | paired.fields
+        | {"deltas": {m.name: delta(metrics, other_metrics, m) for m in compared}}
+        | {"metric_tests": families.metric_tests(compared, tests), **paired.families, "tests_counted": counted}
     )
 
 
-def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
-    """How the other run's predictions are judged against this truth: by the rule this truth column
-    has against the other run's labels (the rule that run's own evaluation of it uses), so that the
-    paired delta is the difference of the accuracies. A column that would resolve differently by
-    name and by id against the other run's labels is paired by this run's rule (said in the log)."""
-    if not other_labels:  # a plan.json that does not record its labels: taken as this run's
-        con.execute("CREATE OR REPLACE TEMP TABLE other_labels AS SELECT * FROM labels")
-        return matching
-    label_table(con, "other_labels", other_labels)
-    try:
-        return match_truth(con, matching.column_type, other_labels, truth_column, "other_labels", quiet=True)
-    except InputError as exc:
-        log.warning(
-            "compare_to: %s (against the other run's labels); its predictions are judged by this run's rule, %s", exc, matching.rule
-        )
-        return matching
-
-
-def _delta(metrics: MetricsDocument, other_metrics: RecordedMetrics, metric: Metric) -> float | None:
+def delta(metrics: MetricsDocument, other_metrics: RecordedMetrics, metric: Metric) -> float | None:
     """this - other of a metric as each run reported it; None when either has no value."""
     this, other = metric.value(metrics), metric.value(other_metrics)
     return None if this is None or other is None else this - other
+
+
+def label_positions(labels: list[str], other_labels: list[str] | None) -> list[int] | None:
+    """For each of this run's labels its 1-based position among the other run's labels; None when
+    the other run's labels are unknown or lack one of ours (its probabilities cannot be compared)."""
+    if not other_labels or not set(labels) <= set(other_labels):
+        return None
+    return [other_labels.index(name) + 1 for name in labels]
+
+
+def other_labels(other_metrics: RecordedMetrics) -> list[str] | None:
+    """The labels the other run recorded in its metrics.json (None: none recorded)."""
+    return value_at(other_metrics, ("labels",))
+
+
+# -- the SQL side of the kinds' paired tests ------------------------------------------------------------
+
+
+def row_mean_tests(con, table: str, head: str) -> dict[str, dict]:
+    """The paired normal test of each metric of `head` that is a mean over rows (the registry's
+    Pairing.ROW_MEAN), from its column of per-row differences (this - other) in `table`; a column
+    that is null in every row (a metric the other run's outputs cannot give) is untested."""
+    tests = {}
+    for name in (m.name for m in compared_metrics(head) if m.compared is Pairing.ROW_MEAN):
+        n, mean, variance = con.execute(statement("SELECT count({c}), avg({c}), var_samp({c}) FROM {t}", c=name, t=table)).fetchone()
+        tests[name] = pt.paired_normal(int(n), mean, variance)
+    return tests
+
+
+def block_key(rows: int, blocks: int) -> Fragment:
+    """The SQL of a row's block: the row itself while there are no more rows than blocks."""
+    return Fragment("row_index") if rows <= blocks else statement("hash(row_index) % {blocks}", blocks=number(blocks))
+
+
+def dense(keys: np.ndarray, codes: dict, index: tuple[np.ndarray, ...], values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Rows of (block key, index..., values) as a dense array, blocks numbered by `codes`."""
+    out = np.zeros((len(codes), *shape))
+    out[(np.array([codes[k] for k in keys.tolist()], dtype=np.int64), *index)] = values
+    return out
+
+
+def block_codes(con, table: str, key: Fragment) -> dict:
+    """Each block key of `table` numbered, in order."""
+    return {
+        k: i
+        for i, (k,) in enumerate(con.execute(statement("SELECT DISTINCT {key} FROM {table} ORDER BY 1", key=key, table=table)).fetchall())
+    }
+
+
+def paired_sample(con, table: str, key: Fragment | str, columns: tuple[str, str, str], positions: list[int]) -> list[tuple]:
+    """The rows of `table` at `positions` (paired_sample.sql): the row-sample bootstrap's sample."""
+    first, second, third = columns
+    query = sql("paired_sample.sql", table=table, key=key, first=first, second=second, third=third)
+    return con.execute(query, {"positions": positions}).fetchall()

@@ -18,7 +18,7 @@ import logging
 import posixpath
 from datetime import UTC, datetime
 
-from scorekeeper.evaluation.base import Coverage, Evaluation, Logger
+from scorekeeper.evaluation.base import Coverage, Evaluation, HeadEvaluation, Logger
 from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
 from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
 from scorekeeper.evaluation.estimate import monitor
@@ -88,22 +88,7 @@ def evaluate_run(
             impact = length_impact(ev, kind, max_length)
             if impact is not None:  # only when evaluated rows are over the window
                 fields = fields | {"length_impact": impact}
-        document = MetricsDocument.model_validate(
-            {
-                "head": kind.kind,
-                "rows": manifest.total_rows,
-                "scored": coverage.scored,
-                "ground_truth_source": source,
-                "scoring_only": source is None,
-                "labels": labels,
-                "ground_truth_rows": coverage.truth_rows,
-                "missing_predictions": coverage.missing,
-                "unmatched_predictions": coverage.unmatched,
-                "null_text_rows": manifest.null_text_rows,
-            }
-            | fields
-            | {"slices": slices, "slices_truncated": truncated, "finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        )
+        document = _document(kind, labels, manifest, coverage, fields | {"slices": slices, "slices_truncated": truncated})
         if baseline is not None and document.evaluated:
             document.comparison = kind.comparison(ev, baseline, document)
         if label_columns and document.truth_matching is not None:  # staged as names, given as one 0/1 column per label
@@ -119,6 +104,26 @@ def evaluate_run(
     finally:
         con.close()
     return document
+
+
+def _document(kind: HeadEvaluation, labels: list[str], manifest: StagedManifest, coverage: Coverage, fields: dict) -> MetricsDocument:
+    """metrics.json's content from the run's coverage and the kind's `fields`, finished now."""
+    return MetricsDocument.model_validate(
+        {
+            "head": kind.kind,
+            "rows": manifest.total_rows,
+            "scored": coverage.scored,
+            "ground_truth_source": coverage.source,
+            "scoring_only": coverage.source is None,
+            "labels": labels,
+            "ground_truth_rows": coverage.truth_rows,
+            "missing_predictions": coverage.missing,
+            "unmatched_predictions": coverage.unmatched,
+            "null_text_rows": manifest.null_text_rows,
+        }
+        | fields
+        | {"finished_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    )
 
 
 def check_truth(

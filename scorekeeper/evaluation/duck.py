@@ -91,13 +91,7 @@ def parquet_view(con, view: str, run: Location, rel: str) -> None:
     variable = "parquet_" + view
     identifier(variable)
     con.execute(statement("SET VARIABLE {variable} = $uri", variable=variable), {"uri": parquet_uri(run, rel)})
-    con.execute(
-        statement(
-            "CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet(getvariable({name}))",
-            view=view,
-            name=Fragment("'" + variable + "'"),
-        )
-    )
+    con.execute(sql("parquet_view.sql", view=view, variable=Fragment("'" + variable + "'")))
 
 
 class Fragment(str):

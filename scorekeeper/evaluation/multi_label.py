@@ -13,8 +13,8 @@ section 9) are computed in SQL (sql/multi_label/) over one table:
 A metric that cannot be computed is null, never NaN; 0/0 counts as 0 in precision, recall and F1
 (scikit-learn's zero_division default); ROC-AUC and average precision of a label with no positive
 or no negative truth are null and left out of the macro (scikit-learn gives NaN, or 1.0 for the AP
-of an always-positive label). The comparison's paired rows and tests are here too (_multi_label,
-multilabel_resampled_tests); what it shares with regression's is heads_compare.py's.
+of an always-positive label). The comparison's paired rows and tests are here too (pair,
+multilabel_resampled_tests); what every kind shares is compare.py's.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from scorekeeper.evaluation import paired_heads as ph
-from scorekeeper.evaluation import paired_tests as pt
 from scorekeeper.evaluation.base import (
     CONFIDENT_ERRORS,
     ECE_BINS,
@@ -33,23 +31,34 @@ from scorekeeper.evaluation.base import (
     Evaluation,
     KindReport,
     LengthSide,
-    _mean,
-    _number,
+    finite_number,
+    mean_known,
 )
-from scorekeeper.evaluation.compare_tests import label_positions
+from scorekeeper.evaluation.compare import (
+    Keys,
+    Paired,
+    block_codes,
+    block_key,
+    compare,
+    dense,
+    label_positions,
+    other_labels,
+    paired_sample,
+    row_mean_tests,
+)
 from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
 from scorekeeper.evaluation.estimate import calibration_by_label, expected_f1, recorded_bins
-from scorekeeper.evaluation.heads_compare import _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
-from scorekeeper.evaluation.paired_tests import mcnemar_exact
 from scorekeeper.evaluation.signals import RunSide, SignalViews
 from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.statistics import paired_blocks as ph
+from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.evaluation.truth import STAGED_VALUE, match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
 from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
-from scorekeeper.metrics.registry import BY_NAME, SliceMetric, scalar_metrics, value_at
+from scorekeeper.metrics.registry import BY_NAME, SliceMetric, scalar_metrics
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.storage import Location
 
@@ -64,7 +73,7 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
     """Every multi_label key of the contract over `ml_rows`, with the report's data beside them."""
     if len(thresholds) != len(labels):
         raise ValueError(f"{len(thresholds)} thresholds for {len(labels)} labels")
-    con.execute("CREATE OR REPLACE TEMP TABLE ml_labels (label_id BIGINT, label_name VARCHAR, threshold DOUBLE)")
+    con.execute(sql("multilabel_labels.sql"))
     con.executemany("INSERT INTO ml_labels VALUES (?, ?, ?)", [(i, name, float(t)) for i, (name, t) in enumerate(zip(labels, thresholds))])
     bad = con.execute(
         "SELECT row_index FROM ml_rows WHERE len(probabilities) <> ? OR (truth IS NOT NULL AND len(truth) <> ?) ORDER BY row_index LIMIT 5",
@@ -83,51 +92,63 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
     tuned = con.execute(sql("multilabel_tuned_thresholds.sql")).fetchall()
     halves = dict(con.execute("SELECT tuning, count(DISTINCT row_index) FROM ml_cells GROUP BY tuning").fetchall())
 
-    defined = {name: 0 < support < cells for name, _, _, _, _, support, cells, *_ in counts}
-    ranking = con.execute(sql("ranking.sql", ovr="ml_ovr", labels="ml_labels")).fetchall()
-    micro = con.execute(sql("ranking.sql", ovr="ml_ovr", labels=MICRO_LABEL)).fetchone()
-    pooled_support, pooled_cells = sum(c[5] for c in counts), sum(c[6] for c in counts)
-    micro_defined = 0 < pooled_support < pooled_cells
-    roc = {name: _number(auc) if defined[name] else None for name, auc, _ in ranking}
-    ap = {name: _number(value) if defined[name] else None for name, _, value in ranking}
-
+    roc, ap, micro_roc, micro_ap = _ranking(con, counts)
     calibration, ece = _calibration(con, labels)
-    per_label = {}
-    for (name, threshold, _, _, _, support, cells, p, r, f1), (_, t_threshold, t_f1, t_heldout, given_heldout) in zip(counts, tuned):
-        per_label[name] = {
-            "precision": _number(p) if evaluated else None,
-            "recall": _number(r) if evaluated else None,
-            "f1": _number(f1) if evaluated else None,
-            "support": int(support),
-            "prevalence": support / cells if cells else None,
-            "threshold": threshold,
-            "tuned_threshold": _number(t_threshold),
-            "tuned_f1_in_sample": _number(t_f1),
-            "tuned_f1_heldout": _number(t_heldout),
-            "heldout_f1_at_threshold": _number(given_heldout),
-        }
+    per_label = _per_label(counts, tuned, evaluated)
     errors = [
         {"row_index": int(i), "id": row_id, "label": name, "truth": bool(truth), "probability": prob}
         for i, row_id, name, truth, prob in con.execute(sql("multilabel_confident_errors.sql"), {"limit": CONFIDENT_ERRORS}).fetchall()
     ]
     return {
         "evaluated": evaluated,
-        **{k: (_number(row[k]) if evaluated else None) for k in MULTILABEL_SCALARS},
-        "roc_auc": {"macro": _mean(roc.values()), "micro": _number(micro[1]) if micro_defined else None, "per_label": roc},
-        "average_precision": {"macro": _mean(ap.values()), "micro": _number(micro[2]) if micro_defined else None, "per_label": ap},
+        **{k: (finite_number(row[k]) if evaluated else None) for k in MULTILABEL_SCALARS},
+        "roc_auc": {"macro": mean_known(roc.values()), "micro": micro_roc, "per_label": roc},
+        "average_precision": {"macro": mean_known(ap.values()), "micro": micro_ap, "per_label": ap},
         "ece": ece,
         "ece_bins": ECE_BINS,
         "per_label": per_label,
         "threshold_tuning": {"split": TUNING_SPLIT, "tuning_rows": int(halves.get(True, 0)), "heldout_rows": int(halves.get(False, 0))},
         "label_cardinality": {
-            "truth": _number(row["truth_cardinality"]),
-            "predicted": _number(row["predicted_cardinality"]),
+            "truth": finite_number(row["truth_cardinality"]),
+            "predicted": finite_number(row["predicted_cardinality"]),
             "rows_without_prediction": int(row["rows_without_prediction"] or 0),
         },
         "label_calibration": calibration,
         "curves": _curves(con),
         "confident_wrong_labels": errors,
     }
+
+
+def _ranking(con, counts: list[tuple]) -> tuple[dict, dict, float | None, float | None]:
+    """Per label ROC-AUC and average precision (None for a label without positives or negatives), and
+    the micro ones (None where the pooled cells have none), over ml_ovr."""
+    defined = {name: 0 < support < cells for name, _, _, _, _, support, cells, *_ in counts}
+    ranking = con.execute(sql("ranking.sql", ovr="ml_ovr", labels="ml_labels")).fetchall()
+    micro = con.execute(sql("ranking.sql", ovr="ml_ovr", labels=MICRO_LABEL)).fetchone()
+    pooled_support, pooled_cells = sum(c[5] for c in counts), sum(c[6] for c in counts)
+    micro_defined = 0 < pooled_support < pooled_cells
+    roc = {name: finite_number(auc) if defined[name] else None for name, auc, _ in ranking}
+    ap = {name: finite_number(value) if defined[name] else None for name, _, value in ranking}
+    return roc, ap, finite_number(micro[1]) if micro_defined else None, finite_number(micro[2]) if micro_defined else None
+
+
+def _per_label(counts: list[tuple], tuned: list[tuple], evaluated: int) -> dict[str, dict]:
+    """metrics.json `per_label`: each label's counts and scores at its threshold and the tuned one."""
+    per_label = {}
+    for (name, threshold, _, _, _, support, cells, p, r, f1), (_, t_threshold, t_f1, t_heldout, given_heldout) in zip(counts, tuned):
+        per_label[name] = {
+            "precision": finite_number(p) if evaluated else None,
+            "recall": finite_number(r) if evaluated else None,
+            "f1": finite_number(f1) if evaluated else None,
+            "support": int(support),
+            "prevalence": support / cells if cells else None,
+            "threshold": threshold,
+            "tuned_threshold": finite_number(t_threshold),
+            "tuned_f1_in_sample": finite_number(t_f1),
+            "tuned_f1_heldout": finite_number(t_heldout),
+            "heldout_f1_at_threshold": finite_number(given_heldout),
+        }
+    return per_label
 
 
 def _calibration(con, labels: list[str]) -> tuple[dict, dict]:
@@ -149,7 +170,7 @@ def _calibration(con, labels: list[str]) -> tuple[dict, dict]:
         ]
         for i, name in enumerate(labels)
     }
-    macro = None if any(e is None for e in per_label) else _mean(per_label)
+    macro = None if any(e is None for e in per_label) else mean_known(per_label)
     return calibration, {"macro": macro, "micro": ece_of(-1), "per_label": dict(zip(labels, per_label))}
 
 
@@ -166,37 +187,8 @@ def _curves(con) -> dict:
 
 
 def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | None) -> dict:
-    con.execute(
-        statement(
-            """
-        CREATE TEMP TABLE ml_paired AS
-        SELECT r.row_index, r.truth, o.predicted_labels AS before, p.predicted_labels AS after,
-               o.probabilities AS before_probabilities, r.probabilities AS after_probabilities
-        FROM ml_rows AS r
-        JOIN predictions AS p ON p.row_index = r.row_index
-        JOIN staged AS s ON s.row_index = r.row_index
-        JOIN other AS o ON {other_key} = {this_key}
-        WHERE r.truth IS NOT NULL
-        """,
-            other_key=keys[0],
-            this_key=keys[1],
-        )
-    )
-    # per (row, label): right before / after, against this run's truth
-    con.execute(
-        """
-        CREATE TEMP TABLE ml_paired_cells AS
-        SELECT *, before = truth AS right_before, after = truth AS right_after
-        FROM (
-            SELECT p.row_index, l.label_id, l.label_name, p.truth[l.label_id + 1] AS truth,
-                   list_contains(p.before, l.label_name) AS before, list_contains(p.after, l.label_name) AS after,
-                   p.after_probabilities[l.label_id + 1] AS prob_after,
-                   p.before_probabilities[$positions[l.label_id + 1]] AS prob_before
-            FROM ml_paired AS p CROSS JOIN labels AS l
-        )
-        """,
-        {"positions": positions or []},
-    )
+    con.execute(sql("paired_multilabel.sql", other_key=keys[0], this_key=keys[1]))
+    con.execute(sql("paired_multilabel_cells.sql"), {"positions": positions or []})
     rows, r2w, w2r, other = con.execute(
         """
         WITH exact AS (
@@ -218,7 +210,7 @@ def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | No
         FROM ml_paired_cells GROUP BY label_name
         """
     ).fetchall():
-        per_label[name] = {"right_to_wrong": int(b), "wrong_to_right": int(c), "mcnemar_p": mcnemar_exact(int(b), int(c))}
+        per_label[name] = {"right_to_wrong": int(b), "wrong_to_right": int(c), "mcnemar_p": pt.mcnemar_exact(int(b), int(c))}
     con.execute(sql("paired_multilabel_rows.sql"), {"positions": positions or [], "eps": LOG_LOSS_EPS})
     tests = row_mean_tests(con, "ml_paired_rows", HeadKind.MULTI_LABEL)
     tests["subset_accuracy"] = pt.accuracy_test(int(r2w), int(w2r), int(rows)) if rows else pt.untested(pt.MCNEMAR)
@@ -228,7 +220,7 @@ def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | No
         "tests": tests,
         "rows_compared": int(rows),
         "flipped": {"right_to_wrong": int(r2w), "wrong_to_right": int(w2r), "other": int(other)},
-        "mcnemar_p": mcnemar_exact(int(r2w), int(w2r)),
+        "mcnemar_p": pt.mcnemar_exact(int(r2w), int(w2r)),
         "per_label": per_label,
     }
 
@@ -236,14 +228,14 @@ def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | No
 def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, dict]:
     """The multi-label tests that are not per-row means, over ml_paired_cells: F1, precision and
     recall averages and (with both runs' probabilities) ECE by the block bootstrap, ROC-AUC by
-    DeLong, average precision by the row-sample bootstrap (scorekeeper/evaluation/paired_heads.py)."""
+    DeLong, average precision by the row-sample bootstrap (scorekeeper/evaluation/statistics/paired_blocks.py)."""
     labels = con.execute("SELECT count(*) FROM labels").fetchone()[0]
     width = labels * len(ph.COUNT_FIELDS)
     blocks, resamples = ph.block_plan(rows, width)
     key = block_key(rows, blocks)
-    codes = _block_codes(con, "ml_paired_cells", key)
+    codes = block_codes(con, "ml_paired_cells", key)
     got = con.execute(sql("paired_multilabel_blocks.sql", block=key)).fetchnumpy()
-    counts = _dense(got["block"], codes, (got["label_id"],), np.column_stack([got[f] for f in ph.COUNT_FIELDS]), (labels, 5))
+    counts = dense(got["block"], codes, (got["label_id"],), np.column_stack([got[f] for f in ph.COUNT_FIELDS]), (labels, 5))
     tests = ph.block_bootstrap(
         counts.reshape(len(codes), width), np.zeros((len(codes), 0)), lambda t, h: ph.multilabel_count_deltas(t, h, labels), resamples
     )
@@ -252,9 +244,9 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
     width = 1 + 2 * labels * ECE_BINS
     blocks, resamples = ph.block_plan(rows, width)
     key = block_key(rows, blocks)
-    codes = _block_codes(con, "ml_paired_cells", key)
+    codes = block_codes(con, "ml_paired_cells", key)
     got = con.execute(sql("paired_multilabel_ece.sql", block=key), {"bins": ECE_BINS}).fetchnumpy()
-    gaps = _dense(got["block"], codes, (got["side"], got["label_id"], got["bin"]), got["gap"], (2, labels, ECE_BINS))
+    gaps = dense(got["block"], codes, (got["side"], got["label_id"], got["bin"]), got["gap"], (2, labels, ECE_BINS))
     block_rows = dict(con.execute(statement("SELECT {key}, count(DISTINCT row_index) FROM ml_paired_cells GROUP BY 1", key=key)).fetchall())
     sums = np.column_stack([[block_rows[k] for k in codes], gaps.reshape(len(codes), -1)])
     tests |= ph.block_bootstrap(sums, np.zeros((len(codes), 0)), lambda t, h: ph.multilabel_ece_deltas(t, h, labels, ECE_BINS), resamples)
@@ -277,7 +269,7 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
         "average_precision_micro": differences[-1] if ranking["after"][-1][0] is not None else None,
     }
     positions = pt.subset_positions(rows, pt.ap_rows(labels)).tolist()
-    sample = _sample(con, "ml_paired_cells", "label_id", ("truth", "prob_after", "prob_before"), positions)
+    sample = paired_sample(con, "ml_paired_cells", "label_id", ("truth", "prob_after", "prob_before"), positions)
     truth, after, before = (np.array([r[i] for r in sample], dtype=dtype) for i, dtype in ((0, bool), (1, float), (2, float)))
 
     def ap_change(weights: np.ndarray) -> dict[str, np.ndarray]:
@@ -287,8 +279,11 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
     return tests | ph.sample_bootstrap(ap_deltas, ap_change, len(sample), rows, pt.AP_RESAMPLES)
 
 
-def _pair(con, keys, metrics: MetricsDocument, other_metrics: RecordedMetrics) -> dict:
-    return _multi_label(con, keys, label_positions(metrics.labels or [], value_at(other_metrics, ("labels",))))
+def pair(ev: Evaluation, keys: Keys, metrics: MetricsDocument, other_metrics: RecordedMetrics, other: Location) -> Paired:
+    """The paired rows' flips (exact match and per label) and the paired tests of every compared metric."""
+    found = _multi_label(ev.con, keys, label_positions(metrics.labels or [], other_labels(other_metrics)))
+    rows, tests = found.pop("rows_compared"), found.pop("tests")
+    return Paired(rows, found, tests)
 
 
 # The evaluated rows as the slices and the length split read them (head_slice_rows: 2TP, 2TP + FP + FN, exact).
@@ -356,7 +351,7 @@ class MultiLabel:
         return ratio_sides(ev.con, SLICE_ROWS)
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
-        return compare_head(ev.con, ev.run, baseline, document, self.kind, _pair)
+        return compare(ev, baseline, document, pair)
 
     def drift_signals(self, views: SignalViews, reference: RunSide, current: RunSide) -> None:
         """Labels per row (numeric), and each label's positive share (`positive:LABEL`, counted at

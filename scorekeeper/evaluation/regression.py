@@ -14,7 +14,7 @@ constant truth and pearson, spearman and kendall_tau_b for a constant side or on
 answers 1.0 or 0.0 there by convention, scipy NaN). With several outputs each top-level metric is
 the mean of the per-output values (scikit-learn's "uniform_average"), null where any output's is,
 and `per_output` holds each output's. The comparison's paired rows and tests are here too
-(_regression, regression_resampled_tests); what it shares with multi-label's is heads_compare.py's.
+(pair, regression_resampled_tests); what every kind shares is compare.py's.
 """
 
 from __future__ import annotations
@@ -27,17 +27,17 @@ from typing import Any
 import numpy as np
 
 from scorekeeper.evaluation import drift as d
-from scorekeeper.evaluation import paired_heads as ph
-from scorekeeper.evaluation import paired_tests as pt
-from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, KindReport, LengthSide, _number
+from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, KindReport, LengthSide, finite_number
+from scorekeeper.evaluation.compare import Keys, Paired, block_codes, block_key, compare, dense, paired_sample, row_mean_tests
 from scorekeeper.evaluation.duck import Fragment, identifier, number, records, sql, statement
-from scorekeeper.evaluation.heads_compare import BOOTSTRAP_BLOCKS, _block_codes, _dense, _sample, block_key, compare_head, row_mean_tests
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
-from scorekeeper.evaluation.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
-from scorekeeper.evaluation.paired_tests import SEED as BOOTSTRAP_SEED
 from scorekeeper.evaluation.signals import RunSide, SignalViews
 from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.statistics import paired_blocks as ph
+from scorekeeper.evaluation.statistics import paired_tests as pt
+from scorekeeper.evaluation.statistics.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
+from scorekeeper.evaluation.statistics.paired_tests import SEED as BOOTSTRAP_SEED
 from scorekeeper.evaluation.truth import STAGED_VALUE, check_regression_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import (
@@ -64,7 +64,7 @@ LARGEST_ERRORS = 20
 
 REGRESSION_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.REGRESSION))
 # the compared metrics resampled through block sums (the registry's Pairing.RESAMPLED:
-# paired_heads.regression_sum_deltas); those of ranks and order (Pairing.SAMPLED) on a row sample
+# paired_blocks.regression_sum_deltas); those of ranks and order (Pairing.SAMPLED) on a row sample
 SUMMED = tuple(m.name for m in compared_metrics(HeadKind.REGRESSION) if m.compared is Pairing.RESAMPLED)
 
 # The magnitudes (largest |truth or prediction|) between which the paired tests' sums of squares and
@@ -127,16 +127,16 @@ def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
         scale = float(fields["scale"])
         unscaled = {k: unscale(fields[f"{k}_s"], scale, power) for k, power in SCALED.items()}
         per_output[fields["output_id"]] |= (
-            {k: _number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | unscaled | {"mape_rows": int(fields["mape_rows"])}
+            {k: finite_number(fields[k]) for k in REGRESSION_SCALARS if k in fields} | unscaled | {"mape_rows": int(fields["mape_rows"])}
         )
     for output_id, r in con.execute(sql("regression_correlation.sql", x="truth", y="prediction", source=cells)).fetchall():
-        per_output[output_id]["pearson"] = _number(r)
+        per_output[output_id]["pearson"] = finite_number(r)
     ranks = f"{cells}_ranks"
     con.execute(sql("regression_ranks.sql", cells=cells, ranks=ranks))
     for output_id, r in con.execute(sql("regression_correlation.sql", x="truth_rank", y="prediction_rank", source=ranks)).fetchall():
-        per_output[output_id]["spearman"] = _number(r)
+        per_output[output_id]["spearman"] = finite_number(r)
     for output_id, tau in con.execute(sql("regression_kendall.sql", cells=cells)).fetchall():
-        per_output[output_id]["kendall_tau_b"] = _number(tau)
+        per_output[output_id]["kendall_tau_b"] = finite_number(tau)
     return per_output
 
 
@@ -150,15 +150,7 @@ def _regression_input(con, outputs: int) -> None:
         return statement("CASE WHEN {c} IS NULL THEN NULL ELSE [{c}::DOUBLE] END", c=column)
 
     text = identifier("text") if "text" in types else Fragment("NULL::VARCHAR")
-    con.execute(
-        statement(
-            "CREATE OR REPLACE TEMP VIEW reg_input AS SELECT row_index, id::VARCHAR AS id, {text} AS text, "
-            "{prediction} AS prediction, {truth} AS truth FROM reg_rows",
-            text=text,
-            prediction=as_list("prediction"),
-            truth=as_list("truth"),
-        )
-    )
+    con.execute(sql("regression_input.sql", text=text, prediction=as_list("prediction"), truth=as_list("truth")))
     bad = con.execute(
         "SELECT row_index FROM reg_input WHERE len(prediction) <> ? OR len(truth) <> ? ORDER BY row_index LIMIT 5", [outputs, outputs]
     ).fetchall()
@@ -224,13 +216,7 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
         if side == "after" and own is not None:
             values[side] = dict(enumerate(own))
             continue
-        con.execute(
-            statement(
-                "CREATE OR REPLACE TEMP TABLE {table} AS SELECT row_index, output_id, y AS truth, {side} AS prediction FROM reg_paired_complete",
-                table=f"reg_side_{side}",
-                side=side,
-            )
-        )
+        con.execute(sql("paired_regression_side.sql", table=f"reg_side_{side}", side=side))
         values[side] = regression_values(con, f"reg_side_{side}", outputs)
 
     def delta(name: str) -> float | None:
@@ -240,15 +226,15 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
     width = outputs * len(ph.SUM_FIELDS)
     blocks, resamples = ph.block_plan(rows, width)
     key = block_key(rows, blocks)
-    codes = _block_codes(con, "reg_paired_complete", key)
+    codes = block_codes(con, "reg_paired_complete", key)
     got = con.execute(sql("paired_regression_blocks.sql", block=key)).fetchall()
     keys = np.array([r[0] for r in got], dtype=object)
     index = (np.array([r[1] for r in got], dtype=np.int64),)
     width_high = outputs * len(ph.HIGH_FIELDS)
-    sums = _dense(
+    sums = dense(
         keys, codes, index, np.array([r[2 : 2 + len(ph.SUM_FIELDS)] for r in got], dtype=np.float64), (outputs, len(ph.SUM_FIELDS))
     )
-    highs = _dense(
+    highs = dense(
         keys, codes, index, np.array([r[2 + len(ph.SUM_FIELDS) :] for r in got], dtype=np.float64), (outputs, len(ph.HIGH_FIELDS))
     )
     tests = ph.block_bootstrap(
@@ -259,7 +245,7 @@ def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None)
         deltas={name: delta(name) for name in SUMMED},
     )
     positions = pt.subset_positions(rows, ph.RANK_ROWS).tolist()
-    sample = _sample(con, "reg_paired_complete", "output_id", ("y", "after", "before"), positions)
+    sample = paired_sample(con, "reg_paired_complete", "output_id", ("y", "after", "before"), positions)
     y, after, before = (np.array([r[i] for r in sample], dtype=np.float64) for i in range(3))
     rank_deltas = {m.name: delta(m.name) for m in compared_metrics(HeadKind.REGRESSION) if m.compared is Pairing.SAMPLED}
     return tests | ph.sample_bootstrap(
@@ -280,7 +266,7 @@ def paired_error_changes(sums: np.ndarray) -> dict:
 
     mae, rmse = changes(totals)
     rng = np.random.default_rng(BOOTSTRAP_SEED)  # multinomial counts per block, CHUNK resamples at a time
-    boot = [changes(weights @ sums) for weights in pt._draws(rng, len(sums), np.ones(len(sums)), BOOTSTRAP_RESAMPLES)]
+    boot = [changes(weights @ sums) for weights in pt.multinomial_draws(rng, len(sums), np.ones(len(sums)), BOOTSTRAP_RESAMPLES)]
     boot_mae, boot_rmse = (np.concatenate([b[i] for b in boot]) for i in (0, 1))
     interval = lambda v: [float(x) for x in np.percentile(v, [2.5, 97.5])]  # noqa: E731
     return {
@@ -300,23 +286,7 @@ def paired_error_changes(sums: np.ndarray) -> dict:
 
 def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
     at = Fragment("[l.label_id + 1]" if outputs > 1 else "")
-    con.execute(
-        statement(
-            """
-        CREATE TEMP TABLE reg_paired AS
-        SELECT * FROM (
-            SELECT r.row_index, l.label_name AS output, r.truth{at} AS y, r.prediction{at} AS after, o.prediction{at} AS before
-            FROM reg_rows AS r
-            CROSS JOIN labels AS l
-            JOIN staged AS s ON s.row_index = r.row_index
-            JOIN other AS o ON {other_key} = {this_key}
-        ) WHERE isfinite(y)
-        """,
-            at=at,
-            other_key=keys[0],
-            this_key=keys[1],
-        )
-    )
+    con.execute(sql("paired_regression.sql", at=at, other_key=keys[0], this_key=keys[1]))
     rows, top = con.execute(
         "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
     ).fetchone()
@@ -333,7 +303,7 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
             top,
         )
         return result
-    blocks = block_key(rows, BOOTSTRAP_BLOCKS)
+    blocks = block_key(rows, ph.BOOTSTRAP_BLOCKS)
     per_output = {}
     for (output,) in con.execute("SELECT DISTINCT output FROM reg_paired ORDER BY output").fetchall():
         sums = con.execute(
@@ -351,17 +321,7 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
         v.pop("rmse_test")
     con.execute(sql("paired_regression_rows.sql"), {"outputs": outputs})
     tests = row_mean_tests(con, "reg_paired_rows", HeadKind.REGRESSION)
-    con.execute(
-        """
-        CREATE TEMP TABLE reg_paired_complete AS
-        SELECT p.row_index, l.label_id AS output_id, p.y, p.after, p.before
-        FROM reg_paired AS p JOIN labels AS l ON l.label_name = p.output
-        WHERE p.row_index IN (
-            SELECT row_index FROM reg_paired WHERE isfinite(after) AND isfinite(before) GROUP BY row_index HAVING count(*) = $outputs
-        )
-        """,
-        {"outputs": outputs},
-    )
+    con.execute(sql("paired_regression_complete.sql"), {"outputs": outputs})
     complete = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
     own = [dict(v) for v in (metrics.per_output or {}).values()] if complete == metrics.evaluated and metrics.per_output else None
     tests |= regression_resampled_tests(con, outputs, own)
@@ -370,8 +330,11 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
     return result | {"per_output": per_output, "tests": tests}
 
 
-def _pair(con, keys, metrics: MetricsDocument, other_metrics: RecordedMetrics) -> dict:
-    return _regression(con, keys, len(metrics.labels or []), metrics)
+def pair(ev: Evaluation, keys: Keys, metrics: MetricsDocument, other_metrics: RecordedMetrics, other: Location) -> Paired:
+    """The paired change of MAE and RMSE (per output with several) and the paired tests of every compared metric."""
+    found = _regression(ev.con, keys, len(metrics.labels or []), metrics)
+    rows, tests = found.pop("rows_compared"), found.pop("tests", {})
+    return Paired(rows, found, tests)
 
 
 # -- what a run with ground truth records for a later run's estimate, and that estimate (docs/drift.md) ----
@@ -490,7 +453,7 @@ class Regression:
         return ratio_sides(ev.con, SLICE_ROWS)
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
-        return compare_head(ev.con, ev.run, baseline, document, self.kind, _pair)
+        return compare(ev, baseline, document, pair)
 
     def drift_signals(self, views: SignalViews, reference: RunSide, current: RunSide) -> None:
         """The prediction (numeric): `prediction`, or `prediction:OUTPUT` per output both models have."""

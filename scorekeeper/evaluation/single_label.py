@@ -8,8 +8,12 @@ The SQL lives in sql/single_label/ (and sql/shared/, sql/truth/). Only canonical
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import numpy as np
+
+from scorekeeper.errors import InputError
 from scorekeeper.evaluation.base import (
     CONFIDENT_ERRORS,
     ECE_BINS,
@@ -20,10 +24,10 @@ from scorekeeper.evaluation.base import (
     KindReport,
     LengthSide,
     Logger,
-    _mean,
-    _number,
+    finite_number,
+    mean_known,
 )
-from scorekeeper.evaluation.compare import compare
+from scorekeeper.evaluation.compare import Keys, Paired, compare, label_positions, other_labels
 from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, literal, null_group_key, number, ovr_table, sql
 from scorekeeper.evaluation.estimate import accuracy_estimate, accuracy_variance, calibration_by_label, expected_f1, recorded_bins
 from scorekeeper.evaluation.label_audit import label_audit
@@ -31,34 +35,43 @@ from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_var
 from scorekeeper.evaluation.length_impact import proportion_sides
 from scorekeeper.evaluation.matching import why_nothing_evaluated
 from scorekeeper.evaluation.signals import RunSide, SignalViews
-from scorekeeper.evaluation.truth import RAW_LABEL, match_truth, truth_table
+from scorekeeper.evaluation.statistics import families
+from scorekeeper.evaluation.statistics import paired_tests as pt
+from scorekeeper.evaluation.truth import RAW_LABEL, label_table, match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import (
     CalibrationBin,
     ClassAreas,
+    ClassDelta,
     ClassScores,
     Comparison,
     ConfidentError,
     Drift,
     Estimated,
+    FamilyTest,
+    FlipCounts,
+    FlipSample,
     GroundTruthSource,
     MetricsDocument,
     RecordedMetrics,
     ScoreHistogram,
+    SliceDelta,
     SliceGroup,
     ThresholdRow,
 )
 from scorekeeper.metrics.registry import BY_NAME, TOP_K_MAX, SliceMetric
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
-from scorekeeper.run_folder import StagedGroundTruth, StagedManifest
+from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location
+
+log = logging.getLogger(__name__)
 
 THRESHOLDS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 HISTOGRAM_BINS = 20
 _EMPTY_BINS = [{"rows": 0, "truth": 0}] * ECE_BINS
 
 
-def unknown_number(labels: list[str]) -> int:
+def unknownfinite_number(labels: list[str]) -> int:
     """The suffix an unknown truth value spelled like a label name is called by (evaluated.sql): 1
     for ' [unknown]' ('3' -> '3 [unknown]'), k for ' [unknown k]', the first no label name ends
     with, so that the name is never a label's (a label literally named '3 [unknown]')."""
@@ -84,7 +97,9 @@ class SingleLabel:
         con, labels, manifest = ev.con, ev.labels, ev.manifest
         con.execute(sql("wilson.sql"))
         matching = match_truth(con, coverage.column, labels, ev.truth_column, log=ev.log) if coverage.column else None
-        con.execute(sql("evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID), unknown=number(unknown_number(labels))))
+        con.execute(
+            sql("evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID), unknown=number(unknownfinite_number(labels)))
+        )
         con.execute(sql("class_counts.sql"))
         if manifest.ground_truth:
             _say_how_ids_matched(ev.log, manifest, manifest.ground_truth, coverage.truth_rows, coverage.truth_rows - coverage.missing)
@@ -108,12 +123,12 @@ class SingleLabel:
         return {
             "evaluated": int(evaluated),
             "truth_matching": matching,
-            "accuracy": _number(accuracy),
-            "macro_f1": _number(macro_f1),
-            "weighted_f1": _number(weighted_f1),
-            "log_loss": _number(log_loss),
+            "accuracy": finite_number(accuracy),
+            "macro_f1": finite_number(macro_f1),
+            "weighted_f1": finite_number(weighted_f1),
+            "log_loss": finite_number(log_loss),
             "log_loss_rows": int(log_loss_rows),
-            "ece": _number(ece),
+            "ece": finite_number(ece),
             "ece_bins": ECE_BINS,
             "calibration": [
                 CalibrationBin(bin=int(b), lower=b / ECE_BINS, upper=(b + 1) / ECE_BINS, rows=int(n), confidence=conf, accuracy=acc)
@@ -138,8 +153,7 @@ class SingleLabel:
         return proportion_sides(ev.con)
 
     def comparison(self, ev: Evaluation, baseline: Location, document: MetricsDocument) -> Comparison:
-        assert document.truth_matching is not None, "evaluated rows were matched to a truth"
-        return compare(ev.con, ev.run, baseline, document, ev.slice_columns, document.truth_matching, ev.truth_column)
+        return compare(ev, baseline, document, pair)
 
     def drift_signals(self, views: SignalViews, reference: RunSide, current: RunSide) -> None:
         """The predicted label (categorical) and the top score (numeric)."""
@@ -207,23 +221,23 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
     accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]
     con.execute(ovr_table("ovr", sql("ovr.sql")))
     per_class = con.execute(sql("ranking.sql", ovr="ovr", labels="labels")).fetchall()
-    roc = {name: _number(auc) for name, auc, _ in per_class}
-    ap = {name: _number(value) for name, _, value in per_class}
+    roc = {name: finite_number(auc) for name, auc, _ in per_class}
+    ap = {name: finite_number(value) for name, _, value in per_class}
     kmax = min(TOP_K_MAX, len(labels) - 1)
     top_k = {}
     if kmax >= 2:
         hits = dict(con.execute(sql("top_k.sql"), {"kmax": kmax}).fetchall())
         top_k = {str(k): hits.get(k, 0) / evaluated for k in range(2, kmax + 1)}
-    con.execute("CREATE OR REPLACE TEMP TABLE cuts AS SELECT unnest(?::DOUBLE[]) AS threshold", [THRESHOLDS])
+    con.execute(sql("threshold_cuts.sql"), {"thresholds": THRESHOLDS})
     thresholds = [
         ThresholdRow(
             threshold=t,
             rows=int(n),
             coverage=n / evaluated,
-            accuracy=_number(acc),
-            macro_precision=_number(p),
-            macro_recall=_number(r),
-            macro_f1=_number(f1),
+            accuracy=finite_number(acc),
+            macro_precision=finite_number(p),
+            macro_recall=finite_number(r),
+            macro_f1=finite_number(f1),
         )
         for t, n, acc, p, r, f1 in con.execute(sql("thresholds.sql")).fetchall()
     ]
@@ -246,8 +260,8 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
     ]
     return {
         "accuracy_ci": accuracy_ci,
-        "roc_auc": ClassAreas(macro=_mean(roc.values()), per_class=roc),
-        "average_precision": ClassAreas(macro=_mean(ap.values()), per_class=ap),
+        "roc_auc": ClassAreas(macro=mean_known(roc.values()), per_class=roc),
+        "average_precision": ClassAreas(macro=mean_known(ap.values()), per_class=ap),
         "top_k_accuracy": top_k,
         "thresholds": thresholds,
         "curves": curves,
@@ -280,3 +294,147 @@ def _say_how_ids_matched(logger: Logger, manifest: StagedManifest, ground_truth:
         how = f"the input's ids are {manifest.id_type} and the ground truth's {ground_truth.id_type}, compared as text; "
     message = f"ground truth: {how}{matched} of {truth_rows} ground-truth rows matched an input id"
     (logger.warning if how or matched < truth_rows else logger.info)(message)
+
+
+# -- the comparison of the paired rows (compare.py pairs them) --------------------------------------------
+
+FLIP_SAMPLES = 20  # flipped rows shown per direction
+PER_CLASS_METRICS = ("f1", "precision", "recall")  # each its own Holm family
+
+
+def pair(ev: Evaluation, keys: Keys, metrics: MetricsDocument, other_metrics: RecordedMetrics, other: Location) -> Paired:
+    """Which rows flipped (McNemar's exact test and the paired bootstrap of the accuracy delta need
+    only the counts of discordant rows), the per-class and per-slice deltas, and a paired test of
+    every delta (comparison_tests), over the `paired` table (paired.sql): both runs' predictions
+    judged against this run's truth, the other run's by the rule this truth has against its labels."""
+    con = ev.con
+    assert metrics.truth_matching is not None, "evaluated rows were matched to a truth"
+    other_matching = _other_matching(con, other.read_json(RunFolder.PLAN).get("labels") or [], metrics.truth_matching, ev.truth_column)
+    con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]), {"other_rule": other_matching.rule.value})
+    rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
+    samples = {}
+    for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
+        samples[direction] = [
+            FlipSample(row_index=int(i), id=row_id, truth=truth, before=before, after=after, score_before=sb, score_after=sa)
+            for i, row_id, truth, before, after, sb, sa in con.execute(
+                sql("flipped_samples.sql"), {"right_before": right_before, "limit": FLIP_SAMPLES}
+            ).fetchall()
+        ]
+    slice_deltas, slice_counts = _slice_deltas(con, ev.slice_columns)
+    flipped = (int(rows), int(right_to_wrong), int(wrong_to_right))
+    assert metrics.ece_bins is not None, "a single-label evaluation records its ECE bins"
+    tests, per_class_tests, slice_tests = comparison_tests(
+        con, metrics.labels or [], other_labels(other_metrics), flipped, slice_counts, metrics.ece_bins
+    )
+    fields = {
+        "truth_matching": other_matching,
+        "flipped": FlipCounts(right_to_wrong=int(right_to_wrong), wrong_to_right=int(wrong_to_right), other=int(other_flips)),
+        "mcnemar_p": pt.mcnemar_exact(int(right_to_wrong), int(wrong_to_right)),
+        "accuracy_delta_paired": (int(wrong_to_right) - int(right_to_wrong)) / rows if rows else None,
+        "accuracy_delta_ci": tests["accuracy"]["ci"],
+        "samples": samples,
+        "per_class_deltas": _per_class_deltas(con),
+        "slice_deltas": slice_deltas,
+    }
+    return Paired(int(rows), fields, tests, {"per_class_tests": per_class_tests, "slice_tests": slice_tests})
+
+
+def _per_class_deltas(con) -> dict[str, ClassDelta]:
+    sides: dict[str, dict[str, dict]] = {}
+    for name, side, precision, recall, f1 in con.execute(sql("paired_per_class.sql")).fetchall():
+        sides.setdefault(name, {})[side] = {"precision": precision, "recall": recall, "f1": f1}
+    zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0}
+    return {
+        name: ClassDelta(**{k: s.get("after", zero)[k] - s.get("before", zero)[k] for k in ("precision", "recall", "f1")})
+        for name, s in sides.items()
+    }
+
+
+def _slice_deltas(con, slice_columns: list[str]) -> tuple[dict, dict]:
+    """Per slice column {value: SliceDelta}, and {value: (rows, right_to_wrong, wrong_to_right)}."""
+    slice_deltas, slice_counts = {}, {}
+    for i, column in enumerate(slice_columns):
+        groups = con.execute(sql("paired_slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
+        null_key = null_group_key({value for is_null, value, *_ in groups if not is_null})
+        slice_deltas[column] = {
+            (null_key if is_null else value): SliceDelta(accuracy=delta, rows=int(n)) for is_null, value, n, delta, _, _ in groups
+        }
+        slice_counts[column] = {(null_key if is_null else value): (int(n), int(b), int(c)) for is_null, value, n, _, b, c in groups}
+    return slice_deltas, slice_counts
+
+
+def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
+    """How the other run's predictions are judged against this truth: by the rule this truth column
+    has against the other run's labels (the rule that run's own evaluation of it uses), so that the
+    paired delta is the difference of the accuracies. A column that would resolve differently by
+    name and by id against the other run's labels is paired by this run's rule (said in the log)."""
+    if not other_labels:  # a plan.json that does not record its labels: taken as this run's
+        con.execute(sql("other_labels.sql"))
+        return matching
+    label_table(con, "other_labels", other_labels)
+    try:
+        return match_truth(con, matching.column_type, other_labels, truth_column, "other_labels", quiet=True)
+    except InputError as exc:
+        log.warning(
+            "compare_to: %s (against the other run's labels); its predictions are judged by this run's rule, %s", exc, matching.rule
+        )
+        return matching
+
+
+def comparison_tests(
+    con, labels: list[str], other_labels: list[str] | None, flipped: tuple[int, int, int], slices: dict[str, dict], ece_bins: int
+) -> tuple[dict[str, dict], dict[str, dict[str, FamilyTest]], dict[str, dict[str, FamilyTest]]]:
+    """The metric tests (by name), `per_class_tests` and `slice_tests` (Holm-adjusted families), on a
+    connection holding the comparison's `paired` table. `flipped`: (rows, right_to_wrong,
+    wrong_to_right); `slices`: {column: {value: (rows, right_to_wrong, wrong_to_right)}} as the
+    comparison keys them; `ece_bins`: the bins of the run's ECE. The per-row work is SQL
+    (sql/single_label/paired_*.sql); what comes back is a joint table, calibration cells, per-class
+    strata and (for average precision) a few thousand rows at most."""
+    rows, right_to_wrong, wrong_to_right = flipped
+    table = pt.JointTable.from_rows(con.execute(sql("paired_joint.sql")).fetchall())
+    headline, per_class = pt.count_tests(table)
+    cells = pt.CalibrationCells.from_rows(ece_bins, con.execute(sql("paired_calibration.sql"), {"bins": ece_bins}).fetchall())
+    metric_tests = {"accuracy": pt.accuracy_test(right_to_wrong, wrong_to_right, rows)} | headline | {"ece": pt.ece_test(cells)}
+    positions = label_positions(labels, other_labels) if rows else None
+    if positions is not None:
+        con.execute(sql("paired_scores.sql"), {"positions": positions})
+        metric_tests |= score_tests(con, len(labels), LOG_LOSS_EPS)
+    else:
+        metric_tests |= {"log_loss": pt.untested(pt.NORMAL), "roc_auc_macro": pt.untested(pt.DELONG)}
+        metric_tests["average_precision_macro"] = pt.untested(pt.BOOTSTRAP)
+
+    per_class_tests: dict[str, dict[str, FamilyTest]] = {name: {} for name in per_class}
+    for metric in PER_CLASS_METRICS:
+        for (name,), test in families.with_holm({(name,): tests[metric] for name, tests in per_class.items()}).items():
+            per_class_tests[name][metric] = test
+    slice_family = {(column, value): pt.accuracy_test(b, c, n) for column, groups in slices.items() for value, (n, b, c) in groups.items()}
+    slice_tests: dict[str, dict[str, FamilyTest]] = {column: {} for column in slices}
+    for (column, value), test in families.with_holm(slice_family).items():
+        slice_tests[column][value] = test
+    return metric_tests, per_class_tests, slice_tests
+
+
+def score_tests(con, width: int, eps: float) -> dict:
+    """log_loss, roc_auc_macro and average_precision_macro tests over a `paired_scores` table
+    (row_index, true_id, before, after: both runs' probabilities in this run's label order)."""
+    n, mean, variance = con.execute(sql("paired_log_loss.sql"), {"eps": eps}).fetchall()[0]
+    tests = {"log_loss": pt.paired_normal(int(n), mean, variance)}
+    con.execute(sql("paired_ranks.sql"))
+    ranking: dict[str, dict[int, tuple]] = {}
+    for side, label_id, _, _, auc, ap in con.execute(sql("paired_ranking.sql")).fetchall():
+        ranking.setdefault(side, {})[int(label_id)] = (auc, ap)
+    before, after = ranking.get("before", {}), ranking.get("after", {})
+    defined = [k for k in sorted(after) if after[k][0] is not None and before.get(k, (None,))[0] is not None]
+    strata = []
+    if defined:
+        strata = [(int(rows), v) for _, rows, v in con.execute(sql("paired_delong.sql"), {"classes": len(defined)}).fetchall()]
+    tests["roc_auc_macro"] = pt.delong_macro([before[k][0] for k in defined], [after[k][0] for k in defined], strata)
+    with_ap = [k for k in sorted(after) if after[k][1] is not None and before.get(k, (None, None))[1] is not None]
+    ap_delta = float(np.mean([after[k][1] - before[k][1] for k in with_ap])) if with_ap else None
+    positions_subset = pt.subset_positions(int(n), pt.ap_rows(width)).tolist()
+    rows = con.execute(sql("paired_subset.sql"), {"positions": positions_subset}).fetchall()
+    truth = np.array([r[0] for r in rows], dtype=np.int64)
+    before_probs = np.array([r[1] for r in rows], dtype=np.float64).reshape(len(rows), width)
+    after_probs = np.array([r[2] for r in rows], dtype=np.float64).reshape(len(rows), width)
+    tests["average_precision_macro"] = pt.ap_test(ap_delta, truth, before_probs, after_probs, int(n))
+    return tests

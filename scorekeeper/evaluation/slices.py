@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from scorekeeper.evaluation.duck import SLICE_GROUPS, null_group_key, sql
-from scorekeeper.evaluation.paired_tests import CHUNK, SEED
+from scorekeeper.evaluation.statistics.paired_tests import CHUNK, SEED
 
 SLICE_UNITS = 1_000  # resampling units of a slice: its rows up to this many, else this many blocks of rows
 SLICE_RESAMPLES = 2_000

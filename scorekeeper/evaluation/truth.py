@@ -18,7 +18,7 @@ from scorekeeper.run_folder import RunFolder, StagedManifest
 
 def label_table(con, name: str, labels: list[str]) -> None:
     """A temp table `name` (label_id, label_name) of a model's labels."""
-    con.execute(statement("CREATE OR REPLACE TEMP TABLE {name} (label_id BIGINT, label_name VARCHAR)", name=name))
+    con.execute(sql("label_table.sql", table=name))
     if labels:
         con.executemany(statement("INSERT INTO {name} VALUES (?, ?)", name=name), list(enumerate(labels)))
 
@@ -51,13 +51,10 @@ def truth_table(
         con.execute(sql("truth_from_input.sql", value=value))
         view, source = "staged", "label_column"
     else:
-        con.execute(statement("CREATE TEMP TABLE truth (row_index BIGINT, id VARCHAR, {column})", column=empty))
+        con.execute(sql("truth_empty.sql", column=empty))
         view, source = None, None
     if elements:
-        con.execute(
-            "CREATE TEMP TABLE truth_elements AS "
-            "SELECT row_index, id, CAST(unnest(value) AS VARCHAR) AS raw_label FROM truth WHERE row_index IS NOT NULL"
-        )
+        con.execute(sql("truth_elements.sql"))
     if view is None or not rule:
         return source, None
     return source, label_kind(con, view)

@@ -295,7 +295,7 @@ class OutputComparison(Part):
 
 
 class PairedTest(Part):
-    """A delta's paired test (scorekeeper/evaluation/paired_tests.py): this - other, its 95% interval, the
+    """A delta's paired test (scorekeeper/evaluation/statistics/paired_tests.py): this - other, its 95% interval, the
     two-sided p-value of "no change", the method, the paired standard error."""
 
     delta: Number

@@ -485,6 +485,8 @@ def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> 
     files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
     if document.label_plan is not None:  # drawn by the evaluate step into work/ (scorekeeper/evaluation/labelling.py)
         files[PLAN_FILE] = run.read_bytes(PLAN_WORK)
+    if run.exists(RunFolder.TOKEN_COUNTS_WORK):  # summed by the gather (tasks/gather.py): report/token_counts.parquet
+        files[RunFolder.TOKEN_COUNTS.removeprefix(RunFolder.REPORT_DIR + "/")] = run.read_bytes(RunFolder.TOKEN_COUNTS_WORK)
     files["metrics.json"] = metrics.to_json_bytes()
     finished = document.finished_at or datetime.now(UTC).isoformat(timespec="seconds")
     return publish_complete(run, files, finished)

@@ -9,7 +9,7 @@ marked survives the correction for the number of deltas tested (paired_tests.sig
 
 from __future__ import annotations
 
-from scorekeeper.evaluation.paired_tests import significant_p
+from scorekeeper.evaluation.statistics.paired_tests import significant_p
 from scorekeeper.metrics.document import Comparison, FamilyTest, GateResult, LabelAudit, PairedTest
 from scorekeeper.report.render import ci, fmt, md, signed
 

@@ -22,7 +22,7 @@ from scorekeeper.errors import ScorekeeperError, storage_error
 JOB_POLL_S = 0.02
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m scorekeeper.worker")
     parser.add_argument("job_uri", nargs="?", help="the run's work/job.json, written by the flow")
     parser.add_argument("--job-from", metavar="FILE", help="wait for this local file, then read the job's URI from it")
@@ -31,17 +31,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.job_uri is None) == (args.job_from is None):
         parser.error("give either JOB_URI or --job-from FILE")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
     from scorekeeper.worker.device import tune_allocator
 
     tune_allocator()
     import torch
 
-    from scorekeeper.boundary import Failed, Finished, Job, ModelLoaded, Started, run_uri_of
+    from scorekeeper.boundary import Failed, Finished, Job, Started, run_uri_of
     from scorekeeper.run_folder import RunFolder
     from scorekeeper.storage import fs_and_path
     from scorekeeper.worker.device import engine_facts
-    from scorekeeper.worker.model import LoadedModel, import_model_code, load_model, resolve_dtype
+    from scorekeeper.worker.model import import_model_code
     from scorekeeper.worker.runtime import emit, init_distributed, start_heartbeat
 
     ranks = init_distributed(args.timeout)
@@ -70,26 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                 engine=engine_facts(ranks.device, settings.tokens_per_batch, settings.mode),
             )
         )
-        began = time.time()
-        dtype = resolve_dtype(settings.dtype, ranks.device)
-
-        def load(dtype: torch.dtype) -> LoadedModel:
-            loaded = load_model(
-                job.model_path,
-                job.adapter_path,
-                merge_adapter=settings.merge_adapter,
-                dtype=dtype,
-                device=ranks.device,
-                trust_remote_code=settings.trust_remote_code,
-                max_length=settings.max_length,
-                head=settings.head,
-            )
-            loaded.use_long_text(settings)  # windows.py: how a long text is cut
-            return loaded
-
-        loaded = load(dtype)
-        # the dtype used ("auto" resolved on this device): the report's run facts show it
-        emit(ModelLoaded(rank=ranks.rank, seconds=time.time() - began, dtype=str(dtype).removeprefix("torch.")))
+        load, loaded, dtype = load_job_model(job, ranks)
         if settings.mode == "pipeline":
             from scorekeeper.worker.pipeline import run_pipeline
 
@@ -97,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from scorekeeper.worker.replica import run_replica
 
+            if settings.embedding_rows:  # the sampled rows' representation (SPEC 14), read off each batch
+                from scorekeeper.worker.embeddings import Representation
+
+                loaded.representation = Representation(loaded.model, settings.embedding_rows, job.total_rows)
             # a reduced dtype checks a sample against the float32 model (worker/precision.py)
             checked = dtype != torch.float32 and job.precision_check_rows > 0
             run_replica(job, ranks, run, loaded, reference=(lambda: load(torch.float32)) if checked else None)
@@ -115,6 +104,39 @@ def main(argv: list[str] | None = None) -> int:
         if torch.distributed.is_initialized():
             torch.distributed.destroy_process_group()
     return 0
+
+
+def load_job_model(job, ranks):
+    """The job's model on this rank's device in the job's dtype ("auto" resolved here), said in a
+    ModelLoaded event (the report's run facts show the dtype); with the function that loads it in
+    another dtype (the precision check's float32 reference) and the dtype."""
+    import torch
+
+    from scorekeeper.boundary import ModelLoaded
+    from scorekeeper.worker.model import LoadedModel, load_model, resolve_dtype
+    from scorekeeper.worker.runtime import emit
+
+    settings = job.scoring
+    began = time.time()
+    dtype = resolve_dtype(settings.dtype, ranks.device)
+
+    def load(dtype: torch.dtype) -> LoadedModel:
+        loaded = load_model(
+            job.model_path,
+            job.adapter_path,
+            merge_adapter=settings.merge_adapter,
+            dtype=dtype,
+            device=ranks.device,
+            trust_remote_code=settings.trust_remote_code,
+            max_length=settings.max_length,
+            head=settings.head,
+        )
+        loaded.use_long_text(settings)  # windows.py: how a long text is cut
+        return loaded
+
+    loaded = load(dtype)
+    emit(ModelLoaded(rank=ranks.rank, seconds=time.time() - began, dtype=str(dtype).removeprefix("torch.")))
+    return load, loaded, dtype
 
 
 def crash_line(exc: BaseException) -> str:

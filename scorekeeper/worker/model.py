@@ -28,6 +28,8 @@ from scorekeeper.worker.windows import TextFrame, WindowSettings, text_frame, te
 if TYPE_CHECKING:  # torch is imported where it is used
     import torch
 
+    from scorekeeper.worker.embeddings import Representation
+
 log = logging.getLogger(__name__)
 
 
@@ -94,6 +96,8 @@ class LoadedModel:
     # content (None: it frames texts otherwise), and the long-text settings (truncate unless told)
     frame: TextFrame | None = None
     windows: WindowSettings | None = None
+    # the representation's sample (embeddings.py): read off the batches when set (replica mode)
+    representation: Representation | None = None
 
     def use_long_text(self, scoring) -> None:
         """Cut long texts as the job's ScoringSettings say (refused when the window has no room)."""

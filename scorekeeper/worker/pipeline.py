@@ -35,7 +35,9 @@ from torch import nn
 from scorekeeper.boundary import Job, PipelineReport
 from scorekeeper.errors import InputError
 from scorekeeper.long_text import LongTextCounts
+from scorekeeper.representation import embedding_sample
 from scorekeeper.run_folder import IndexRange, RunFolder
+from scorekeeper.worker.embeddings import RangeSample, token_counts_table
 from scorekeeper.worker.model import LoadedModel
 from scorekeeper.worker.outputs import HeadOutputs, activate
 from scorekeeper.worker.replica import PreparedRange, prepare_ranges
@@ -150,8 +152,9 @@ class RangeWork:
         rows = [s[0] for s in self.shapes]
         widths = [s[1] for s in self.shapes]
         per_row = [self.lengths.tokens, self.lengths.unknown, self.lengths.chunks]
+        words = [np.asarray([len(self.lengths.token_ids)], dtype=np.int64), self.lengths.token_ids, self.lengths.token_counts]
         return np.concatenate(
-            [np.asarray(fixed + rows + widths, dtype=np.int64), *self.positions, *(a.astype(np.int64) for a in per_row)]
+            [np.asarray(fixed + rows + widths, dtype=np.int64), *self.positions, *(a.astype(np.int64) for a in per_row + words)]
             + [np.frombuffer(counts.model_dump_json().encode(), dtype=np.uint8).astype(np.int64)]
         )
 
@@ -165,7 +168,9 @@ class RangeWork:
         n = end - start
         per_row = flat[cuts[-1] :]
         tokens, unknown, chunks = (per_row[k * n : (k + 1) * n].copy() for k in range(3))
-        counts = LongTextCounts.model_validate_json(per_row[3 * n :].astype(np.uint8).tobytes())
+        m = int(per_row[3 * n])  # distinct content tokens of the range, then their ids and counts
+        token_ids, token_counts = per_row[3 * n + 1 : 3 * n + 1 + m].copy(), per_row[3 * n + 1 + m : 3 * n + 1 + 2 * m].copy()
+        counts = LongTextCounts.model_validate_json(per_row[3 * n + 1 + 2 * m :].astype(np.uint8).tobytes())
         return cls(
             range=IndexRange(index, start, end),
             truncated=truncated,
@@ -173,7 +178,7 @@ class RangeWork:
             padded_tokens=padded,
             shapes=list(zip(rows, widths)),
             positions=[flat[cuts[k] : cuts[k + 1]].copy() for k in range(count)],
-            lengths=RowLengths(tokens, unknown, chunks, counts),
+            lengths=RowLengths(tokens, unknown, chunks, counts, token_ids, token_counts),
         )
 
 
@@ -285,8 +290,9 @@ class StageRunner:
             inputs = tuple(meta((rows, width), torch.int64) for _ in range(first_inputs))
         else:  # what the previous stage sends: every non-last stage of a family sends the same kinds
             inputs = tuple(meta(s, d) for s, d in self.module.sent(rows, width, self.dtype))
-        if self.layout.is_last:
-            outputs: tuple[torch.Tensor, ...] = (meta((rows, self.num_labels), self.dtype),)
+        if self.layout.is_last:  # the logits, and the head's input beside them when the representation is kept
+            columns = self.num_labels + (self.module.hidden_size if self.module.with_representation else 0)
+            outputs: tuple[torch.Tensor, ...] = (meta((rows, columns), self.dtype),)
         else:
             outputs = tuple(meta(s, d) for s, d in self.module.sent(rows, width, self.dtype))
         stage = PipelineStage(
@@ -353,6 +359,7 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
             bounds,
             settings.microbatches,
         )
+    module.with_representation = layout.is_last and settings.embedding_rows > 0
     group = pipeline_groups(layout)
     runner = StageRunner(module, layout, group, ranks.device, dtype, settings.microbatches)
     staged = StagedInput(run) if layout.is_first or layout.is_last else None
@@ -362,11 +369,16 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
             batches = work.prepared.batches if work.prepared is not None else None
             windowed = work.windows != work.range.rows  # a row of several windows: raw outputs, aggregated below
             probabilities = np.empty((work.windows, len(loaded.labels)), dtype=np.float64) if layout.is_last else None
+            sample = representation_sample(work, settings.embedding_rows, job.total_rows) if module.with_representation else None
             for k, (rows, width) in enumerate(work.shapes):
                 inputs = tuple(batches[k].model_inputs().values()) if batches is not None else None
                 logits = runner.run(rows, width, inputs)
                 if probabilities is not None:
                     assert logits is not None, "the last stage gets the logits"
+                    if sample is not None:  # the head's input, after the logits' columns
+                        logits, pooled = logits[:, : len(loaded.labels)], logits[:, len(loaded.labels) :]
+                        keep = sample.keep(work.positions[k])
+                        sample.add(work.positions[k][keep], pooled[torch.from_numpy(keep)].double().cpu().numpy())
                     values = logits.double() if windowed else activate(loaded.head, logits)
                     probabilities[work.positions[k]] = values.cpu().numpy()
             if layout.is_last:
@@ -382,8 +394,16 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
                     padded_tokens=work.padded_tokens,
                     truncated=work.truncated,
                     long_text=work.lengths.counts,
+                    embeddings=sample.table(rows_table) if sample is not None else None,
+                    token_counts=token_counts_table(loaded.tokenizer, work.lengths.token_ids, work.lengths.token_counts),
                 )
     report_pipeline(runner, layout, group, ranks.device, bounds, settings.microbatches)
+
+
+def representation_sample(work: RangeWork, embedding_rows: int, total_rows: int) -> RangeSample:
+    """The range's rows whose representation is kept (the last stage reads them off its output)."""
+    row_index = np.arange(work.range.start, work.range.end, dtype=np.int64)
+    return RangeSample.of(embedding_sample(row_index, embedding_rows, total_rows), work.lengths.chunks)
 
 
 def bubble_theoretical(stages: int, microbatches: int) -> float:

@@ -24,6 +24,7 @@ from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck
 from scorekeeper.worker.batching import Batch, collate, cut_batches
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
+from scorekeeper.worker.embeddings import RangeSample, Representation, token_counts_table
 from scorekeeper.worker.first_token import first_token_last_layer
 from scorekeeper.worker.model import LoadedModel, first_error_line
 from scorekeeper.worker.outputs import HeadOutputs, activate
@@ -45,6 +46,9 @@ class PreparedRange:
     truncated: int
     lengths: np.ndarray  # each row's token count as scored (its first window), row order
     rows_lengths: RowLengths  # each row's length before any cut, its windows; the range's long-text counts
+    sample: RangeSample | None = None  # the rows whose representation is kept (embeddings.py)
+    keeps: list[np.ndarray | None] | None = None  # per batch: its rows in the sample
+    embeddings: pa.Table | None = None  # the sampled rows' representation, once scored
 
     @property
     def useful_tokens(self) -> int:
@@ -68,7 +72,11 @@ def prepare_range(
         for positions in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows)
     ]
     first_window = np.minimum(lengths.tokens, loaded.max_length) if pairs is None else encoded.lengths
-    return PreparedRange(r, rows, batches, encoded.truncated, first_window, lengths)
+    prepared = PreparedRange(r, rows, batches, encoded.truncated, first_window, lengths)
+    if loaded.representation is not None:
+        prepared.sample = sample = loaded.representation.sample(rows.column("row_index").to_numpy(), lengths.chunks)
+        prepared.keeps = [sample.keep(b.positions) if sample else None for b in batches]
+    return prepared
 
 
 def prepare_ranges(job: Job, ranks: Ranks, staged: StagedInput, loaded: LoadedModel) -> Iterator[PreparedRange]:
@@ -93,6 +101,18 @@ def ahead_of_the_model(prepared: Iterable[PreparedRange], device: torch.device) 
 def _forward(model: torch.nn.Module, device: torch.device, batch: Batch) -> torch.Tensor:
     with torch.inference_mode():  # thread-local: each batch thread enters it itself
         return model(**batch.to(device, non_blocking=True).model_inputs()).logits
+
+
+def _forward_keeping(
+    model: torch.nn.Module, device: torch.device, batch: Batch, representation: Representation | None, keep: np.ndarray | None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The batch's logits, and the representation of its sampled rows (on the device; None if none)."""
+    if representation is None:
+        return _forward(model, device, batch), None
+    with torch.inference_mode():
+        moved = batch.to(device, non_blocking=True)
+        logits = model(**moved.model_inputs()).logits
+        return logits, representation.pooled(moved.input_ids, keep)
 
 
 @contextmanager
@@ -156,7 +176,8 @@ def _probabilities(
 def scored_ranges(
     prepared: Iterable[PreparedRange], loaded: LoadedModel, device: torch.device
 ) -> Iterator[tuple[PreparedRange, np.ndarray]]:
-    """Each prepared range with its probabilities (rows x labels, row order).
+    """Each prepared range with its probabilities (rows x labels, row order); with a representation
+    to keep, the range's `embeddings` are set too.
 
     With batch threads (multi-core CPU), the next range is prepared and its batches queued
     behind this range's before this range's results are awaited: the threads never wait at a
@@ -165,23 +186,36 @@ def scored_ranges(
     """
     num_labels, head = len(loaded.labels), loaded.head
     how = loaded.windows.aggregate if loaded.windows is not None else "mean"
+    representation = loaded.representation
+
+    def run(p: PreparedRange, k: int):
+        return loaded.model, device, p.batches[k], representation, p.keeps[k] if p.keeps is not None else None
+
     with batch_runner(device) as pool:
         if pool is None:
             for p in ahead_of_the_model(prepared, device):
-                yield p, score_batches(loaded.model, p.batches, p.range.rows, num_labels, device, head, p.rows_lengths.chunks, how)
+                yield _finished(p, [_forward_keeping(*run(p, k)) for k in range(len(p.batches))], num_labels, head, how)
             return
         in_flight: tuple[PreparedRange, list[Future]] | None = None
         for p in prepared:
-            queued = (p, [pool.submit(_forward, loaded.model, device, batch) for batch in p.batches])
+            queued = (p, [pool.submit(_forward_keeping, *run(p, k)) for k in range(len(p.batches))])
             if in_flight is not None:
-                yield _finished(*in_flight, num_labels, head, how)
+                yield _finished(in_flight[0], [f.result() for f in in_flight[1]], num_labels, head, how)
             in_flight = queued
         if in_flight is not None:
-            yield _finished(*in_flight, num_labels, head, how)
+            yield _finished(in_flight[0], [f.result() for f in in_flight[1]], num_labels, head, how)
 
 
-def _finished(p: PreparedRange, futures: list[Future], num_labels: int, head: str, how: str) -> tuple[PreparedRange, np.ndarray]:
-    return p, _probabilities(p.batches, [f.result() for f in futures], p.range.rows, num_labels, head, p.rows_lengths.chunks, how)
+def _finished(
+    p: PreparedRange, outs: list[tuple[torch.Tensor, torch.Tensor | None]], num_labels: int, head: str, how: str
+) -> tuple[PreparedRange, np.ndarray]:
+    probabilities = _probabilities(p.batches, [logits for logits, _ in outs], p.range.rows, num_labels, head, p.rows_lengths.chunks, how)
+    if p.sample is not None and p.keeps is not None:
+        for batch, keep, (_, pooled) in zip(p.batches, p.keeps, outs):
+            if pooled is not None and keep is not None:
+                p.sample.add(batch.positions[keep], pooled.double().cpu().numpy())
+        p.embeddings = p.sample.table(p.rows)
+    return p, probabilities
 
 
 def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel, reference: Callable[[], LoadedModel] | None = None) -> None:
@@ -201,6 +235,8 @@ def run_replica(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel, ref
                 padded_tokens=prepared.padded_tokens,
                 truncated=prepared.truncated,
                 long_text=prepared.rows_lengths.counts,
+                embeddings=prepared.embeddings,
+                token_counts=token_counts_table(loaded.tokenizer, prepared.rows_lengths.token_ids, prepared.rows_lengths.token_counts),
             )
             sample.keep(prepared.range, prepared.rows, prepared.lengths, probabilities)
     if reference is not None and sample.ranges:

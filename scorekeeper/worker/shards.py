@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from scorekeeper.boundary import Job, RangeDone
 from scorekeeper.errors import ModelError
 from scorekeeper.long_text import LongTextCounts
-from scorekeeper.run_folder import CommitRecord, IndexRange, RunFolder, row_index_checksum
+from scorekeeper.run_folder import CommitRecord, IndexRange, PartSeal, RunFolder, row_index_checksum
 from scorekeeper.worker.runtime import emit
 
 FAULT_AFTER_RANGES_ENV = "SCOREKEEPER_FAULT_AFTER_RANGES"
@@ -111,13 +111,19 @@ def commit_shard(
     tokens: int,
     truncated: int,
     long_text: LongTextCounts | None = None,
+    embeddings: pa.Table | None = None,
+    token_counts: pa.Table | None = None,
 ) -> bool:
-    """Publish the shard, then create its commit record; False if the range was committed already."""
+    """Publish the shard (and the files committed with it), then create its commit record; False if
+    the range was committed already."""
     shard = RunFolder.shard_name(r.index, attempt)
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
-    data = sink.getvalue().to_pybytes()
+    data = parquet_bytes(table)
     run.publish_bytes(data, shard)
+    parts = {
+        part: publish_part(run, RunFolder.shard_name(r.index, attempt, part), content)
+        for part, content in (("embeddings", embeddings), ("token_counts", token_counts))
+        if content is not None
+    }
     record = CommitRecord(
         range_index=r.index,
         start=r.start,
@@ -132,11 +138,26 @@ def commit_shard(
         long_text=long_text,
         shard_sha256=hashlib.sha256(data).hexdigest(),
         shard_bytes=len(data),
+        **parts,
     )
     if run.create_commit(record):
         return True
-    run.remove(shard)  # another attempt committed this range first; ours is not needed
+    for name in [shard, *(p.name for p in parts.values())]:
+        run.remove(name)  # another attempt committed this range first; ours is not needed
     return False
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def publish_part(run: RunFolder, name: str, table: pa.Table) -> PartSeal:
+    """Publish a file committed with a shard; its seal goes into the commit record."""
+    data = parquet_bytes(table)
+    run.publish_bytes(data, name)
+    return PartSeal(name=name, sha256=hashlib.sha256(data).hexdigest(), bytes=len(data), rows=table.num_rows)
 
 
 class RangeCommits:
@@ -166,22 +187,41 @@ class RangeCommits:
                 w.result()
 
     def submit(
-        self, r: IndexRange, table: pa.Table, *, tokens: int, padded_tokens: int, truncated: int, long_text: LongTextCounts | None = None
+        self,
+        r: IndexRange,
+        table: pa.Table,
+        *,
+        tokens: int,
+        padded_tokens: int,
+        truncated: int,
+        long_text: LongTextCounts | None = None,
+        embeddings: pa.Table | None = None,
+        token_counts: pa.Table | None = None,
     ) -> None:
         """Commit and report a scored range in the background (refused here, before anything of it
         is written, if a score is not finite)."""
         refuse_non_finite(r, table)
-        self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated, long_text))
+        if embeddings is not None:
+            refuse_non_finite(r, embeddings)
+        parts = {"embeddings": embeddings, "token_counts": token_counts}
+        self._writes.append(self._writer.submit(self._commit, r, table, tokens, padded_tokens, truncated, long_text, parts))
         for done in [w for w in self._writes if w.done()]:
             done.result()
             self._writes.remove(done)
 
     def _commit(
-        self, r: IndexRange, table: pa.Table, tokens: int, padded_tokens: int, truncated: int, long_text: LongTextCounts | None
+        self,
+        r: IndexRange,
+        table: pa.Table,
+        tokens: int,
+        padded_tokens: int,
+        truncated: int,
+        long_text: LongTextCounts | None,
+        parts: dict[str, pa.Table | None],
     ) -> None:
         committed = commit_shard(
             self.run, r, table, scoring_fingerprint=self.job.scoring_fingerprint, attempt=self.attempt, tokens=tokens,
-            truncated=truncated, long_text=long_text,
+            truncated=truncated, long_text=long_text, **parts,
         )  # fmt: skip
         if committed:
             self.committed += 1

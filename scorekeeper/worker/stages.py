@@ -13,7 +13,9 @@ What travels between stages is plain tensors, so a receiving stage can pre-alloc
   ``last_token`` is each row's last non-pad position, found from the input ids on the first stage
   the way ``GenericForSequenceClassification`` finds it (the last stage never sees the ids).
 
-The first stage takes ``(input_ids, attention_mask[, token_type_ids])``; the last returns logits.
+The first stage takes ``(input_ids, attention_mask[, token_type_ids])``; the last returns logits
+(with the representation kept, SPEC 14: the logits and then the head's input at the pooled position,
+one tensor of ``num_labels + hidden`` columns).
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ class EncoderStage(nn.Module):
         self.layers = nn.ModuleList(chain.layers[start:end])
         self.head = chain.head if last else None
         self.hidden_size = hidden_size(chain.config)
+        self.with_representation = False  # the last stage returns the head's input beside the logits
 
     def sent(self, rows: int, width: int, dtype: torch.dtype) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of what this stage sends on (fixed by the micro-batch's rows and width)."""
@@ -113,7 +116,9 @@ class EncoderStage(nn.Module):
         for layer in self.layers:
             hidden = layer(hidden, mask)
         if self.head is not None:
-            return self.head(hidden)
+            logits = self.head(hidden)
+            # with the representation (SPEC 14): the head's input at position 0 beside the logits
+            return torch.cat([logits, hidden[:, 0].to(logits.dtype)], dim=-1) if self.with_representation else logits
         return hidden.contiguous(), attention_mask.contiguous()
 
 
@@ -133,6 +138,7 @@ class DecoderStage(nn.Module):
         self.head = chain.head if last else None
         self.pad_token_id = getattr(chain.config, "pad_token_id", None)
         self.hidden_size = hidden_size(chain.config)
+        self.with_representation = False  # the last stage returns the head's input beside the logits
 
     def sent(self, rows: int, width: int, dtype: torch.dtype) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of what this stage sends on (fixed by the micro-batch's rows and width)."""
@@ -151,7 +157,11 @@ class DecoderStage(nn.Module):
         for layer, mask in zip(self.layers, masks):
             hidden = layer(hidden, attention_mask=mask, position_ids=position_ids, position_embeddings=position_embeddings)
         if self.head is not None:
-            return self.head(hidden, last_token)
+            if not self.with_representation:
+                return self.head(hidden, last_token)
+            head: HFModule = self.head  # families/decoder_parts.py DecoderHead
+            pooled = head.pooled(hidden, last_token)  # the final norm's output at the last real token (SPEC 14)
+            return torch.cat([head.score(pooled), pooled], dim=-1)
         return hidden.contiguous(), attention_mask.contiguous(), last_token.contiguous()
 
 

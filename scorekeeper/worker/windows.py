@@ -21,9 +21,10 @@ like the batches (batching.py): nothing depends on the process count.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -143,10 +144,23 @@ class RowLengths:
     unknown: np.ndarray
     chunks: np.ndarray
     counts: LongTextCounts
+    # every content token of the range's rows, counted (SPEC 14's words): ids ascending, their counts
+    token_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    token_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def one_window_each(self) -> bool:
         return bool(np.all(self.chunks == 1))
+
+
+def count_tokens(contents) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids, counts) of every content token of a range's rows (lists of ids), ids ascending."""
+    total = sum(len(c) for c in contents)
+    if not total:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    counts = np.bincount(np.fromiter(itertools.chain.from_iterable(contents), dtype=np.int64, count=total))
+    ids = np.flatnonzero(counts)
+    return ids.astype(np.int64), counts[ids].astype(np.int64)
 
 
 def content_tokens(tokenizer, texts: list[str]) -> list[list[int]]:
@@ -217,7 +231,7 @@ def encode_windows(tokenizer, texts: list[str], frame: TextFrame, settings: Wind
         windows_per_row={str(k): int(v) for k, v in enumerate(np.bincount(chunks)) if v} if chunk_mode else None,
     )
     encoded.truncated = over if settings.mode != CHUNK else capped
-    return encoded, RowLengths(tokens, unknown, chunks, counts)
+    return encoded, RowLengths(tokens, unknown, chunks, counts, *count_tokens(contents))
 
 
 def _covered_fast(length: int, windows: list[Window], settings: WindowSettings) -> int:
@@ -249,9 +263,14 @@ def encode_plain(tokenizer, texts: list[str], pairs: list[str] | None, max_lengt
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
-        whole = tokenizer(texts, pairs, truncation=False, padding=False, return_attention_mask=False)["input_ids"]
+        whole_encoded = tokenizer(
+            texts, pairs, truncation=False, padding=False, return_attention_mask=False, return_special_tokens_mask=True
+        )
     finally:
         logger.setLevel(level)
+    whole = whole_encoded["input_ids"]
+    # the content tokens: what the tokenizer did not add around the text(s)
+    contents = [[t for t, special in zip(ids, mask) if not special] for ids, mask in zip(whole, whole_encoded["special_tokens_mask"])]
     specials = tokenizer.num_special_tokens_to_add(pair=pairs is not None)
     unknown_id = getattr(tokenizer, "unk_token_id", None)
     tokens = np.fromiter((len(x) for x in whole), dtype=np.int64, count=len(whole))
@@ -267,7 +286,7 @@ def encode_plain(tokenizer, texts: list[str], pairs: list[str] | None, max_lengt
         tokens_scored=scored,
         tokens_dropped=content - scored,
     )
-    return encoded, RowLengths(tokens, unknown, np.ones(len(whole), dtype=np.int64), counts)
+    return encoded, RowLengths(tokens, unknown, np.ones(len(whole), dtype=np.int64), counts, *count_tokens(contents))
 
 
 def encode_rows(

@@ -20,11 +20,15 @@ class DecoderHead(nn.Module):
         super().__init__()
         self.norm, self.score = norm, score
 
-    def forward(self, hidden: torch.Tensor, last_token: torch.Tensor) -> torch.Tensor:
+    def pooled(self, hidden: torch.Tensor, last_token: torch.Tensor) -> torch.Tensor:
+        """The final norm's output at each row's last non-pad token: what `score` reads."""
         hidden = self.norm(hidden)
         rows = torch.arange(hidden.shape[0], device=hidden.device)
+        return hidden[rows, last_token]
+
+    def forward(self, hidden: torch.Tensor, last_token: torch.Tensor) -> torch.Tensor:
         # score is a linear map per position: scoring the picked position equals picking the scored one.
-        return self.score(hidden[rows, last_token])
+        return self.score(self.pooled(hidden, last_token))
 
 
 def _layer_types(config) -> list[str]:

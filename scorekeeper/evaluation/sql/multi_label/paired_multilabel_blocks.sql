@@ -3,7 +3,7 @@
 -- A multi-label comparison's per-block, per-label confusion counts of both runs over ml_paired_cells
 -- (this run 'after', the other 'before', both against this run's truth): tp and fp of each run and
 -- the label's support (fn = support - tp). Every F1, precision and recall average of either run is a
--- function of these sums, so the block bootstrap resamples them (scorekeeper/evaluation/paired_heads.py).
+-- function of these sums, so the block bootstrap resamples them (scorekeeper/evaluation/statistics/paired_blocks.py).
 -- {block}: the block of a row (its row_index, or a hash of it into a fixed number of blocks).
 SELECT {block} AS block, label_id,
        count(*) FILTER (WHERE truth AND after) AS tp_after,

@@ -1,6 +1,6 @@
 -- reads: ml_paired_cells, ml_paired_ovr_after, ml_paired_ovr_before
 -- creates: nothing
--- DeLong's paired test of the multi-label ROC-AUC change by row influence (scorekeeper/evaluation/paired_heads.py):
+-- DeLong's paired test of the multi-label ROC-AUC change by row influence (scorekeeper/evaluation/statistics/paired_blocks.py):
 -- over ml_paired_cells and the one-vs-rest tables of both runs (ml_paired_ovr_after, _before; label
 -- -1 pools every cell: the micro AUC). A positive cell's placement is the share of negatives it
 -- outscores, a negative's the share of positives that outscore it (ties one half); AUC = the mean

@@ -1,7 +1,7 @@
 -- reads: reg_paired_complete
 -- creates: nothing
 -- A regression comparison's per-block, per-output sums and extremes over reg_paired_complete (this
--- run 'after', the other 'before'), laid out as scorekeeper/evaluation/paired_heads.py's SUM_FIELDS and
+-- run 'after', the other 'before'), laid out as scorekeeper/evaluation/statistics/paired_blocks.py's SUM_FIELDS and
 -- HIGH_FIELDS: y centred on its mean, each run's error e = prediction - y (squared, absolute, and
 -- centred on its mean) and prediction centred on its mean, so sums of squares do not cancel; then
 -- the largest |e| of each run and the ranges of y and of both predictions (minima negated).

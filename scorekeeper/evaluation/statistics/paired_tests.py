@@ -137,7 +137,7 @@ def bootstrap_summary(delta: float, draws: np.ndarray, method: str = BOOTSTRAP) 
     return result(delta, [low, high], p, method, se)
 
 
-def _draws(rng: np.random.Generator, rows: int, counts: np.ndarray, resamples: int):
+def multinomial_draws(rng: np.random.Generator, rows: int, counts: np.ndarray, resamples: int):
     """Multinomial resamples of `rows` rows over cells holding `counts` rows, CHUNK at a time."""
     pvals = counts / counts.sum()
     done = 0
@@ -162,7 +162,7 @@ def accuracy_test(right_to_wrong: int, wrong_to_right: int, rows: int, resamples
     delta = (c - b) / rows
     counts = np.array([b, c, rows - b - c], dtype=np.float64)
     rng = np.random.default_rng(SEED)
-    deltas = np.concatenate([(d[:, 1] - d[:, 0]) / rows for d in _draws(rng, rows, counts, resamples)])
+    deltas = np.concatenate([(d[:, 1] - d[:, 0]) / rows for d in multinomial_draws(rng, rows, counts, resamples)])
     low, high = np.percentile(deltas, [2.5, 97.5])
     se = math.sqrt(max((b + c) / rows - delta * delta, 0.0) / rows)
     return result(delta, [low, high], mcnemar_exact(b, c), MCNEMAR, se)
@@ -242,7 +242,7 @@ def count_tests(table: JointTable, resamples: int | None = None) -> tuple[dict, 
         return {name: untested(BOOTSTRAP) for name in point["after"]["averages"]}, {}
     rng = np.random.default_rng(SEED)
     parts: dict[tuple[str, str], list[np.ndarray]] = {}
-    for weights in _draws(rng, table.rows, table.count, resamples or resamples_for(len(table.count))):
+    for weights in multinomial_draws(rng, table.rows, table.count, resamples or resamples_for(len(table.count))):
         scored = table.scores(weights)
         for group, values in scored["after"].items():
             for name, value in values.items():
@@ -312,7 +312,7 @@ def ece_test(cells: CalibrationCells, resamples: int | None = None) -> dict:
     rest = np.sqrt(np.maximum(cells.var_after - cross**2, 0.0))
     rng = np.random.default_rng(SEED)
     deltas = []
-    for counts in _draws(rng, n, cells.count, resamples or resamples_for(len(cells.count))):
+    for counts in multinomial_draws(rng, n, cells.count, resamples or resamples_for(len(cells.count))):
         z1, z2 = rng.standard_normal(counts.shape), rng.standard_normal(counts.shape)
         root = np.sqrt(counts)
         before = cells.ece(counts, counts * cells.mean_before + root * sd_before * z1, "before")
@@ -390,7 +390,7 @@ def ap_test(
     )
     rng = np.random.default_rng(SEED)
     deltas = []
-    for weights in _draws(rng, m, np.ones(m), resamples):
+    for weights in multinomial_draws(rng, m, np.ones(m), resamples):
         deltas.append(macro_average_precision(truth, after, weights) - macro_average_precision(truth, before, weights))
     draws = np.concatenate(deltas)
     scale = math.sqrt(m / rows) if rows > m else 1.0

@@ -1,12 +1,12 @@
 """Paired tests of the multi-label and regression metrics that are not means over rows: the
-statistics scorekeeper/evaluation/heads_compare.py reads from SQL's per-block sums and a bounded row sample.
+statistics the kinds' comparisons (multi_label.py, regression.py) read from SQL's per-block sums and a bounded row sample.
 
-Pure functions (numpy only, no DuckDB); results in scorekeeper/evaluation/paired_tests.py's shape
+Pure functions (numpy only, no DuckDB); results in scorekeeper/evaluation/statistics/paired_tests.py's shape
 `{"delta", "ci", "p", "method", "se"}`. Three methods, each at a cost bounded whatever the row count:
 
 - **Block bootstrap** (`paired_bootstrap`; multi-label micro/macro/weighted F1, micro precision
   and recall, ECE macro and micro; regression r2, explained_variance, pearson, wmape, max_error,
-  and rmse; MAE is a mean over rows, tested by scorekeeper/evaluation/heads_compare.py). Each metric is a function of sums over rows (per-label TP/FP/FN
+  and rmse; MAE is a mean over rows, tested by compare.row_mean_tests). Each metric is a function of sums over rows (per-label TP/FP/FN
   counts of both runs; per-label, per-bin sums of truth - probability; sums of y, y^2, |y|, e,
   e^2, |e|, p, p^2, y p) or of maxima over rows (max |error|, the truth's and predictions' range,
   which decide whether r2 or a correlation is defined). SQL adds those up per block: one row per
@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from scorekeeper.evaluation import paired_tests as pt
+from scorekeeper.evaluation.statistics import paired_tests as pt
 
 BOOTSTRAP_BLOCKS = 10_000  # blocks of a block bootstrap at most: one row each up to this many rows
 MIN_BLOCKS = 1_000
@@ -75,7 +75,7 @@ def block_bootstrap(
         point = {k: np.nan if v is None else float(v) for k, v in given.items()}
     rng = np.random.default_rng(pt.SEED)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in point}
-    for weights in pt._draws(rng, len(sums), np.ones(len(sums)), resamples):
+    for weights in pt.multinomial_draws(rng, len(sums), np.ones(len(sums)), resamples):
         drawn = weights > 0
         maxima = np.stack([np.where(drawn, column, -np.inf).max(1) for column in highs.T], axis=1) if highs.size else highs
         for k, v in statistic(weights @ sums, maxima).items():
@@ -167,7 +167,7 @@ def sample_bootstrap(
     sample = {k: float(v[0]) for k, v in statistic(np.ones((1, m))).items()}
     rng = np.random.default_rng(pt.SEED)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in deltas}
-    for weights in pt._draws(rng, m, np.ones(m), resamples):
+    for weights in pt.multinomial_draws(rng, m, np.ones(m), resamples):
         for k, v in statistic(weights).items():
             parts[k].append(v)
     scale = math.sqrt(m / rows) if rows > m else 1.0

@@ -1,0 +1,129 @@
+"""Each range's part of SPEC section 14: the sampled rows' representation and the content tokens' counts.
+
+The representation is the final hidden state the classification head reads, at the position the
+head pools: `model(**inputs).hidden_states[-1]`, which is the base model's `last_hidden_state` (the
+pooler's input for BERT-like encoders; the final norm's output, the tensor `score` multiplies, for
+decoders). A forward hook on the base model keeps that tensor for the batch that is running (per
+thread: the CPU's batch threads run batches side by side), and the rows of the sample are read off
+it at the head's position: 0 for encoder families; for decoder families transformers' own rule,
+the rightmost position whose token id is not the model's `pad_token_id` (`stages.last_non_pad_token`),
+so right padding in a batch does not move it. Nothing else of the forward pass is kept (no
+`output_hidden_states`, which keeps every layer). Pipeline mode's last stage hands the same tensor
+back beside the logits (stages.py). A row of several windows (chunk mode) gets the float64 mean of
+its windows' vectors, then float32; a model under an unmerged adapter is read through the adapter.
+
+Which rows are sampled is scorekeeper/representation.py's rule, a function of the row index and
+the run's row count alone. Imports torch, never Prefect or DuckDB.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embedding_sample, embeddings_table
+from scorekeeper.worker.families import HFModule, find_family
+from scorekeeper.worker.stages import last_non_pad_token, unwrap_adapter
+from scorekeeper.worker.windows import aggregate
+
+
+def reads_last_token(model: torch.nn.Module) -> bool:
+    """Whether the classifier's head pools the last non-pad position (decoder families) rather than
+    position 0 (encoder families): the family registry says, else a head named `score`, which is
+    what transformers' decoder classifiers call it."""
+    family = find_family(getattr(model.config, "model_type", None))
+    if family is not None:
+        return family.kind == "decoder"
+    return hasattr(model, "score") and not hasattr(model, "classifier")
+
+
+class Representation:
+    """Reads the pooled hidden state of a loaded model's batches (a hook on its base model)."""
+
+    def __init__(self, model: torch.nn.Module, embedding_rows: int, total_rows: int):
+        inner: HFModule = unwrap_adapter(model)  # under an unmerged adapter: the adapted transformers model
+        self.embedding_rows, self.total_rows = embedding_rows, total_rows
+        self.last_token = reads_last_token(inner)
+        self.pad_token_id = getattr(inner.config, "pad_token_id", None)
+        self._local = threading.local()
+        self._hook = inner.base_model.register_forward_hook(self._keep)
+
+    def _keep(self, _module, _args, output) -> None:
+        self._local.hidden = output[0]  # last_hidden_state (a ModelOutput or a tuple)
+
+    def remove(self) -> None:
+        self._hook.remove()
+
+    def pooled(self, input_ids: torch.Tensor, keep: np.ndarray | None) -> torch.Tensor | None:
+        """The head's input for rows `keep` of the batch that just ran on this thread: (rows, width),
+        on the batch's device; None when no row of the batch is sampled."""
+        hidden = self._local.hidden
+        self._local.hidden = None
+        if keep is None or not len(keep):
+            return None
+        index = torch.from_numpy(keep).to(hidden.device)
+        rows = hidden.index_select(0, index)
+        if not self.last_token:
+            return rows[:, 0]
+        position = last_non_pad_token(input_ids.index_select(0, index), self.pad_token_id)
+        return rows[torch.arange(rows.shape[0], device=rows.device), position]
+
+    def sample(self, row_index: np.ndarray, chunks: np.ndarray) -> RangeSample:
+        return RangeSample.of(embedding_sample(row_index, self.embedding_rows, self.total_rows), chunks)
+
+
+@dataclass
+class RangeSample:
+    """A range's sampled rows and their windows, and the vectors collected for them batch by batch."""
+
+    rows: np.ndarray  # positions of the sampled rows in the range
+    chunks: np.ndarray  # windows of each sampled row
+    window_mask: np.ndarray  # per window of the range: whether its row is sampled
+    windows: np.ndarray  # positions of the sampled rows' windows, ascending
+    _parts: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, sampled: np.ndarray, chunks: np.ndarray) -> RangeSample:
+        window_mask = np.repeat(sampled, chunks)
+        return cls(np.flatnonzero(sampled), chunks[sampled], window_mask, np.flatnonzero(window_mask))
+
+    def __bool__(self) -> bool:
+        return bool(len(self.rows))
+
+    def keep(self, positions: np.ndarray) -> np.ndarray:
+        """Which rows of a batch (its window positions in the range) belong to the sample."""
+        return np.flatnonzero(self.window_mask[positions])
+
+    def add(self, positions: np.ndarray, vectors: np.ndarray) -> None:
+        """The vectors of windows at `positions` (rows x width, any float dtype)."""
+        if len(positions):
+            self._parts.append((positions, vectors))
+
+    def table(self, rows: pa.Table) -> pa.Table | None:
+        """The sampled rows' embeddings (row order): each row's windows' float64 mean, as float32."""
+        if not self:
+            return None
+        width = self._parts[0][1].shape[1]
+        raw = np.empty((len(self.windows), width), dtype=np.float64)
+        seen = 0
+        for positions, vectors in self._parts:
+            raw[np.searchsorted(self.windows, positions)] = vectors
+            seen += len(positions)
+        if seen != len(self.windows):
+            raise RuntimeError(f"{seen} window vectors collected for the {len(self.windows)} windows of the sampled rows")
+        vectors = aggregate(raw, self.chunks, "mean").astype(np.float32)
+        row_index = rows.column("row_index").to_numpy()[self.rows]
+        return embeddings_table(row_index, rows.column("id").take(pa.array(self.rows)).combine_chunks(), vectors)
+
+
+def token_counts_table(tokenizer, ids: np.ndarray, counts: np.ndarray) -> pa.Table:
+    """report/token_counts.parquet's rows for a range: token_id, token (the tokenizer's string), count."""
+    tokens = tokenizer.convert_ids_to_tokens([int(i) for i in ids]) if len(ids) else []
+    return pa.Table.from_arrays(
+        [pa.array(ids, type=pa.int64()), pa.array(tokens, type=pa.string()), pa.array(counts, type=pa.int64())],
+        schema=TOKEN_COUNTS_SCHEMA,
+    )
