@@ -211,7 +211,7 @@ def prediction_powered(ev, kind, request: LabelRequest, model: LabelFreeModel, s
     )
     # each target's sum of f over every row (the kind's one pass), and f on the sample's rows
     f_all = {(metric, term): float(total or 0.0) for metric, term, total in con.execute("SELECT * FROM pp_cell_totals").fetchall()}
-    sample_f = dict.fromkeys(f_all, ([], []))
+    sample_f: dict[tuple[str, str], tuple[list, list]] = dict.fromkeys(f_all, ([], []))
     for metric, term, rows, fs in con.execute(sql("pp_totals.sql")).fetchall():
         sample_f[(metric, term)] = (rows or [], fs or [])
     targets = con.execute(
