@@ -54,6 +54,7 @@ NOT_RUN = {
     "plan_rows.sql": "run inside a COPY to the plan's parquet file (labelling._write_plan_file), not as a file of its own",
     "other_labels.sql": "a compared run whose plan.json records no labels",
     "truth_empty.sql": "a run without ground truth",
+    "plan_labels.sql": "the CLI's check of labels handed back to a run with a plan, before anything starts (tests/test_early_refusals.py)",
 }
 
 
