@@ -2,7 +2,7 @@
 
     python bench/step.py --model DIR --input PARQUET --json OUT [--device cpu|cuda]
         [--probs OUT.npz] [--tokens-per-batch N] [--rows-per-range N] [--max-batch-rows N] [--dtype D]
-        [--max-rows N]
+        [--max-rows N] [--embedding-rows N [--embeddings-out PARQUET]]
 
 The worker's own code path in one process: `load_model`, ranges cut by `cut_ranges`, each
 range prepared and scored by the replica runner's functions (`prepare_range`, `scored_ranges`),
@@ -56,13 +56,14 @@ def read_ranges(path: str, rows_per_range: int) -> Iterator[tuple[object, pa.Tab
         yield cut(held)
 
 
-def encode_shard(rows: pa.Table, probabilities: np.ndarray, labels: list[str]) -> int:
-    """What the worker does with a scored range before its commit: the table, encoded as Parquet."""
-    from scorekeeper.worker.shards import prediction_table
+def encode_shard(rows: pa.Table, probabilities: np.ndarray, labels: list[str], parts: tuple[pa.Table | None, ...] = ()) -> int:
+    """What the worker does with a scored range before its commit: the table (and the files committed
+    with it: the sampled rows' embeddings, the token counts), encoded as Parquet."""
+    from scorekeeper.representation import EMBEDDINGS_PARQUET
+    from scorekeeper.worker.shards import parquet_bytes, prediction_table
 
-    sink = pa.BufferOutputStream()
-    pq.write_table(prediction_table(rows, probabilities, labels), sink, compression="zstd")
-    return sink.tell()
+    tables = [t for t in (prediction_table(rows, probabilities, labels), *parts) if t is not None]
+    return sum(len(parquet_bytes(t, **(EMBEDDINGS_PARQUET if "embedding" in t.column_names else {}))) for t in tables)
 
 
 def request_default(name: str):
@@ -85,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-batch-rows", type=int, help="default: ScoreRequest's")
     ap.add_argument("--max-rows", type=int, help="stop after the range holding row N (a bounded look at a big input)")
     ap.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="default: ScoreRequest's")
+    ap.add_argument(
+        "--embedding-rows",
+        type=int,
+        default=0,
+        help="keep the representation of this many sampled rows and count the tokens, as the worker does (SPEC 14); 0: neither",
+    )
+    ap.add_argument("--embeddings-out", help="with --embedding-rows: write the sampled rows' embeddings here, as the gather joins them")
     a = ap.parse_args(argv)
     for name in ("rows_per_range", "max_batch_rows", "dtype"):
         if getattr(a, name) is None:
@@ -114,6 +122,16 @@ def main(argv: list[str] | None = None) -> int:
         hook.remove()
 
     hook = loaded.model.register_forward_hook(first_batch)
+    if a.embedding_rows:  # the sample is drawn over the rows scored (N), as the worker draws it over the run's
+        from scorekeeper.representation import EMBEDDINGS_PARQUET
+        from scorekeeper.worker.embeddings import Representation, token_counts_table
+
+        total = pq.ParquetFile(a.input).metadata.num_rows
+        if a.max_rows:
+            total = min(total, -(-a.max_rows // a.rows_per_range) * a.rows_per_range)
+        loaded.representation = Representation(loaded.model, a.embedding_rows, total)
+    gathered: pq.ParquetWriter | None = None
+    embedded = 0
     source = read_ranges(a.input, a.rows_per_range)
     if a.max_rows:
         source = itertools.takewhile(lambda item: item[0].start < a.max_rows, source)
@@ -124,7 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     first_range_s = None
     with ThreadPoolExecutor(max_workers=1) as writer:
         for p, probabilities in scored_ranges(prepared, loaded, device):
-            writes.append(writer.submit(encode_shard, p.rows, probabilities, loaded.labels))
+            parts: tuple[pa.Table | None, ...] = ()
+            if a.embedding_rows:
+                counts = token_counts_table(loaded.tokenizer, p.rows_lengths.token_ids, p.rows_lengths.token_counts)
+                parts = (p.embeddings, counts)
+                if p.embeddings is not None:
+                    embedded += p.embeddings.num_rows
+                    if a.embeddings_out:
+                        gathered = gathered or pq.ParquetWriter(a.embeddings_out, p.embeddings.schema, **EMBEDDINGS_PARQUET)
+                        gathered.write_table(p.embeddings)
+            writes.append(writer.submit(encode_shard, p.rows, probabilities, loaded.labels, parts))
             rows, ranges, batches = rows + p.range.rows, ranges + 1, batches + len(p.batches)
             useful, padded = useful + p.useful_tokens, padded + p.padded_tokens
             first_range_s = first_range_s or time.perf_counter() - t0
@@ -134,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         for w in writes:
             w.result()
     wall_s = time.perf_counter() - t0
+    if gathered is not None:
+        gathered.close()
     # The loop alone (after the model load): on a GPU, 20,000 rows take seconds, and the load
     # would dominate wall_s; the issue's device targets are about the steady state.
     loop_s = wall_s - load_s
@@ -145,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         batches=batches, ranges=ranges, rows_per_range=a.rows_per_range, tokens_per_batch=budget,
         max_batch_rows=a.max_batch_rows, dtype=str(dtype).replace("torch.", ""), device=str(device),
         threads=torch.get_num_threads(), attn=getattr(loaded.model.config, "_attn_implementation", None),
-        first_token_last_layer=first_token,
+        first_token_last_layer=first_token, embedding_rows=a.embedding_rows, embedded_rows=embedded,
     )  # fmt: skip
     if a.probs:
         np.savez(

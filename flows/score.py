@@ -18,7 +18,6 @@ from pydantic import Field
 
 from scorekeeper.errors import Interrupted, storage_error
 from scorekeeper.lease import run_lease
-from scorekeeper.long_text import LongTextCounts
 from scorekeeper.params import ScoreRequest
 from scorekeeper.precheck import precheck, was_prechecked
 from scorekeeper.redact import install_log_redaction, redact_uri, redacted_exception
@@ -88,9 +87,9 @@ def _score(request: ScoreRequest, templates: dict[str, str]) -> dict | State:
                 else:
                     scoring = score_ranges_task(context, job, processes)
                 gathered = gather_task(context, job)
-                if gathered.get("long_text"):  # summed over every committed range: metrics.json scoring.long_text
-                    scoring = scoring.model_copy(update={"long_text": LongTextCounts(**gathered["long_text"])})
-                metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.get("long_text"))
+                if gathered.long_text:  # summed over every committed range: metrics.json scoring.long_text
+                    scoring = scoring.model_copy(update={"long_text": gathered.long_text})
+                metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.long_text)
                 files = report_task(request, context, metrics, scoring)
                 failures = [check_gates_task(context, metrics), check_precision_task(request, context, scoring)]
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)
@@ -101,7 +100,7 @@ def _score(request: ScoreRequest, templates: dict[str, str]) -> dict | State:
         "run_id": context.run_id,
         "run_uri": redact_uri(context.run_uri),
         "predictions": redact_uri(context.run.uri_of(RunFolder.PREDICTIONS)),
-        "rows": gathered["rows"],
+        "rows": gathered.rows,
         "metrics": metrics.summary(),
         "throughput": scoring.as_dict(),  # the flow's result is JSON
         "report": redact_uri(files.get("report.html")),

@@ -65,7 +65,7 @@ class GateMetric:
         return self.metric.scope == Scope.COMPARISON or self.path[0] == "comparison"
 
 
-def gate_metrics(head: HeadKind | str | None = DEFAULT_HEAD) -> dict[str, GateMetric]:
+def gate_metrics(head: HeadKind | None = DEFAULT_HEAD) -> dict[str, GateMetric]:
     """Every name a gate of a `head` run may use (None: of any head), in the registry's order."""
     names = {m.name: GateMetric(m.name, m.path, m) for m in run_metrics(head)}
     for m in compared_metrics(head):
@@ -114,7 +114,7 @@ class Gate:
         return f"{self.metric} {self.op} {self.limit:g}" + (" if significant" if self.if_significant else "")
 
 
-def parse_gate(metric: str, spec: str, head: HeadKind | str | None = DEFAULT_HEAD) -> Gate:
+def parse_gate(metric: str, spec: str, head: HeadKind | None = DEFAULT_HEAD) -> Gate:
     """One gate from its metric name and its condition; ValueError with a message naming both.
     `head`: the run's head kind, whose metrics the gate may name (None, while it is not known yet:
     any head's). The parameter model parses with the `head` parameter (None for `auto`); the run,
@@ -141,7 +141,7 @@ def _did_you_mean(metric: str, names: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _known(head: HeadKind | str | None) -> str:
+def _known(head: HeadKind | None) -> str:
     """The gate names of a head kind (of each, when it is not known): its own metrics, then what
     compare_to adds."""
     heads = list(HeadKind) if head is None else [HeadKind(head)]
@@ -158,11 +158,11 @@ def _known(head: HeadKind | str | None) -> str:
     return "; ".join(parts)
 
 
-def parse_gates(gates: dict[str, str], head: HeadKind | str | None = DEFAULT_HEAD) -> list[Gate]:
+def parse_gates(gates: dict[str, str], head: HeadKind | None = DEFAULT_HEAD) -> list[Gate]:
     return [parse_gate(metric, spec, head) for metric, spec in gates.items()]
 
 
-def head_gates(gates: Mapping[str, str], head: HeadKind | str) -> list[Gate]:
+def head_gates(gates: Mapping[str, str], head: HeadKind) -> list[Gate]:
     """The gates parsed against the run's head kind, the one check of every place that knows the
     head (opening the run, evaluating the gates): a gate naming a metric this head lacks is an
     InputError naming the metric and the head's metrics, never a traceback."""

@@ -41,7 +41,7 @@ def num_outputs(config: Mapping) -> int:
     return len(id2label) if id2label else int(config.get("num_labels") or 2)
 
 
-def resolve_head(requested: str, config: Mapping, folder: str) -> str:
+def resolve_head(requested: str, config: Mapping, folder: str) -> HeadKind:
     """The kind of head to score with: `requested` unless it is `auto`, then the config's problem_type;
     a config without one is single_label with two or more outputs, and refused with one."""
     outputs = num_outputs(config)
@@ -66,10 +66,10 @@ def resolve_head(requested: str, config: Mapping, folder: str) -> str:
             else "but its config says single_label_classification"
         )
         raise ModelError(one_logit_message(folder, why))
-    return head
+    return HeadKind(head)  # the one place a spelling becomes a kind: every step after reads HeadKind
 
 
-def check_head_options(head: str, labels: Sequence[str], thresholds, label_columns: Sequence[str], gates: Mapping = {}) -> None:  # noqa: B006
+def check_head_options(head: HeadKind, labels: Sequence[str], thresholds, label_columns: Sequence[str], gates: Mapping = {}) -> None:  # noqa: B006
     """The head-specific parameters against the model's labels, before anything is written:
     thresholds only for multi_label heads and naming only the model's labels; label_columns only for
     multi_label heads, naming every label of the model and nothing else; gates only on metrics this

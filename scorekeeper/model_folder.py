@@ -20,6 +20,7 @@ from types import SimpleNamespace
 from typing import NoReturn
 
 from scorekeeper.errors import InputError, ModelError
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.long_text import aggregate_problem, window_problem
 from scorekeeper.worker.families import find_family, pipeline_family
 
@@ -450,7 +451,7 @@ def labels_from_config(config: dict, folder: str) -> list[str]:
     return labels
 
 
-def head_of(folder: str, requested: str) -> str:
+def head_of(folder: str, requested: str) -> HeadKind:
     """The kind of head the folder's config.json and `requested` make (scorekeeper.heads), without loading weights."""
     from scorekeeper.heads import resolve_head
 

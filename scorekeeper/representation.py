@@ -15,12 +15,18 @@ numpy and pyarrow only: the scoring worker and the flow both use it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 import numpy as np
 import pyarrow as pa
 
 EMBEDDING_KEY = "embedding"
 TWO_64 = 1 << 64
+
+# How embeddings are written (each range's part, the gathered file): float vectors have no repeated
+# values to gain from a dictionary, and a dictionary page made before Parquet falls back to plain
+# encoding costs about half the file again on a small one.
+EMBEDDINGS_PARQUET: dict = {"compression": "zstd", "use_dictionary": False}
 
 TOKEN_COUNTS_SCHEMA = pa.schema([("token_id", pa.int64()), ("token", pa.string()), ("count", pa.int64())])
 
@@ -57,3 +63,13 @@ def embeddings_table(row_index: np.ndarray, ids: pa.Array, vectors: np.ndarray) 
     offsets = pa.array(np.arange(0, (n + 1) * width, width, dtype=np.int32) if n else np.zeros(1, dtype=np.int32))
     values = pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), type=pa.float32()))
     return pa.Table.from_arrays([pa.array(np.asarray(row_index, dtype=np.int64)), ids, values], schema=embeddings_schema(ids.type))
+
+
+def count_tokens(contents) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids, counts) of every content token of a range's rows (lists of ids), ids ascending."""
+    total = sum(len(c) for c in contents)
+    if not total:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    counts = np.bincount(np.fromiter(itertools.chain.from_iterable(contents), dtype=np.int64, count=total))
+    ids = np.flatnonzero(counts)
+    return ids.astype(np.int64), counts[ids].astype(np.int64)

@@ -28,6 +28,7 @@ from scorekeeper.report.drift_report import drift_markdown
 from scorekeeper.report.labelling_report import labelling_markdown
 from scorekeeper.report.render import fmt, headline, plot_files, signed
 from scorekeeper.report.report_stats import tests_sentence
+from scorekeeper.run_facts import RunFacts
 from scorekeeper.tasks.open_run import RunContext
 
 
@@ -55,7 +56,7 @@ def _link(uri: str) -> str:
     return uri if "://" in uri else "file://" + uri
 
 
-def summary_markdown(metrics: MetricsDocument, run_id: str, run_uri: str, svgs: dict[str, str], run_info: dict | None = None) -> str:
+def summary_markdown(metrics: MetricsDocument, run_id: str, run_uri: str, svgs: dict[str, str], facts: RunFacts | None = None) -> str:
     """The run's summary for Prefect's UI: headline, gates, comparison, the scoring step's numbers
     (the document's `scoring`) and the main plots inline.
 
@@ -68,7 +69,7 @@ def summary_markdown(metrics: MetricsDocument, run_id: str, run_uri: str, svgs: 
         if svgs.get("drift.svg"):
             lines += [f"![drift]({plots.data_url(svgs['drift.svg'])})", ""]
     # a run with a labelling plan: its prediction-powered metrics, the rows to label and how to hand them back
-    lines += labelling_markdown(metrics, (run_info or {}) | {"run_id": run_id}, f"{run_uri}/report/label_plan.parquet")
+    lines += labelling_markdown(metrics, facts, f"{run_uri}/report/label_plan.parquet")
     gates = metrics.gates or []
     failed = [g for g in gates if not g.passed]
     if failed:
@@ -141,11 +142,11 @@ def per_class_rows(metrics: MetricsDocument) -> list[dict]:
     return [{"label": md_text(name), **scores.model_dump()} for name, scores in (metrics.per_class or {}).items()]
 
 
-def publish_report_artifacts(context: RunContext, metrics: MetricsDocument, files: dict[str, str], run_info: dict | None = None) -> None:
+def publish_report_artifacts(context: RunContext, metrics: MetricsDocument, files: dict[str, str], facts: RunFacts | None = None) -> None:
     """The run's artifacts from the document as metrics.json holds it (`MetricsDocument.finite`)."""
     svgs = plot_files(metrics)
     create_markdown_artifact(
-        summary_markdown(metrics, context.run_id, redact_uri(context.run_uri), svgs, run_info),
+        summary_markdown(metrics, context.run_id, redact_uri(context.run_uri), svgs, facts),
         key="scorekeeper-summary",
         description="Evaluation summary",
     )

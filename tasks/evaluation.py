@@ -9,6 +9,7 @@ from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.history import history_and_left_out
 from scorekeeper.evaluation.labelling import label_request
 from scorekeeper.gates import evaluate_gates
+from scorekeeper.long_text import LongTextCounts
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
@@ -28,7 +29,7 @@ def evaluate_task(
     manifest: StagedManifest,
     baseline: str | None = None,
     drift_reference: str | None = None,
-    long_text: dict | None = None,
+    long_text: LongTextCounts | None = None,
 ) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, measure drift and estimate performance against the `drift_reference` run, add the
@@ -46,7 +47,7 @@ def evaluate_task(
         request.thresholds,
         truth_column=", ".join(request.label_columns) if request.label_columns else request.label_column or "label",
         log=run_logger("scorekeeper.evaluation"),
-        max_length=long_text["max_length"] if long_text else None,
+        max_length=long_text.max_length if long_text else None,
         label_columns=request.label_columns or None,
         drift_reference=output.child(drift_reference) if drift_reference else None,
         drift_min_psi=request.drift_min_psi,

@@ -20,11 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import task
+from pydantic import BaseModel, ConfigDict
 
 from scorekeeper.errors import GatherError
 from scorekeeper.long_text import LongTextCounts
 from scorekeeper.redact import raises_redacted
-from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embeddings_schema
+from scorekeeper.representation import EMBEDDINGS_PARQUET, TOKEN_COUNTS_SCHEMA, embeddings_schema
 from scorekeeper.run_folder import CommitRecord, PartSeal, RunFolder, row_index_checksum
 from scorekeeper.tasks.memory import release_memory
 from scorekeeper.tasks.open_run import RunContext
@@ -56,7 +57,24 @@ def tiling_problems(spans: Sequence[tuple[int, int]], total_rows: int) -> list[s
     return problems
 
 
-def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str) -> dict:
+class Gathered(BaseModel):
+    """What the gather step wrote and found: the rows of predictions.parquet, the committed ranges,
+    their tokens and truncated rows, every range's long-text counts summed (metrics.json
+    `scoring.long_text`, None when a range did not count them) and SPEC 14's parts (the rows of
+    embeddings.parquet and the token counts' rows, None when a range wrote none)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rows: int
+    ranges: int
+    tokens: int
+    truncated: int
+    long_text: LongTextCounts | None = None
+    embeddings: int | None = None
+    token_counts: int | None = None
+
+
+def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str) -> Gathered:
     """Verify every commit, then publish predictions.parquet sorted by row_index."""
     records = sorted(committed_ranges(run, scoring_fingerprint).values(), key=lambda r: r.start)
     problems = tiling_problems([(r.start, r.end) for r in records], total_rows)
@@ -89,10 +107,10 @@ def gather_predictions(run: RunFolder, total_rows: int, scoring_fingerprint: str
         os.unlink(local)
     long_text = long_text_of(records)
     parts = gather_parts(run, records, id_type, long_text)
-    return {"rows": total_rows, "ranges": len(records), "tokens": tokens, "truncated": truncated, "long_text": long_text} | parts
+    return Gathered(rows=total_rows, ranges=len(records), tokens=tokens, truncated=truncated, long_text=long_text, **parts)
 
 
-def gather_parts(run: RunFolder, records: Sequence[CommitRecord], id_type: pa.DataType, long_text: dict | None) -> dict:
+def gather_parts(run: RunFolder, records: Sequence[CommitRecord], id_type: pa.DataType, long_text: LongTextCounts | None) -> dict:
     """SPEC 14's files from the ranges' parts: embeddings.parquet (the sampled rows, row order) and
     the token counts summed over every range (work/, published with the report). Nothing when a
     range was committed by a version that wrote no parts: they would hold some ranges only."""
@@ -105,7 +123,7 @@ def gather_parts(run: RunFolder, records: Sequence[CommitRecord], id_type: pa.Da
     counts = np.zeros(0, dtype=np.int64)
     names: dict[int, str] = {}
     try:
-        with pq.ParquetWriter(local, embeddings_schema(id_type), compression="zstd") as writer:
+        with pq.ParquetWriter(local, embeddings_schema(id_type), **EMBEDDINGS_PARQUET) as writer:
             for record in records:
                 if record.embeddings is not None:
                     table = _read_verified_part(run, record, record.embeddings)
@@ -128,8 +146,8 @@ def gather_parts(run: RunFolder, records: Sequence[CommitRecord], id_type: pa.Da
         os.unlink(local)
     ids = np.flatnonzero(counts)
     total = int(counts.sum())
-    if long_text is not None and total != long_text["tokens_content"]:
-        raise GatherError(f"the ranges' token counts sum to {total:,} content tokens, their lengths to {long_text['tokens_content']:,}")
+    if long_text is not None and total != long_text.tokens_content:
+        raise GatherError(f"the ranges' token counts sum to {total:,} content tokens, their lengths to {long_text.tokens_content:,}")
     table = pa.Table.from_arrays(
         [pa.array(ids, type=pa.int64()), pa.array([names[int(i)] for i in ids], type=pa.string()), pa.array(counts[ids])],
         schema=TOKEN_COUNTS_SCHEMA,
@@ -163,14 +181,13 @@ def _read_verified_part(run: RunFolder, record: CommitRecord, part: PartSeal) ->
     return table
 
 
-def long_text_of(records: Sequence[CommitRecord]) -> dict | None:
+def long_text_of(records: Sequence[CommitRecord]) -> LongTextCounts | None:
     """metrics.json `scoring.long_text`: every committed range's counts summed (this attempt's and
     earlier ones'), so they hold for all rows; None when a range was committed by a version that
     did not count them."""
     if any(r.long_text is None for r in records):
         return None
-    summed = LongTextCounts.summed(r.long_text for r in records if r.long_text is not None)
-    return summed.as_dict() if summed else None
+    return LongTextCounts.summed(r.long_text for r in records if r.long_text is not None)
 
 
 def _read_verified_shard(run: RunFolder, record: CommitRecord):
@@ -203,7 +220,7 @@ def _read_verified_shard(run: RunFolder, record: CommitRecord):
 
 @task(name="gather predictions", **IO_RETRIES)
 @raises_redacted
-def gather_task(context: RunContext, job) -> dict:
+def gather_task(context: RunContext, job) -> Gathered:
     """Prove the committed ranges tile the rows exactly once, then write predictions.parquet."""
     gathered = gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
     release_memory(job.total_rows)  # the shards' pages, before the evaluation's DuckDB connection takes its limit

@@ -16,7 +16,7 @@ from prefect import task
 from prefect.runtime import flow_run
 
 from scorekeeper.errors import InputError, RunConflict
-from scorekeeper.head_kind import DEFAULT_HEAD
+from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.heads import check_head_options
 from scorekeeper.model_folder import check_long_text, check_model_folder, head_of
 from scorekeeper.params import ScoreRequest
@@ -40,7 +40,7 @@ class RunContext:
     adapter_fingerprint: str | None
     labels: list[str]
     resumed: bool
-    head: str = DEFAULT_HEAD  # the kind of head resolved from request.head and the model's config
+    head: HeadKind = DEFAULT_HEAD  # the kind of head resolved from request.head and the model's config
     templates: dict[str, str] = dataclasses.field(default_factory=dict)  # the dated templates the request was filled from
 
     @property

@@ -9,6 +9,7 @@ from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
 from scorekeeper.report.report import publish_report
+from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import ScoringSummary
 from scorekeeper.tasks import artifacts
@@ -21,17 +22,20 @@ from scorekeeper.tasks.retries import IO_RETRIES
 def report_task(request: ScoreRequest, context: RunContext, metrics: MetricsDocument, scoring: ScoringSummary) -> dict:
     """Write metrics.json, report.md and report.html, and publish them as Prefect artifacts."""
     plan = context.run.read_plan() if context.run.exists(RunFolder.PLAN) else None
-    run_info = request.public_dict() | {
-        "run_id": context.run_id,
-        "num_processes": scoring.processes or request.num_processes,
-        "model_fingerprint": context.model_fingerprint,
-        "adapter_fingerprint": context.adapter_fingerprint,
-        "input_fingerprint": plan.input_fingerprint if plan else None,
-        "deployment": _deployment(),  # the labelling plan's `prefect deployment run` command names it
-    }
+    facts = RunFacts.of(
+        request.public_dict()
+        | {
+            "run_id": context.run_id,
+            "num_processes": scoring.processes or request.num_processes,
+            "model_fingerprint": context.model_fingerprint,
+            "adapter_fingerprint": context.adapter_fingerprint,
+            "input_fingerprint": plan.input_fingerprint if plan else None,
+            "deployment": _deployment(),  # the labelling plan's `prefect deployment run` command names it
+        }
+    )
     metrics = metrics.model_copy(update={"scoring": scoring})
-    files = publish_report(context.run, metrics, run_info)
-    artifacts.publish_report_artifacts(context, metrics.finite(), files, run_info)
+    files = publish_report(context.run, metrics, facts)
+    artifacts.publish_report_artifacts(context, metrics.finite(), files, facts)
     return files
 
 

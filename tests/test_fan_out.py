@@ -400,7 +400,7 @@ def test_two_copies_of_the_same_group_at_once_count_each_range_once(stack):
         assert all(fr.state.is_completed() for fr in runs), [fr.state for fr in runs]
         # Gathering proves the tiling: each range committed once, whoever committed it.
         gathered = gather_predictions(context.run, job.total_rows, job.scoring_fingerprint)
-    assert gathered["rows"] == ROWS
+    assert gathered.rows == ROWS
     stack.check_predictions("same-group")
     records = [stack.read("same-group", "work", "groups", "g1", copy, "record.json") for copy in copies]
     assert {r["worker"] for r in records} == {"machine-a", "machine-b"}  # the copies ran side by side

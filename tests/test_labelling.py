@@ -390,13 +390,14 @@ def test_the_reports_commands_rerun_this_run_with_the_labels():
     from scorekeeper.cli import build_parser, parse_request
     from scorekeeper.params import ScoreRequest
     from scorekeeper.report.labelling_report import labels_back_commands
+    from scorekeeper.run_facts import RunFacts
 
     night = ScoreRequest(
         input_uri="in/2026-12-02/", model_uri="m", output_uri="runs", id_column="review_id", label_column=None, label_budget=300,
         max_length=64, slice_columns=["a", "b"], drift_reference="validation", as_of="2026-12-03",
     )  # fmt: skip
     info = night.public_dict() | {"run_id": "monitor-2026-12-02", "deployment": "scorekeeper/monitor"}
-    cli, prefect = labels_back_commands(info)
+    cli, prefect = labels_back_commands(RunFacts.of(info))
     options = vars(build_parser().parse_args(shlex.split(cli)[1:]))
     options.pop("command")
     request, _ = parse_request(options)
@@ -412,4 +413,4 @@ def test_the_reports_commands_rerun_this_run_with_the_labels():
         "prefect", "deployment", "run", "scorekeeper/monitor", "--param", "run_name=monitor-2026-12-02",
         "--param", "ground_truth_uri=labels.csv", "--param", "label_column=label", "--param", f"as_of={night.as_of}",
     ]  # fmt: skip
-    assert labels_back_commands(info | {"id_column": None}) is None  # no id to join labels on
+    assert labels_back_commands(RunFacts.of(info | {"id_column": None})) is None  # no id to join labels on

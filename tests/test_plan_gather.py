@@ -54,7 +54,7 @@ def test_gather_writes_rows_in_order_and_refuses_gaps(tmp_path):
     with pytest.raises(GatherError, match=r"rows \[6, 8\) have no prediction"):
         gather_predictions(run, 8, "fp")
     _commit(run, 2, 6, 8)
-    assert gather_predictions(run, 8, "fp")["rows"] == 8
+    assert gather_predictions(run, 8, "fp").rows == 8
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "run" / "predictions.parquet")
@@ -115,12 +115,12 @@ def test_scoring_long_text_is_every_committed_ranges_counts_summed(tmp_path):
                                 windows_per_row={"1": 2 - index, "2": 1 + index})  # fmt: skip
         commit_shard(run, IndexRange(index, start, end), prediction_table(rows, np.full((3, 2), 0.5), ["a", "b"]),
                      scoring_fingerprint="fp", attempt=f"attempt{index}", tokens=1, truncated=0, long_text=counts)  # fmt: skip
-    assert gather_predictions(run, 6, "fp")["long_text"] == {
+    assert gather_predictions(run, 6, "fp").long_text.as_dict() == {
         "mode": "chunk", "max_length": 8, "window": 6, "rows_over_length": 3, "tokens_content": 30, "tokens_scored": 36,
         "tokens_dropped": 1, "chunks": 9, "rows_capped": 1, "windows_per_row": {"1": 3, "2": 3},
     }  # fmt: skip
     _commit(run, 2, 6, 8)  # without counts
-    assert gather_predictions(run, 8, "fp")["long_text"] is None
+    assert gather_predictions(run, 8, "fp").long_text is None
 
 
 def test_a_missing_or_damaged_shard_heals_on_the_rerun(tmp_path, caplog):
@@ -146,7 +146,7 @@ def test_a_missing_or_damaged_shard_heals_on_the_rerun(tmp_path, caplog):
     assert not run.exists(RunFolder.commit_name(1)) and not run.exists(RunFolder.commit_name(2))
     _commit(run, 1, 3, 6)  # the rerun scores them again: the exclusive create succeeds
     _commit(run, 2, 6, 9)
-    assert gather_predictions(run, 12, "fp")["rows"] == 12
+    assert gather_predictions(run, 12, "fp").rows == 12
 
     shard_3 = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(3))).shard
     data = bytearray(run.read_bytes(shard_3))
@@ -184,7 +184,7 @@ def test_the_gather_joins_the_ranges_embeddings_and_sums_their_token_counts(tmp_
     _commit_with_parts(run, 0, 0, 4, [], {2: 1, 5: 4})
     _commit_with_parts(run, 2, 8, 10, [8], {9: 2})
     gathered = gather_predictions(run, 10, "fp")
-    assert (gathered["embeddings"], gathered["token_counts"]) == (3, 3)
+    assert (gathered.embeddings, gathered.token_counts) == (3, 3)
     embeddings = pq.read_table(tmp_path / "run" / RunFolder.EMBEDDINGS)
     assert embeddings.column("row_index").to_pylist() == [5, 7, 8] and embeddings.column("id").to_pylist() == ["r5", "r7", "r8"]
     assert embeddings.column("embedding").to_pylist() == [[5.0, -5.0, 0.5], [7.0, -7.0, 0.5], [8.0, -8.0, 0.5]]
@@ -218,5 +218,5 @@ def test_a_range_committed_before_the_parts_leaves_them_out(tmp_path):
     _commit_with_parts(run, 0, 0, 4, [1], {3: 2})
     _commit(run, 1, 4, 8)  # as an earlier version committed: no token counts, no embeddings
     gathered = gather_predictions(run, 8, "fp")
-    assert gathered["rows"] == 8 and gathered["embeddings"] is None and gathered["token_counts"] is None
+    assert gathered.rows == 8 and gathered.embeddings is None and gathered.token_counts is None
     assert not run.exists(RunFolder.EMBEDDINGS) and not run.exists(RunFolder.TOKEN_COUNTS_WORK)

@@ -15,6 +15,7 @@ from scorekeeper.escape import md_text
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.report import plots
 from scorekeeper.report.report import plot_files, publish_report, render_html, render_markdown, run_facts
+from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.artifacts import comparison_rows, summary_markdown
 from tests.report_fixture import SCRIPT_TEXT, check_marked_numbers, document, full_metrics, marked_numbers
@@ -206,7 +207,7 @@ def test_markdown_keeps_the_headline_content(full):
 
 def test_run_facts_name_what_ran(full):
     metrics, run_info = full
-    facts = dict(run_facts(document(metrics), run_info))
+    facts = dict(run_facts(document(metrics), RunFacts.of(run_info)))
     assert facts["input fingerprint"] == run_info["input_fingerprint"]
     assert facts["mode"].startswith("replica, 2 process(es)")
     assert "96.0 rows/s" in facts["scoring"] and facts["truncated"].startswith("3 texts")

@@ -14,6 +14,7 @@ from scorekeeper.boundary import ModelLoaded
 from scorekeeper.launch.progress import Progress
 from scorekeeper.report import plots
 from scorekeeper.report.report import render_html, run_facts
+from scorekeeper.run_facts import RunFacts
 from scorekeeper.scoring_summary import GroupRunSummary, GroupSummary, ScoringSummary
 from tests.helpers import make_rows, run_flow, write_rows
 from tests.report_fixture import document, full_metrics
@@ -43,11 +44,14 @@ def test_run_facts_show_the_dtype_the_workers_used():
     scoring = progress.summary()
     assert scoring.dtype == "bfloat16"
     metrics, run_info = copy.deepcopy(full_metrics(n=100))
-    facts = dict(run_facts(document(metrics | {"scoring": scoring.as_dict()}), run_info | {"dtype": "auto"}))
+    facts = dict(run_facts(document(metrics | {"scoring": scoring.as_dict()}), RunFacts.of(run_info | {"dtype": "auto"})))
     assert "dtype bfloat16" in facts["mode"] and "auto" not in facts["mode"]
     groups = [_group(1, "bfloat16"), _group(2, "float32"), _group(3, None)]
     fanned = ScoringSummary.measured(2, 20, 20, 0, 1.0, groups=groups).as_dict()
-    assert "dtype bfloat16, float32" in dict(run_facts(document(metrics | {"scoring": fanned}), run_info | {"dtype": "auto"}))["mode"]
+    assert (
+        "dtype bfloat16, float32"
+        in dict(run_facts(document(metrics | {"scoring": fanned}), RunFacts.of(run_info | {"dtype": "auto"})))["mode"]
+    )
 
 
 @pytest.mark.integration

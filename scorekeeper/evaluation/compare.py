@@ -26,6 +26,7 @@ from scorekeeper.evaluation.base import Evaluation
 from scorekeeper.evaluation.duck import Fragment, number, parquet_view, sql, statement
 from scorekeeper.evaluation.statistics import families
 from scorekeeper.evaluation.statistics import paired_tests as pt
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.metrics.document import Comparison, MetricsDocument, RecordedMetrics
 from scorekeeper.metrics.registry import Metric, Pairing, compared_metrics, value_at
 from scorekeeper.run_folder import RunFolder
@@ -123,7 +124,7 @@ def other_labels(other_metrics: RecordedMetrics) -> list[str] | None:
 # -- the SQL side of the kinds' paired tests ------------------------------------------------------------
 
 
-def row_mean_tests(con, table: str, head: str) -> dict[str, dict]:
+def row_mean_tests(con, table: str, head: HeadKind) -> dict[str, dict]:
     """The paired normal test of each metric of `head` that is a mean over rows (the registry's
     Pairing.ROW_MEAN), from its column of per-row differences (this - other) in `table`; a column
     that is null in every row (a metric the other run's outputs cannot give) is untested."""

@@ -55,7 +55,7 @@ def evaluate_run(
     manifest: StagedManifest,
     slice_columns: list[str],
     baseline: Location | None = None,
-    head: HeadKind | str = DEFAULT_HEAD,
+    head: HeadKind = DEFAULT_HEAD,
     thresholds: float | dict[str, float] = 0.5,
     truth_column: str = "label",
     log: Logger | None = None,
@@ -127,7 +127,7 @@ def _document(kind: HeadEvaluation, labels: list[str], manifest: StagedManifest,
 
 
 def check_truth(
-    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: HeadKind | str = DEFAULT_HEAD
+    run: RunFolder, labels: list[str], manifest: StagedManifest, column: str, head: HeadKind = DEFAULT_HEAD
 ) -> TruthMatching | None:
     """Decide the ground truth's rule as soon as it is staged, before anything is scored (the read
     step): a column that would resolve differently by name and by id is refused up front, not after

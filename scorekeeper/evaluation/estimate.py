@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation.base import ECE_BINS
 from scorekeeper.evaluation.duck import sql
-from scorekeeper.metrics.document import Drift, Estimated, LabelBinCount, RecordedMetrics
+from scorekeeper.metrics.document import CalibrationBin, Drift, Estimated, LabelBinCount, RecordedMetrics
 
 if TYPE_CHECKING:
     from scorekeeper.evaluation.base import HeadEvaluation
@@ -60,14 +60,14 @@ def estimate(
     recorded calibration; `drift` is this run's drift (the regression estimate reads its bins)."""
     estimated = Estimated(method="reference_calibration", reference=reference_name, assumptions=ASSUMPTIONS, rows=rows)
     estimated.caveat = caveat(drift)
-    kind.estimate(con, estimated, labels, reference.model_dump(), drift)
+    kind.estimate(con, estimated, labels, reference, drift)
     return estimated
 
 
-def recorded_bins(estimated: Estimated, recorded: dict) -> dict | None:
+def recorded_bins(estimated: Estimated, reference: RecordedMetrics) -> dict[str, list[LabelBinCount]] | None:
     """A classifier reference's calibration_by_label, when it has one and this run scored rows; else
     None, with `estimated.unavailable` saying why."""
-    by_label = recorded.get("calibration_by_label")
+    by_label = reference.calibration_by_label
     if not by_label:
         estimated.unavailable = "the reference run records no calibration_by_label (no ground truth, or written by an older version)"
         return None
@@ -96,11 +96,10 @@ class ExpectedF1:
         return f1_interval(con, self.micro, micro_gradients(self.cells), self.counts_r, self.counts_t, renormalised)
 
 
-def expected_f1(con, query: str, by_label: dict, labels: list[str], params: dict | None = None) -> ExpectedF1:
+def expected_f1(con, query: str, by_label: dict[str, list[LabelBinCount]], labels: list[str], params: dict | None = None) -> ExpectedF1:
     """The expected F1 of this run that the kind's `query` (estimate_cells from the reference's
     calibration_by_label) gives; `renormalised` in the intervals: the kind's q sum to 1 over labels."""
-    counts_r = [[float(c["rows"]) for c in by_label.get(name) or _empty()] for name in labels]
-    counts_t = [[float(c["truth"]) for c in by_label.get(name) or _empty()] for name in labels]
+    counts_r, counts_t = bin_counts(by_label, labels)
     con.execute(sql(query), {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS} | (params or {}))
     cells = [(float(tp), float(fp), float(fn)) for _, tp, fp, fn in con.execute(sql("estimate_expected.sql")).fetchall()]
     macro, micro = f1_from_expected(cells)
@@ -166,25 +165,34 @@ def f1_interval(
     return [max(0.0, value - half), min(1.0, value + half)]
 
 
-def _empty() -> list[dict]:
-    return [{"rows": 0, "truth": 0}] * ECE_BINS
+def bin_counts(by_label: dict[str, list[LabelBinCount]] | None, labels: list[str]) -> tuple[list[list[float]], list[list[float]]]:
+    """Per label (in `labels`' order) the rows and the truths of each of its bins; zeros for a label
+    the reference does not record."""
+    empty = [LabelBinCount(rows=0, truth=0)] * ECE_BINS
+    bins = [(by_label or {}).get(name) or empty for name in labels]
+    return [[float(c.rows) for c in b] for b in bins], [[float(c.truth) for c in b] for b in bins]
 
 
-def accuracy_estimate(con, calibration: list[dict], n: int) -> tuple[float, list[float]]:
+def reference_bins(calibration: list[CalibrationBin] | None) -> dict[int, tuple[int, int]]:
+    """The reference's calibration as {bin: (rows, correct rows)}."""
+    return {c.bin: (c.rows, round((c.accuracy or 0.0) * c.rows)) for c in calibration or []}
+
+
+def accuracy_estimate(con, calibration: list[CalibrationBin], n: int) -> tuple[float, list[float]]:
     """Accuracy = sum_b n_b a_b / n with a_b = (correct_b + s_b) / (rows_b + 1), and its interval."""
     accuracy, variance = _accuracy_parts(con, calibration, n)
     half = Z95 * math.sqrt(variance)
     return accuracy, [max(0.0, accuracy - half), min(1.0, accuracy + half)]
 
 
-def accuracy_variance(con, calibration: list[dict], n: int) -> float:
+def accuracy_variance(con, calibration: list[CalibrationBin], n: int) -> float:
     """The variance of the estimated accuracy (accuracy_ci's): the label-free estimate's own, which
     the prediction-powered estimate_bias test adds (docs/labelling.md)."""
     return _accuracy_parts(con, calibration, n)[1]
 
 
-def _accuracy_parts(con, calibration: list[dict], n: int) -> tuple[float, float]:
-    ref = {int(c["bin"]): (int(c["rows"]), round((c.get("accuracy") or 0.0) * int(c["rows"]))) for c in calibration}
+def _accuracy_parts(con, calibration: list[CalibrationBin], n: int) -> tuple[float, float]:
+    ref = reference_bins(calibration)
     accuracy = var_ref = var_run = 0.0
     for b, n_b, s_b in con.execute(sql("estimate_score_bins.sql"), {"bins": ECE_BINS}).fetchall():
         rows_b, correct_b = ref.get(int(b), (0, 0))

@@ -48,7 +48,7 @@ def previous_run(output: Location, run_id: str, parameter: str, matches, matchin
     return same[-1]  # oldest first: the last is the latest
 
 
-def refuse_other_head(output: Location, name: str, head: HeadKind | str, parameter: str, advice: str) -> None:
+def refuse_other_head(output: Location, name: str, head: HeadKind, parameter: str, advice: str) -> None:
     """Refuse `parameter`'s run `name` when it scored another kind of head than this run's `head`."""
     other_head = output.child(name).read_json(RunFolder.METRICS).get("head", DEFAULT_HEAD)
     if other_head != head:

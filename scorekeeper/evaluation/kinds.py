@@ -14,6 +14,6 @@ from scorekeeper.head_kind import HeadKind
 KINDS: dict[HeadKind, HeadEvaluation] = {e.kind: e for e in (single_label.EVALUATION, multi_label.EVALUATION, regression.EVALUATION)}
 
 
-def evaluation_for(head: HeadKind | str) -> HeadEvaluation:
+def evaluation_for(head: HeadKind) -> HeadEvaluation:
     """The evaluation of `head`'s kind."""
-    return KINDS[HeadKind(head)]
+    return KINDS[head]

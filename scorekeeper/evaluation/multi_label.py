@@ -47,7 +47,7 @@ from scorekeeper.evaluation.compare import (
     row_mean_tests,
 )
 from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
-from scorekeeper.evaluation.estimate import calibration_by_label, expected_f1, recorded_bins
+from scorekeeper.evaluation.estimate import bin_counts, calibration_by_label, expected_f1, recorded_bins
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.signals import RunSide, SignalViews
@@ -361,9 +361,9 @@ class MultiLabel:
         views.con.execute(sql("drift_labels.sql"), {"ids": [i for i, _ in shared], "names": [n for _, n in shared]})
         views.con.execute(sql("drift_positive_counts.sql", **views.sources))
 
-    def estimate(self, con, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
+    def estimate(self, con, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         """Macro- and micro-F1 from the reference's calibration_by_label."""
-        by_label = recorded_bins(estimated, recorded)
+        by_label = recorded_bins(estimated, reference)
         if by_label is not None:
             f1 = expected_f1(con, "estimate_multi_label.sql", by_label, labels, {"names": labels})
             estimated.macro_f1, estimated.macro_f1_ci = f1.macro, f1.macro_ci(con, renormalised=False)
@@ -374,15 +374,9 @@ class MultiLabel:
     def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
         """pp_label_free and pp_cells from q per label (the reference's calibration, not renormalised,
         or the probability): subset accuracy's f, macro_f1's TP/FP/FN per label, micro_f1's pooled."""
-        by_label = reference.model_dump().get("calibration_by_label") if reference is not None else None
-        empty = [{"rows": 0, "truth": 0}] * ECE_BINS
-        params = {
-            "reference": bool(by_label),
-            "bins": ECE_BINS,
-            "rows": [[float(c["rows"]) for c in ((by_label or {}).get(name) or empty)] for name in ev.labels],
-            "truth": [[float(c["truth"]) for c in ((by_label or {}).get(name) or empty)] for name in ev.labels],
-            "names": ev.labels,
-        }
+        by_label = reference.calibration_by_label if reference is not None else None
+        rows, truth = bin_counts(by_label, ev.labels)
+        params = {"reference": bool(by_label), "bins": ECE_BINS, "rows": rows, "truth": truth, "names": ev.labels}
         set_variables(ev.con, **params)
         ev.con.execute(sql("multi_label_label_free.sql"))
         return LabelFreeModel(

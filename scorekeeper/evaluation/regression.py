@@ -369,9 +369,9 @@ def regression_records(con, outputs: list[str]) -> dict[str, Any]:
     return {"residual_bins": out}
 
 
-def residual_estimate(estimated: Estimated, recorded: dict, outputs: list[str], drift: Drift | None) -> None:
+def residual_estimate(estimated: Estimated, reference: RecordedMetrics, outputs: list[str], drift: Drift | None) -> None:
     """MAE per output from the reference's residual_bins over this run's `prediction` signal's bins."""
-    residuals = recorded.get("residual_bins")
+    residuals = reference.residual_bins
     if not residuals:
         estimated.unavailable = "the reference run records no residual_bins (no ground truth, or written by an older version)"
         return
@@ -381,15 +381,16 @@ def residual_estimate(estimated: Estimated, recorded: dict, outputs: list[str], 
     per_output: dict[str, float | None] = {}
     for i, name in enumerate(outputs):
         signal = drift.signals.get(regression_signal(outputs, i))
-        recorded_bins = (residuals.get(name) or {}).get("bins") or []
-        edges = (residuals.get(name) or {}).get("edges")
+        recorded = residuals.get(name)
+        recorded_bins = recorded.bins if recorded is not None else []
+        edges = recorded.edges if recorded is not None else None
         bins = [b for b in signal.bins if not b.null] if signal else []
         if signal is None or len(bins) != len(recorded_bins) or [b.upper for b in bins][:-1] != edges:
             per_output[name] = None
             continue
-        overall = _overall_mae(recorded, name, recorded_bins)
+        overall = _overall_mae(recorded_bins)
         n = sum(b.current_rows for b in bins)
-        total = sum(b.current_rows * (r["mae"] if r.get("mae") is not None else overall) for b, r in zip(bins, recorded_bins, strict=True))
+        total = sum(b.current_rows * (r.mae if r.mae is not None else overall) for b, r in zip(bins, recorded_bins, strict=True))
         per_output[name] = total / n if n else None
     estimated.per_output = per_output
     known = [v for v in per_output.values() if v is not None]
@@ -398,10 +399,10 @@ def residual_estimate(estimated: Estimated, recorded: dict, outputs: list[str], 
         estimated.unavailable = "the reference's residual bins do not match this run's prediction signal"
 
 
-def _overall_mae(recorded: dict, name: str, bins: list[dict]) -> float:
+def _overall_mae(bins: list[ResidualBin]) -> float:
     """The reference's MAE over all its evaluated cells of an output: an empty bin's estimate."""
-    rows = sum(int(b["rows"]) for b in bins)
-    return sum(int(b["rows"]) * (b["mae"] or 0.0) for b in bins) / rows if rows else 0.0
+    rows = sum(b.rows for b in bins)
+    return sum(b.rows * (b.mae or 0.0) for b in bins) / rows if rows else 0.0
 
 
 # The evaluated rows as the slices and the length split read them (head_slice_rows: |e| per row).
@@ -465,23 +466,23 @@ class Regression:
             positions = {"reference_index": number(reference.labels.index(name) + 1), "current_index": number(i + 1)}
             views.view(f"prediction:{name}", "drift_prediction_output.sql", True, **positions)
 
-    def estimate(self, con, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
-        residual_estimate(estimated, recorded, labels, drift)
+    def estimate(self, con, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
+        residual_estimate(estimated, reference, labels, drift)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------
 
     def label_free(self, ev: Evaluation, reference: RecordedMetrics | None) -> LabelFreeModel:
         """pp_label_free and pp_cells: per output, f = the reference's MAE in the row's prediction bin
         (its residual_bins), 0 without one; the headline mae is the mean over the outputs."""
-        residuals = (reference.model_dump().get("residual_bins") or {}) if reference is not None else {}
+        residuals = (reference.residual_bins or {}) if reference is not None else {}
         uses = bool(residuals) and all(name in residuals for name in ev.labels)
         edges, maes = [], []
         for name in ev.labels:
-            recorded = residuals.get(name) or {} if uses else {}
-            bins = recorded.get("bins") or []
-            overall = _overall_mae(recorded, name, bins)
-            edges.append([float(e) for e in recorded.get("edges") or []])
-            maes.append([float(b["mae"]) if b.get("mae") is not None else overall for b in bins] or [0.0])
+            recorded = residuals.get(name) if uses else None
+            bins = recorded.bins if recorded is not None else []
+            overall = _overall_mae(bins)
+            edges.append([float(e) for e in recorded.edges] if recorded is not None else [])
+            maes.append([float(b.mae) if b.mae is not None else overall for b in bins] or [0.0])
         kinds = {name: kind for name, kind, *_ in ev.con.execute("DESCRIBE predictions").fetchall()}
         prediction = Fragment("prediction::DOUBLE[]") if kinds["prediction"].endswith("[]") else Fragment("[prediction::DOUBLE]")
         params = {"reference": uses, "edges": edges, "maes": maes, "outputs": ev.labels}

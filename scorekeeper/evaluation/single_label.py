@@ -28,8 +28,16 @@ from scorekeeper.evaluation.base import (
     mean_known,
 )
 from scorekeeper.evaluation.compare import Keys, Paired, compare, label_positions, other_labels
-from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, literal, null_group_key, number, ovr_table, sql
-from scorekeeper.evaluation.estimate import accuracy_estimate, accuracy_variance, calibration_by_label, expected_f1, recorded_bins
+from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, literal, null_group_key, number, one_row, ovr_table, sql
+from scorekeeper.evaluation.estimate import (
+    accuracy_estimate,
+    accuracy_variance,
+    bin_counts,
+    calibration_by_label,
+    expected_f1,
+    recorded_bins,
+    reference_bins,
+)
 from scorekeeper.evaluation.label_audit import label_audit
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, set_variables
 from scorekeeper.evaluation.length_impact import proportion_sides
@@ -68,7 +76,6 @@ log = logging.getLogger(__name__)
 
 THRESHOLDS = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
 HISTOGRAM_BINS = 20
-_EMPTY_BINS = [{"rows": 0, "truth": 0}] * ECE_BINS
 
 
 def unknownfinite_number(labels: list[str]) -> int:
@@ -103,9 +110,9 @@ class SingleLabel:
         con.execute(sql("class_counts.sql"))
         if manifest.ground_truth:
             _say_how_ids_matched(ev.log, manifest, manifest.ground_truth, coverage.truth_rows, coverage.truth_rows - coverage.missing)
-        evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
-            sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
-        ).fetchone()
+        evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = one_row(
+            con.execute(sql("metrics.sql"), {"eps": LOG_LOSS_EPS})
+        )
         why = why_nothing_evaluated(coverage.source, coverage.truth_rows, coverage.missing) if not evaluated else None
         if why:
             ev.log.warning("evaluated no row: %s", why)
@@ -160,12 +167,12 @@ class SingleLabel:
         views.view("predicted_label", "drift_predicted_label.sql", False)
         views.view("score", "drift_score.sql", True)
 
-    def estimate(self, con, estimated: Estimated, labels: list[str], recorded: dict, drift: Drift) -> None:
+    def estimate(self, con, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         """Accuracy with its interval from the reference's `calibration`, macro-F1 from its calibration_by_label."""
-        by_label = recorded_bins(estimated, recorded)
+        by_label = recorded_bins(estimated, reference)
         if by_label is None:
             return
-        estimated.accuracy, estimated.accuracy_ci = accuracy_estimate(con, recorded.get("calibration") or [], estimated.rows)
+        estimated.accuracy, estimated.accuracy_ci = accuracy_estimate(con, reference.calibration or [], estimated.rows)
         f1 = expected_f1(con, "estimate_single_label.sql", by_label, labels)
         estimated.macro_f1, estimated.macro_f1_ci = f1.macro, f1.macro_ci(con, renormalised=True)
 
@@ -175,19 +182,18 @@ class SingleLabel:
         """pp_label_free and pp_cells: accuracy's f (the reference's a_b of the row's score bin, or the
         score) and macro_f1's TP/FP/FN per label from q (the reference's calibration, renormalised, or
         the probabilities)."""
-        recorded = reference.model_dump() if reference is not None else {}
-        calibration, by_label = recorded.get("calibration"), recorded.get("calibration_by_label")
+        calibration = reference.calibration if reference is not None else None
+        by_label = reference.calibration_by_label if reference is not None else None
         uses = bool(calibration is not None and by_label)
-        bins = (
-            {int(c["bin"]): (int(c["rows"]), round((c.get("accuracy") or 0.0) * int(c["rows"]))) for c in calibration or []} if uses else {}
-        )
+        bins = reference_bins(calibration) if uses else {}
+        rows, truth = bin_counts(by_label, ev.labels)
         params = {
             "reference": uses,
             "bins": ECE_BINS,
             "bin_rows": [float(bins.get(b, (0, 0))[0]) for b in range(ECE_BINS)],
             "correct": [float(bins.get(b, (0, 0))[1]) for b in range(ECE_BINS)],
-            "rows": [[float(c["rows"]) for c in ((by_label or {}).get(name) or _EMPTY_BINS)] for name in ev.labels],
-            "truth": [[float(c["truth"]) for c in ((by_label or {}).get(name) or _EMPTY_BINS)] for name in ev.labels],
+            "rows": rows,
+            "truth": truth,
             "names": ev.labels,
         }
         set_variables(ev.con, **params)
@@ -207,8 +213,8 @@ class SingleLabel:
         """The label-free accuracy's own variance: section 12's accuracy_ci variance with a reference,
         sum f (1 - f) / N^2 without one."""
         if reference is not None:
-            return accuracy_variance(ev.con, reference.model_dump().get("calibration") or [], rows)
-        (total,) = ev.con.execute("SELECT sum(f * (1 - f)) FROM pp_label_free").fetchone()
+            return accuracy_variance(ev.con, reference.calibration or [], rows)
+        (total,) = one_row(ev.con.execute("SELECT sum(f * (1 - f)) FROM pp_label_free"))
         return float(total or 0.0) / rows**2
 
 
@@ -311,7 +317,7 @@ def pair(ev: Evaluation, keys: Keys, metrics: MetricsDocument, other_metrics: Re
     assert metrics.truth_matching is not None, "evaluated rows were matched to a truth"
     other_matching = _other_matching(con, other.read_json(RunFolder.PLAN).get("labels") or [], metrics.truth_matching, ev.truth_column)
     con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]), {"other_rule": other_matching.rule.value})
-    rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
+    rows, right_to_wrong, wrong_to_right, other_flips = one_row(con.execute(sql("flipped.sql")))
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
         samples[direction] = [

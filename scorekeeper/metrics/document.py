@@ -739,6 +739,10 @@ class RecordedMetrics(BaseModel):
     finished_at: str | None = None
     rows: int | None = None
     evaluated: int | None = None
+    # what a later run's estimate and labelling plan read of it (its kind's reference_records)
+    calibration: list[CalibrationBin] | None = None
+    calibration_by_label: dict[str, list[LabelBinCount]] | None = None
+    residual_bins: dict[str, ResidualBins] | None = None
 
     @classmethod
     def parse(cls, data: Any) -> RecordedMetrics | None:

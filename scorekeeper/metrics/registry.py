@@ -271,58 +271,58 @@ def head_of(document: Any) -> HeadKind:
     return HeadKind(value_at(document, ("head",)) or HeadKind.SINGLE_LABEL)
 
 
-def _heads(head: HeadKind | str | None) -> frozenset[HeadKind]:
+def _heads(head: HeadKind | None) -> frozenset[HeadKind]:
     return EVERY_HEAD if head is None else frozenset({HeadKind(head)})
 
 
-def metrics_of(head: HeadKind | str | None = HeadKind.SINGLE_LABEL, scope: Scope | None = None) -> list[Metric]:
+def metrics_of(head: HeadKind | None = HeadKind.SINGLE_LABEL, scope: Scope | None = None) -> list[Metric]:
     """The metrics a run of `head` has (None: of any head), in declaration order."""
     heads = _heads(head)
     return [m for m in METRICS if m.heads & heads and (scope is None or m.scope == scope)]
 
 
-def run_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
+def run_metrics(head: HeadKind | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     """The metrics of a run's own evaluation (gates on them need no compare_to)."""
     return metrics_of(head, Scope.RUN)
 
 
-def compared_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
+def compared_metrics(head: HeadKind | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     """The metrics whose change between two runs `comparison.deltas` reports, in its key order."""
     return [m for m in run_metrics(head) if m.compared is not None]
 
 
-def scalar_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
+def scalar_metrics(head: HeadKind | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     """The run's metrics that are one top-level number of metrics.json (not a row count): what a
     head's evaluation computes as one value each."""
     return [m for m in run_metrics(head) if len(m.path) == 1 and not m.count]
 
 
-def headline_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
+def headline_metrics(head: HeadKind | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     return [m for m in run_metrics(head) if m.headline is not None]
 
 
-def history_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
+def history_metrics(head: HeadKind | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     return [m for m in run_metrics(head) if m.history]
 
 
-def history_columns(head: HeadKind | str | None, history: Iterable[Any]) -> list[Metric]:
+def history_columns(head: HeadKind | None, history: Iterable[Any]) -> list[Metric]:
     """The history metrics a report shows for these history lines (HistoryEntry or parsed JSON): a
     monitoring one only when some line has it (a history without drift_reference reads as before)."""
     lines = list(history)
     return [m for m in history_metrics(head) if not m.monitoring or any(value_at(line, (m.name,)) is not None for line in lines)]
 
 
-def summary_metrics(head: HeadKind | str | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
+def summary_metrics(head: HeadKind | None = HeadKind.SINGLE_LABEL) -> list[Metric]:
     return [m for m in run_metrics(head) if m.summary]
 
 
-def length_metric(head: HeadKind | str) -> str:
+def length_metric(head: HeadKind) -> str:
     """The metric metrics.json `length_impact` shows within and over the window for this head."""
     (metric,) = [m.name for m in run_metrics(head) if m.by_length]
     return metric
 
 
-def lower_is_better(head: HeadKind | str | None = None) -> frozenset[str]:
+def lower_is_better(head: HeadKind | None = None) -> frozenset[str]:
     """Names of the metrics whose decrease is an improvement (the report colours changes by it)."""
     return frozenset(m.name for m in metrics_of(head) if m.direction == Direction.LOWER)
 

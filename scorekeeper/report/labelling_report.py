@@ -3,7 +3,7 @@ exact commands that hand their labels back; once they are back, the prediction-p
 their intervals beside the classical ones, the sample's caveats and whether the label-free estimate
 is off on this run.
 
-Pure functions of the typed document and the run's facts (run_info: the request's public dict, the
+Pure functions of the typed document and the run's facts (RunFacts: the request's public parameters, the
 run id, the deployment), used by report.md, report.html and the Prefect summary alike. They return
 plain text lines in markdown; each caller escapes data by its own rule (md_text / md_code here).
 """
@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
+from typing import Any
 
 from scorekeeper.escape import md_code, md_text
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import PARAMETER_EFFECTS, PREDICTIONS, ScoreRequest
 from scorekeeper.report.render import fmt
 from scorekeeper.report.report_stats import pvalue
+from scorekeeper.run_facts import RunFacts
 
 LABELS_FILE = "labels.csv"  # the placeholder for the user's labelled copy of the plan
 SIGNIFICANT = 0.05
@@ -33,41 +36,42 @@ def _cli_value(value) -> str:
     return str(value)
 
 
-def _kept_parameters(run_info: dict) -> dict:
+def _kept_parameters(parameters: Mapping[str, Any]) -> dict:
     """The parameters a rerun must repeat to resume the run: those that change predictions, where
     not at their defaults (the URIs as request.json shows them)."""
     defaults = {name: f.get_default(call_default_factory=True) for name, f in ScoreRequest.model_fields.items() if not f.is_required()}
     kept = {}
     for name, effects in PARAMETER_EFFECTS.items():
-        if name == "run_name" or name not in run_info:
+        if name == "run_name" or name not in parameters:
             continue
-        value = run_info[name]
+        value = parameters[name]
         required = ScoreRequest.model_fields[name].is_required()
         if (PREDICTIONS in effects or name == "drift_reference") and (required or value != defaults.get(name)) and value is not None:
             kept[name] = value
     return kept
 
 
-def labels_back_commands(run_info: dict, labels: str = LABELS_FILE) -> tuple[str, str] | None:
+def labels_back_commands(facts: RunFacts | None, labels: str = LABELS_FILE) -> tuple[str, str] | None:
     """The CLI command and the `prefect deployment run` command that rerun this run with the labels
-    in `labels` as ground truth (None when the run has no id_column to join them on)."""
-    id_column = run_info.get("id_column")
-    if not id_column:
+    in `labels` as ground truth (None when the run has no id_column to join them on, or its facts
+    are not known)."""
+    id_column = facts.id_column if facts is not None else None
+    if facts is None or not id_column:
         return None
-    label_column = run_info.get("label_column") or "label"
-    wanted = _kept_parameters(run_info) | {
-        "run_name": run_info["run_id"],
+    label_column = facts.label_column or "label"
+    wanted = _kept_parameters(facts.parameters) | {
+        "run_name": facts.run_id,
         "label_column": label_column,
         "ground_truth_uri": labels,
-        "label_budget": run_info.get("label_budget"),
-        "label_sampling": run_info.get("label_sampling"),
+        "label_budget": facts.label_budget,
+        "label_sampling": facts.label_sampling,
     }
     cli = "scorekeeper run " + " ".join(f"--{name.replace('_', '-')} {shlex.quote(_cli_value(v))}" for name, v in wanted.items())
-    deployment = run_info.get("deployment")
+    deployment = facts.deployment
     if deployment:  # the deployment holds the rest of the parameters; as_of fills its dated templates as this run's were
-        params = {"run_name": run_info["run_id"], "ground_truth_uri": labels, "label_column": label_column}
-        if run_info.get("as_of"):
-            params["as_of"] = run_info["as_of"]
+        params = {"run_name": facts.run_id, "ground_truth_uri": labels, "label_column": label_column}
+        if facts.as_of:
+            params["as_of"] = facts.as_of
     else:
         deployment, params = "scorekeeper/adhoc", wanted
     prefect = f"prefect deployment run {shlex.quote(deployment)} " + " ".join(
@@ -76,7 +80,7 @@ def labels_back_commands(run_info: dict, labels: str = LABELS_FILE) -> tuple[str
     return cli, prefect
 
 
-def plan_lines(document: MetricsDocument, run_info: dict, plan_uri: str | None = None) -> list[str]:
+def plan_lines(document: MetricsDocument, facts: RunFacts | None, plan_uri: str | None = None) -> list[str]:
     """report.md's labelling plan part: how many rows to label, where, and how to hand them back."""
     plan = document.label_plan
     if plan is None:
@@ -91,14 +95,14 @@ def plan_lines(document: MetricsDocument, run_info: dict, plan_uri: str | None =
         f"{md_code(plan.key)}: a rerun of this run draws the same rows.",
         "",
     ]
-    commands = labels_back_commands(run_info)
-    if commands is None:
+    commands = labels_back_commands(facts)
+    if facts is None or commands is None:
         lines += [
             "This run has no `id_column`, so labels cannot be joined back to it: give the nightly run an id_column.",
             "",
         ]
         return lines
-    id_column, label_column = run_info.get("id_column"), run_info.get("label_column") or "label"
+    id_column, label_column = facts.id_column, facts.label_column or "label"
     rename = "" if id_column == "id" else f" (its `id` column renamed {md_code(str(id_column))})"
     lines += [
         f"Hand the labels back as ground truth: save the plan's rows{rename} with a {md_code(label_column)} column of their "
@@ -195,10 +199,10 @@ def sample_note(document: MetricsDocument) -> str | None:
     return f"The metrics below are over the {document.evaluated} labelled rows, not the run's rows: the run's metrics are the prediction-powered ones."
 
 
-def labelling_markdown(document: MetricsDocument, run_info: dict, plan_uri: str | None = None) -> list[str]:
+def labelling_markdown(document: MetricsDocument, facts: RunFacts | None, plan_uri: str | None = None) -> list[str]:
     """The whole labelling part of report.md and the Prefect summary."""
     lines = pp_lines(document)
-    lines += plan_lines(document, run_info, plan_uri)
+    lines += plan_lines(document, facts, plan_uri)
     note = sample_note(document)
     if note:
         lines += [f"**{md_text(note)}**", ""]

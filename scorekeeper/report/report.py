@@ -14,6 +14,7 @@ check can compare the page with metrics.json. Publishing writes each file whole.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from scorekeeper.escape import md_code
@@ -54,22 +55,24 @@ from scorekeeper.report.report_stats import (
     pvalue,
     tests_sentence,
 )
+from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
 
 REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
-def render_markdown(metrics: MetricsDocument, run_info: dict) -> str:
+def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
+    facts = RunFacts.of(run_info)
     scoring = metrics.scoring
-    lines = [f"# scorekeeper report: {md(run_info['run_id'])}", ""]
-    lines += [f"- input: {md_code(run_info['input_uri'])}", f"- model: {md_code(run_info['model_uri'])}"]
-    if run_info.get("adapter_uri"):
-        lines.append(f"- adapter: {md_code(run_info['adapter_uri'])}")
+    lines = [f"# scorekeeper report: {md(facts.run_id)}", ""]
+    lines += [f"- input: {md_code(facts.input_uri)}", f"- model: {md_code(facts.model_uri)}"]
+    if facts.adapter_uri:
+        lines.append(f"- adapter: {md_code(facts.adapter_uri)}")
     dtype = scoring.dtype if scoring else None
-    lines += [f"- mode: {run_info['mode']}, processes: {run_info['num_processes']}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
+    lines += [f"- mode: {facts.mode}, processes: {facts.num_processes}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
     lines += drift_markdown(metrics)  # a run with drift_reference opens with its alarm
-    lines += labelling_markdown(metrics, run_info)  # the prediction-powered metrics, the plan and how to label it
+    lines += labelling_markdown(metrics, facts)  # the prediction-powered metrics, the plan and how to label it
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
     gates = metrics.gates
@@ -268,13 +271,14 @@ def _environment():
     return env
 
 
-def render_html(metrics: MetricsDocument, run_info: dict) -> str:
+def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
     from markupsafe import Markup
 
     svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
     names, _, grouped = plots.confusion_cells(metrics)
     gates = metrics.gates or []
-    facts = run_facts(metrics, run_info)
+    run = RunFacts.of(run_info)
+    facts = run_facts(metrics, run)
     kind = kind_report(metrics)
     shown = kind.slice_metrics
     slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.slices or {}).items()}
@@ -284,7 +288,7 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
         .get_template("report.html.j2")
         .render(
             m=metrics,
-            run=run_info,
+            run=run,
             svg=svgs,
             facts=facts,
             headline_cards=cards(metrics),
@@ -321,7 +325,7 @@ def render_html(metrics: MetricsDocument, run_info: dict) -> str:
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
             estimates=estimate_rows(metrics),
             labelling_notes=pp_notes(metrics),
-            labels_back=labels_back_commands(run_info) if metrics.label_plan else None,
+            labels_back=labels_back_commands(run) if metrics.label_plan else None,
             sample_note=sample_note(metrics),
         )
     )
@@ -392,25 +396,25 @@ def _regression_svgs(metrics: MetricsDocument, svgs: dict) -> dict[str, list]:
     }
 
 
-def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]:
+def run_facts(metrics: MetricsDocument, run: RunFacts) -> list[tuple[str, str]]:
     """What ran, on what, and how fast: (name, text) pairs for the report's last section."""
     scoring = metrics.scoring
-    facts = [("run", run_info["run_id"]), ("input", run_info["input_uri"])]
-    if run_info.get("input_fingerprint"):
-        facts.append(("input fingerprint", run_info["input_fingerprint"]))
-    facts.append(("model", run_info["model_uri"]))
-    if run_info.get("model_fingerprint"):
-        facts.append(("model fingerprint", run_info["model_fingerprint"]))
-    if run_info.get("adapter_uri"):
-        merged = "merged into the weights" if run_info.get("merge_adapter", True) else "not merged"
-        facts.append(("adapter", f"{run_info['adapter_uri']} ({merged})"))
-        if run_info.get("adapter_fingerprint"):
-            facts.append(("adapter fingerprint", run_info["adapter_fingerprint"]))
+    facts = [("run", run.run_id), ("input", run.input_uri)]
+    if run.input_fingerprint:
+        facts.append(("input fingerprint", run.input_fingerprint))
+    facts.append(("model", run.model_uri))
+    if run.model_fingerprint:
+        facts.append(("model fingerprint", run.model_fingerprint))
+    if run.adapter_uri:
+        merged = "merged into the weights" if run.merge_adapter else "not merged"
+        facts.append(("adapter", f"{run.adapter_uri} ({merged})"))
+        if run.adapter_fingerprint:
+            facts.append(("adapter fingerprint", run.adapter_fingerprint))
     facts.append(("rows", f"{metrics.rows:,} in the input, {metrics.scored:,} scored, {metrics.evaluated:,} evaluated"))
     if metrics.ground_truth_source:
         facts.append(("ground truth", metrics.ground_truth_source))
-    dtype = (scoring.dtype or _groups_dtype(scoring) if scoring else None) or run_info.get("dtype")
-    facts.append(("mode", f"{run_info['mode']}, {run_info['num_processes']} process(es)" + (f", dtype {dtype}" if dtype else "")))
+    dtype = (scoring.dtype or _groups_dtype(scoring) if scoring else None) or run.dtype
+    facts.append(("mode", f"{run.mode}, {run.num_processes} process(es)" + (f", dtype {dtype}" if dtype else "")))
     if scoring and scoring.precision_check:
         facts.append(("precision check", precision_sentence(scoring.precision_check)))
     if scoring:
@@ -441,12 +445,10 @@ def run_facts(metrics: MetricsDocument, run_info: dict) -> list[tuple[str, str]]
                 f"{fmt(pipe.bubble_measured, 3)} measured vs {fmt(pipe.bubble_theoretical, 3)} theoretical",
             )
         )
-    for step, seconds in (run_info.get("durations") or {}).items():
-        facts.append((f"{step} time", f"{seconds:.1f} s"))
     if metrics.null_text_rows:
         facts.append(("null texts", f"{metrics.null_text_rows:,} rows scored as empty text"))
-    if run_info.get("slice_columns"):
-        facts.append(("slice columns", ", ".join(run_info["slice_columns"])))
+    if run.slice_columns:
+        facts.append(("slice columns", ", ".join(run.slice_columns)))
     return facts
 
 
@@ -472,7 +474,7 @@ def _groups_dtype(scoring: ScoringSummary) -> str | None:
     return ", ".join(sorted(used)) or None
 
 
-def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> dict[str, str]:
+def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: RunFacts | Mapping) -> dict[str, str]:
     """Write the plots, report.md, report.html and metrics.json (last), then the completion record
     (scorekeeper/report/publish.py); returns their URIs. Every file is rendered from the document as
     metrics.json holds it (`MetricsDocument.finite`), so none can disagree with it."""
@@ -482,7 +484,8 @@ def publish_report(run: RunFolder, metrics: MetricsDocument, run_info: dict) -> 
 
     document = metrics.finite()
     files = {name: svg.encode() for name, svg in plot_files(document).items()}
-    files |= {"report.md": render_markdown(document, run_info).encode(), "report.html": render_html(document, run_info).encode()}
+    facts = RunFacts.of(run_info)  # converted once: every section reads the facts by attribute
+    files |= {"report.md": render_markdown(document, facts).encode(), "report.html": render_html(document, facts).encode()}
     if document.label_plan is not None:  # drawn by the evaluate step into work/ (scorekeeper/evaluation/labelling.py)
         files[PLAN_FILE] = run.read_bytes(PLAN_WORK)
     if run.exists(RunFolder.TOKEN_COUNTS_WORK):  # summed by the gather (tasks/gather.py): report/token_counts.parquet

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from scorekeeper.boundary import Job, RangeDone
 from scorekeeper.errors import ModelError
 from scorekeeper.long_text import LongTextCounts
+from scorekeeper.representation import EMBEDDINGS_PARQUET
 from scorekeeper.run_folder import CommitRecord, IndexRange, PartSeal, RunFolder, row_index_checksum
 from scorekeeper.worker.runtime import emit
 
@@ -147,15 +148,15 @@ def commit_shard(
     return False
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
+def parquet_bytes(table: pa.Table, **options) -> bytes:
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
+    pq.write_table(table, sink, **({"compression": "zstd"} | options))
     return sink.getvalue().to_pybytes()
 
 
 def publish_part(run: RunFolder, name: str, table: pa.Table) -> PartSeal:
     """Publish a file committed with a shard; its seal goes into the commit record."""
-    data = parquet_bytes(table)
+    data = parquet_bytes(table, **(EMBEDDINGS_PARQUET if name.endswith(".embeddings.parquet") else {}))
     run.publish_bytes(data, name)
     return PartSeal(name=name, sha256=hashlib.sha256(data).hexdigest(), bytes=len(data), rows=table.num_rows)
 

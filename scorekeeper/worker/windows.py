@@ -21,7 +21,6 @@ like the batches (batching.py): nothing depends on the process count.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ import numpy as np
 
 from scorekeeper.errors import InputError, ModelError
 from scorekeeper.long_text import CHUNK, HEAD_TAIL, MAX, TRUNCATE, LongTextCounts, window_problem, window_size
+from scorekeeper.representation import count_tokens
 from scorekeeper.worker.batching import Encoded, encode
 
 Span = tuple[int, int]
@@ -151,16 +151,6 @@ class RowLengths:
     @property
     def one_window_each(self) -> bool:
         return bool(np.all(self.chunks == 1))
-
-
-def count_tokens(contents) -> tuple[np.ndarray, np.ndarray]:
-    """(token ids, counts) of every content token of a range's rows (lists of ids), ids ascending."""
-    total = sum(len(c) for c in contents)
-    if not total:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    counts = np.bincount(np.fromiter(itertools.chain.from_iterable(contents), dtype=np.int64, count=total))
-    ids = np.flatnonzero(counts)
-    return ids.astype(np.int64), counts[ids].astype(np.int64)
 
 
 def content_tokens(tokenizer, texts: list[str]) -> list[list[int]]:
