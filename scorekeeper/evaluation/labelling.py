@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.duck import Fragment, identifier, parquet_uri, parquet_view, sql
+from scorekeeper.evaluation.duck import Fragment, identifier, one_row, parquet_uri, parquet_view, sql
 from scorekeeper.metrics.document import EstimateBias, LabelPlan, PredictionPowered, PredictionPoweredMetric, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
@@ -131,7 +131,7 @@ def plan_labels_refusal(run: RunFolder, plan: dict, key: str, truth_path: str) -
         con.execute("SET VARIABLE pp_truth_file = ?", [truth_path])
         parquet_view(con, "planned", run, plan_file)
         parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
-        in_plan, outside, ids = con.execute(sql("plan_labels.sql")).fetchone()
+        in_plan, outside, ids = one_row(con.execute(sql("plan_labels.sql")))
     finally:
         con.close()
     if in_plan or not outside:
