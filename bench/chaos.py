@@ -813,7 +813,7 @@ def compare(trial: Trial, table, metrics: dict, clean: dict) -> None:
 # -- the campaign ----------------------------------------------------------------------------------
 
 
-def summary(trials: list[Trial], wall_s: float, setup_s: float, command: str, controls: list[Trial] = ()) -> str:
+def summary(trials: list[Trial], wall_s: float, setup_s: float | None, command: str, controls: list[Trial] = ()) -> str:
     lines = [f"fault campaign: {command}", ""]
     for control in controls:
         lines.append(
@@ -841,7 +841,7 @@ def summary(trials: list[Trial], wall_s: float, setup_s: float, command: str, co
         f"all of them missing before the rerun)",
         f"half-published seen {sum(len(t.half_published) for t in trials)}; processes left behind {sum(len(t.left_behind) for t in trials)}; "
         f"hangs {sum(any('hang' in p for p in t.problems) for t in trials)}",
-        f"wall {wall_s / 60:.1f} min (set-up {setup_s:.0f} s, {wall_s / max(1, len(trials)):.0f} s a trial)",
+        f"wall {wall_s / 60:.1f} min ({'' if setup_s is None else f'set-up {setup_s:.0f} s, '}{wall_s / max(1, len(trials)):.0f} s a trial)",
         f"trials with a problem: {len(failed)}",
     ]
     for t in failed:
@@ -849,6 +849,21 @@ def summary(trials: list[Trial], wall_s: float, setup_s: float, command: str, co
             f"  trial {t.number} ({t.config}, {t.part} at {t.moment}): {'; '.join(t.problems + t.half_published + t.left_behind)[:400]} (replay: --only {t.number})"
         )
     return "\n".join(lines)
+
+
+def merged(paths: list[str], wall_s: float | None) -> int:
+    """One summary of a campaign run as several processes (each its own stack, a share of the
+    trials): each trial counted once, the first record of it kept."""
+    records = [json.loads(Path(p).read_text()) for p in paths]
+    trials: dict[int, Trial] = {}
+    for record in records:
+        for t in record["trials"]:
+            trials.setdefault(t["number"], Trial(**t))
+    controls = [Trial(**c) for record in records for c in record.get("controls", [])]
+    wall = wall_s if wall_s is not None else max(r["wall_s"] for r in records)
+    done = [trials[n] for n in sorted(trials)]
+    print(summary(done, wall, None, " + ".join(r["command"][:80] for r in records), controls))
+    return 1 if any(t.problems or t.half_published or t.left_behind for t in done) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -861,6 +876,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write every trial's record here")
     parser.add_argument("--prefect-api", help="a running Prefect server's API URL (not with the fanout configuration)")
     parser.add_argument("--lanes", type=int, default=2, help="trials run side by side (one that kills a shared part runs alone)")
+    parser.add_argument("--merge", nargs="+", metavar="JSON", help="print the summary of campaigns run in parts (their --json files)")
+    parser.add_argument("--wall-s", type=float, help="with --merge: the whole campaign's wall time")
     parser.add_argument("--relay", nargs=2, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--flow", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -869,6 +886,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.flow:
         return flow_child(args.flow)
+    if args.merge:
+        return merged(args.merge, args.wall_s)
 
     command = "bench/chaos.py " + " ".join(argv if argv is not None else sys.argv[1:])
     numbers = args.only or list(range(args.trials))

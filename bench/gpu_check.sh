@@ -8,14 +8,18 @@
 # 256k-token budget, then the GPU path's bf16-vs-fp32 check (bench/gpu_path_check.py). Needs only torch, transformers, pyarrow (and numpy, tokenizers, which they
 # bring); no Prefect, DuckDB or s3fs: (d) is not run. Planned to finish in under 5 minutes:
 # corpus and models ~1 min, (a) on a 2,000-row sample, every method bounded by --timeout.
-# To save the corpus build, carry bench/.work/tokenizer.json and bench/.work/corpus-20000.parquet(.json,
-# .lengths.npy) with the run.
+# The lent machine has no pydantic, which the worker imports: run `bash bench/gpu_pylib.sh` here first
+# (its wheels unpacked into bench/.work/pylib, put on PYTHONPATH below) and carry bench/.work with the
+# run. To save the corpus build, build bench/.work/tokenizer.json and bench/.work/corpus-20000.parquet
+# (.json, .lengths.npy) here too (bench/run.py's prepare, or bench/corpus.py) and carry them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-bench/.work/gpu-out}
 PY=${PYTHON:-python}
 WORK=${BENCH_WORK:-bench/.work}
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$WORK"
+# The repository itself (bench/step.py imports scorekeeper, which is not installed there) and pydantic.
+export PYTHONPATH="$PWD:$(cd "$WORK" && pwd)/pylib${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 
 {

@@ -577,6 +577,31 @@ class ScoreRequest(BaseModel):
             raise ValueError(f"compare_to names this run ({self.run_name!r}); name another run under output_uri, or 'previous'")
         if self.drift_reference is not None and self.drift_reference == self.run_name:
             raise ValueError(f"drift_reference names this run ({self.run_name!r}); name another run under output_uri, or 'previous'")
+        self._gates_consistent()
+        bounded = [n for n in ("precision_max_difference", "precision_max_changed") if getattr(self, n) is not None]
+        if bounded and not self.precision_check_rows:
+            raise ValueError(f"{', '.join(bounded)} bound the precision check: set precision_check_rows above 0")
+        if self.label_columns and self.ground_truth_uri is not None:
+            raise ValueError("label_columns are read from the input rows; ground_truth_uri files hold label_column")
+        overlap = [c for c in self.label_columns if c in (self.text_column, self.text_pair_column, self.id_column)]
+        if overlap:
+            raise ValueError(f"label_columns must differ from the text and id columns ({', '.join(overlap)})")
+        if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
+            raise ValueError("id_column must differ from the text columns")
+        if self.long_text != "truncate" and self.text_pair_column is not None:
+            raise ValueError(
+                f"long_text {self.long_text} cuts one text into windows; a text pair (text_pair_column) is scored with long_text truncate"
+            )
+        if self.head != AUTO:
+            from scorekeeper.long_text import check_aggregate
+
+            check_aggregate(self.long_text, self.chunk_aggregate, self.head)
+        return self
+
+    def _gates_consistent(self) -> None:
+        """Each gate's metric is one this request computes: a reference run's, a labelled plan's and a
+        comparison's only with drift_reference, label_budget and compare_to; a head given as a
+        parameter gates on its own metrics only."""
         if self.drift_reference is None:
             from scorekeeper.gates import MONITORING_METRICS
 
@@ -598,26 +623,7 @@ class ScoreRequest(BaseModel):
         if self.head != AUTO:
             from scorekeeper.gates import parse_gates
 
-            parse_gates(self.gates, head=HeadKind(self.head))  # a head given as a parameter: gates on its own metrics only
-        bounded = [n for n in ("precision_max_difference", "precision_max_changed") if getattr(self, n) is not None]
-        if bounded and not self.precision_check_rows:
-            raise ValueError(f"{', '.join(bounded)} bound the precision check: set precision_check_rows above 0")
-        if self.label_columns and self.ground_truth_uri is not None:
-            raise ValueError("label_columns are read from the input rows; ground_truth_uri files hold label_column")
-        overlap = [c for c in self.label_columns if c in (self.text_column, self.text_pair_column, self.id_column)]
-        if overlap:
-            raise ValueError(f"label_columns must differ from the text and id columns ({', '.join(overlap)})")
-        if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
-            raise ValueError("id_column must differ from the text columns")
-        if self.long_text != "truncate" and self.text_pair_column is not None:
-            raise ValueError(
-                f"long_text {self.long_text} cuts one text into windows; a text pair (text_pair_column) is scored with long_text truncate"
-            )
-        if self.head != AUTO:
-            from scorekeeper.long_text import check_aggregate
-
-            check_aggregate(self.long_text, self.chunk_aggregate, self.head)
-        return self
+            parse_gates(self.gates, head=HeadKind(self.head))
 
     @property
     def precision_bounded(self) -> bool:

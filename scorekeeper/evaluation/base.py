@@ -47,6 +47,7 @@ from scorekeeper.run_folder import RunFolder, StagedManifest
 from scorekeeper.storage import Location
 
 if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
     from scorekeeper.evaluation.labelling import LabelFreeModel
     from scorekeeper.evaluation.signals import RunSide, SignalViews
 
@@ -63,7 +64,7 @@ EXCERPT_CHARS = 200
 class Evaluation:
     """One run's evaluation in progress: its connection and what the request says about it."""
 
-    con: Any  # a DuckDB connection (duck.connect_run)
+    con: Connection  # duck.connect_run's
     run: RunFolder
     labels: list[str]
     manifest: StagedManifest
@@ -149,7 +150,7 @@ class HeadEvaluation(Protocol):
         slices are drift.py's), each made by `views`, or named there as skipped with the reason."""
         ...
 
-    def estimate(self, con: Any, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
+    def estimate(self, con: Connection, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         """The kind's fields of `estimated` (or `estimated.unavailable`): this run's predictions on
         `con` against the `reference` run's recorded fields (its reference_records) and this run's `drift`."""
         ...

@@ -26,8 +26,12 @@ from enum import StrEnum
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
 
 from scorekeeper.storage import Location, is_local
+
+if TYPE_CHECKING:  # duckdb is imported where a connection is made, not by every module naming the type
+    from duckdb import DuckDBPyConnection as Connection
 
 # 192MB, not 256MB: a connection's RSS runs 30-100 MB past its limit, and at 256MB the duplicate-id
 # check and the evaluation reached it only beyond about 3M rows, so the flow process still grew
@@ -50,7 +54,7 @@ def settings() -> dict[str, str | bool | int | float | list[str]]:
     return config
 
 
-def connect(fs=None):
+def connect(fs=None) -> Connection:
     """A DuckDB connection with bounded memory; `fs` (an fsspec filesystem) is registered so that
     read_parquet('s3://...') goes through the same filesystem and credentials as the flow."""
     import duckdb
@@ -65,6 +69,13 @@ def connect(fs=None):
     return con
 
 
+def one_row(cursor) -> tuple:
+    """The one row an aggregate query returns (DuckDB's fetchone() is typed as maybe none)."""
+    row = cursor.fetchone()
+    assert row is not None, "an aggregate query returns one row"
+    return row
+
+
 def transient_errors() -> tuple[type[BaseException], ...]:
     """DuckDB's errors of reading a file that a retry may cure (tasks/retries.py)."""
     import duckdb
@@ -72,7 +83,7 @@ def transient_errors() -> tuple[type[BaseException], ...]:
     return (duckdb.IOException, duckdb.HTTPException)
 
 
-def connect_run(run: Location):
+def connect_run(run: Location) -> Connection:
     """A connection that reads `run`'s files: through its filesystem on object storage, directly on disk."""
     return connect(None if is_local(run.fs) else run.fs)
 

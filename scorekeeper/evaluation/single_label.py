@@ -28,7 +28,7 @@ from scorekeeper.evaluation.base import (
     mean_known,
 )
 from scorekeeper.evaluation.compare import Keys, Paired, compare, label_positions, other_labels
-from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, literal, null_group_key, number, ovr_table, sql
+from scorekeeper.evaluation.duck import SLICE_GROUPS, Fragment, literal, null_group_key, number, one_row, ovr_table, sql
 from scorekeeper.evaluation.estimate import (
     accuracy_estimate,
     accuracy_variance,
@@ -110,9 +110,9 @@ class SingleLabel:
         con.execute(sql("class_counts.sql"))
         if manifest.ground_truth:
             _say_how_ids_matched(ev.log, manifest, manifest.ground_truth, coverage.truth_rows, coverage.truth_rows - coverage.missing)
-        evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = con.execute(
-            sql("metrics.sql"), {"eps": LOG_LOSS_EPS}
-        ).fetchone()
+        evaluated, accuracy, macro_f1, weighted_f1, log_loss, log_loss_rows = one_row(
+            con.execute(sql("metrics.sql"), {"eps": LOG_LOSS_EPS})
+        )
         why = why_nothing_evaluated(coverage.source, coverage.truth_rows, coverage.missing) if not evaluated else None
         if why:
             ev.log.warning("evaluated no row: %s", why)
@@ -214,7 +214,7 @@ class SingleLabel:
         sum f (1 - f) / N^2 without one."""
         if reference is not None:
             return accuracy_variance(ev.con, reference.calibration or [], rows)
-        (total,) = ev.con.execute("SELECT sum(f * (1 - f)) FROM pp_label_free").fetchone()
+        (total,) = one_row(ev.con.execute("SELECT sum(f * (1 - f)) FROM pp_label_free"))
         return float(total or 0.0) / rows**2
 
 
@@ -317,7 +317,7 @@ def pair(ev: Evaluation, keys: Keys, metrics: MetricsDocument, other_metrics: Re
     assert metrics.truth_matching is not None, "evaluated rows were matched to a truth"
     other_matching = _other_matching(con, other.read_json(RunFolder.PLAN).get("labels") or [], metrics.truth_matching, ev.truth_column)
     con.execute(sql("paired.sql", other_key=keys[0], this_key=keys[1]), {"other_rule": other_matching.rule.value})
-    rows, right_to_wrong, wrong_to_right, other_flips = con.execute(sql("flipped.sql")).fetchone()
+    rows, right_to_wrong, wrong_to_right, other_flips = one_row(con.execute(sql("flipped.sql")))
     samples = {}
     for direction, right_before in (("right_to_wrong", True), ("wrong_to_right", False)):
         samples[direction] = [

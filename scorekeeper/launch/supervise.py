@@ -120,23 +120,7 @@ class Launched:
 
         threading.Thread(target=watch, daemon=True).start()
         try:
-            while (line := self.lines.get()) is not None:
-                try:
-                    event = parse_event(line)
-                except MalformedEvent as exc:
-                    log.warning("worker: %s", exc)
-                    continue
-                if event is None:
-                    if line.strip():
-                        log.info("worker: %s", line)
-                    continue
-                if isinstance(event, RankEvent):
-                    last_seen[event.rank] = clock.now()
-                    if isinstance(event, Finished):
-                        finished.add(event.rank)
-                progress.update(event)
-                if isinstance(event, RangeDone) and on_progress:
-                    on_progress(progress)
+            self._read_events(progress, on_progress, clock, last_seen, finished)
             stdout_closed.set()
             rc = proc.wait()
         except BaseException:
@@ -152,6 +136,35 @@ class Launched:
             raise ScoringFailed(failure_message(rc, tail) + self._log_named())
         self._remove_log()
         return progress
+
+    def _read_events(
+        self,
+        progress: Progress,
+        on_progress: Callable[[Progress], None] | None,
+        clock: RunningClock,
+        last_seen: dict[int, float],
+        finished: set[int],
+    ) -> None:
+        """The workers' output until it ends: each event into `progress` (and `on_progress` after a
+        range), each rank's last sign of life into `last_seen` (the watchdog reads it), the ranks
+        done into `finished`; other lines logged."""
+        while (line := self.lines.get()) is not None:
+            try:
+                event = parse_event(line)
+            except MalformedEvent as exc:
+                log.warning("worker: %s", exc)
+                continue
+            if event is None:
+                if line.strip():
+                    log.info("worker: %s", line)
+                continue
+            if isinstance(event, RankEvent):
+                last_seen[event.rank] = clock.now()
+                if isinstance(event, Finished):
+                    finished.add(event.rank)
+            progress.update(event)
+            if isinstance(event, RangeDone) and on_progress:
+                on_progress(progress)
 
     def _log_named(self) -> str:
         return f" (the scoring processes' whole output: {self.log_path})"

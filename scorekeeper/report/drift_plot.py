@@ -33,7 +33,7 @@ def drift_svg(document: MetricsDocument) -> str:
     shown = list(drift.binned().items())[:SHOWN_SIGNALS]
     panel_w, panel_h, top = 360, 230, 56
     c = plots.Canvas(panel_w * len(shown) + 20, top + panel_h + 70, "Drift: the worst signals")
-    plots._title(c, "Drift: the worst signals", f"share of rows per bin; reference run {drift.reference} against this run")
+    plots.title(c, "Drift: the worst signals", f"share of rows per bin; reference run {drift.reference} against this run")
     c.rect(panel_w * len(shown) - 250, 12, 12, 10, plots.MUTED)
     c.text(panel_w * len(shown) - 234, 21, "reference", size=11)
     c.rect(panel_w * len(shown) - 160, 12, 12, 10, plots.CORRECT)

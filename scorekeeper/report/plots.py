@@ -128,7 +128,7 @@ class Area:
 TENTHS = [i / 10 for i in range(0, 11, 2)]
 
 
-def _title(c: Canvas, text: str, sub: str = "") -> None:
+def title(c: Canvas, text: str, sub: str = "") -> None:
     c.text(12, 20, text, size=14, weight="600")
     if sub:
         c.text(12, 37, sub, size=11, color=MUTED)
@@ -142,7 +142,7 @@ def reliability_svg(metrics: MetricsDocument) -> str:
     n_bins = metrics.ece_bins or len(bins)
     c = Canvas(440, 450, "Reliability diagram")
     ece = number_at(metrics, ("ece",))  # a single-label run's one number
-    _title(c, "Reliability diagram", f"ECE {ece:.4f} over {n_bins} equal-width bins" if ece is not None else f"{n_bins} bins")
+    title(c, "Reliability diagram", f"ECE {ece:.4f} over {n_bins} equal-width bins" if ece is not None else f"{n_bins} bins")
     a = Area(c, 64, 52, 340, 260)
     a.axes("confidence (probability of the predicted label)", "accuracy", TENTHS, TENTHS)
     a.c.line(a.px(0), a.py(0), a.px(1), a.py(1), MUTED, dash="5 4")
@@ -208,7 +208,7 @@ def confusion_svg(metrics: MetricsDocument, top: int = CONFUSION_TOP) -> str:
     height = top_pad + cell * k + 52
     c = Canvas(width, height, "Confusion matrix")
     sub = "rows: truth, columns: prediction; colour and % = share of the truth row"
-    _title(c, "Confusion matrix", sub)
+    title(c, "Confusion matrix", sub)
     if grouped:
         c.text(
             12,
@@ -277,7 +277,7 @@ def curve_svg(metrics: MetricsDocument, kind: str) -> str:
     if len(curves) > len(shown):
         sub += f"; {len(shown)} of {len(curves)} {'labels' if per_label else 'classes'} (most rows)"
     c = Canvas(560, 400, f"{name} curves")
-    _title(c, f"{name} curves", sub)
+    title(c, f"{name} curves", sub)
     a = Area(c, 64, 52, 290, 290)
     a.axes("false positive rate" if roc else "recall", "true positive rate" if roc else "precision", TENTHS, TENTHS)
     if roc:
@@ -310,7 +310,7 @@ def score_histogram_svg(metrics: MetricsDocument) -> str:
     step = 0.1 if peak <= 0.5 else 0.2
     top = math.ceil(peak / step) * step
     c = Canvas(520, 380, "Score histogram")
-    _title(c, "Scores of correct and wrong rows", "score = probability of the predicted label; bars = share of each group")
+    title(c, "Scores of correct and wrong rows", "score = probability of the predicted label; bars = share of each group")
     a = Area(c, 64, 52, 420, 260, ylim=(0, top))
     yticks = [round(i * step, 2) for i in range(int(round(top / step)) + 1)]
     a.axes("score", "share of the group's rows", TENTHS, yticks, yfmt="{:.0%}")
@@ -336,7 +336,7 @@ def coverage_svg(metrics: MetricsDocument) -> str:
     low = min(accuracy for _, accuracy in points)
     floor = max(0.0, math.floor(low * 10 - 0.5) / 10)
     c = Canvas(460, 380, "Coverage and accuracy")
-    _title(c, "Coverage vs accuracy", "rows kept when predictions scoring below a threshold are set aside")
+    title(c, "Coverage vs accuracy", "rows kept when predictions scoring below a threshold are set aside")
     a = Area(c, 64, 56, 360, 256, ylim=(floor, 1.0))
     yticks = [round(floor + i * 0.1, 1) for i in range(int(round((1 - floor) * 10)) + 1)]
     if len(yticks) > 7:
@@ -372,7 +372,7 @@ def history_svg(metrics: MetricsDocument) -> str:
     lo = max(0.0, math.floor(min(values) * 20 - 1) / 20)
     hi = min(1.0, math.ceil(max(values) * 20 + 1) / 20)
     c = Canvas(760, 340, "Run history")
-    _title(c, "History", f"the last {len(runs)} completed runs under this output, oldest first; ▲ = model changed")
+    title(c, "History", f"the last {len(runs)} completed runs under this output, oldest first; ▲ = model changed")
     a = Area(c, 120, 56, 520, 200, xlim=(0, len(runs) - 1), ylim=(lo, hi))
     steps = max(1, round((hi - lo) / 0.05))
     yticks = [round(lo + i * (hi - lo) / steps, 3) for i in range(steps + 1)]
@@ -433,7 +433,7 @@ def label_calibration_svg(metrics: MetricsDocument) -> str:
     if len(bins) > len(shown):
         sub += f"; {len(shown)} of {len(bins)} labels (most rows)"
     c = Canvas(560, 400, "Calibration per label")
-    _title(c, "Calibration per label", sub)
+    title(c, "Calibration per label", sub)
     a = Area(c, 64, 52, 290, 290)
     a.axes("mean probability in the bin", "share of the bin's cells that are true", TENTHS, TENTHS)
     c.line(a.px(0), a.py(0), a.px(1), a.py(1), MUTED, dash="5 4")
@@ -483,7 +483,7 @@ def predicted_vs_true_svg(metrics: MetricsDocument, output: str) -> str:
     else:
         lim = (data.lo, data.hi) if data.hi > data.lo else _span([data.lo])
         sub = f"{sum(n for *_, n in data.cells):,} rows in {data.bins}x{data.bins} cells (darker: more rows)"
-    _title(c, f"Predicted vs true: {short(output, 30)}", sub)
+    title(c, f"Predicted vs true: {short(output, 30)}", sub)
     a = Area(c, 70, 52, 340, 300, xlim=lim, ylim=lim)
     ticks = _ticks(*lim)
     a.axes("truth", "prediction", ticks, ticks, xfmt="{:.3g}", yfmt="{:.3g}")
@@ -517,7 +517,7 @@ def residual_histogram_svg(metrics: MetricsDocument, output: str) -> str:
     edges, counts = hist.edges, hist.counts
     lim = (edges[0], edges[-1]) if edges[-1] > edges[0] else _span([edges[0]])
     c = Canvas(460, 380, "Residuals")
-    _title(c, f"Residuals: {short(output, 30)}", f"prediction - truth, {len(counts)} equal-width bins")
+    title(c, f"Residuals: {short(output, 30)}", f"prediction - truth, {len(counts)} equal-width bins")
     peak = max(counts) or 1
     a = Area(c, 70, 52, 350, 260, xlim=lim, ylim=(0, peak))
     a.axes("residual (prediction - truth)", "rows", _ticks(*lim), _ticks(0, peak, 4), xfmt="{:.3g}", yfmt="{:.0f}")
@@ -540,7 +540,7 @@ def deciles_svg(metrics: MetricsDocument, output: str) -> str:
         return ""
     lim = _span([p for _, p, _ in drawn] + [t for _, _, t in drawn])
     c = Canvas(460, 400, "Calibration by decile")
-    _title(c, f"Calibration by decile: {short(output, 30)}", "rows cut into 10 groups by prediction; calibrated: on the dashed line")
+    title(c, f"Calibration by decile: {short(output, 30)}", "rows cut into 10 groups by prediction; calibrated: on the dashed line")
     a = Area(c, 70, 52, 340, 290, xlim=lim, ylim=lim)
     ticks = _ticks(*lim)
     a.axes("mean prediction", "mean truth", ticks, ticks, xfmt="{:.3g}", yfmt="{:.3g}")

@@ -98,7 +98,8 @@ class RangeSample:
         return np.flatnonzero(self.window_mask[positions])
 
     def add(self, positions: np.ndarray, vectors: np.ndarray) -> None:
-        """The vectors of windows at `positions` (rows x width, any float dtype)."""
+        """The vectors of windows at `positions` (rows x width, float32: what any model dtype converts
+        to exactly; a row's windows are averaged in float64)."""
         if len(positions):
             self._parts.append((positions, vectors))
 
@@ -107,18 +108,19 @@ class RangeSample:
         if not self:
             return None
         width = self._parts[0][1].shape[1]
-        raw = np.empty((len(self.windows), width), dtype=np.float64)
+        several = len(self.windows) != len(self.chunks)  # a row of several windows: their mean, in float64
+        raw = np.empty((len(self.windows), width), dtype=np.float64 if several else np.float32)
         seen = 0
         for positions, vectors in self._parts:
             raw[np.searchsorted(self.windows, positions)] = vectors
             seen += len(positions)
         if seen != len(self.windows):
             raise RuntimeError(f"{seen} window vectors collected for the {len(self.windows)} windows of the sampled rows")
-        if len(raw) != len(self.chunks):  # a row of several windows: their mean (imported here: the rest runs without pydantic)
+        if several:  # (imported here: the rest of this module runs without pydantic)
             from scorekeeper.worker.windows import aggregate
 
             raw = aggregate(raw, self.chunks, "mean")
-        vectors = raw.astype(np.float32)
+        vectors = raw.astype(np.float32, copy=False)
         row_index = rows.column("row_index").to_numpy()[self.rows]
         return embeddings_table(row_index, rows.column("id").take(pa.array(self.rows)).combine_chunks(), vectors)
 

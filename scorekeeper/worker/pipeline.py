@@ -378,7 +378,7 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
                     if sample is not None:  # the head's input, after the logits' columns
                         logits, pooled = logits[:, : len(loaded.labels)], logits[:, len(loaded.labels) :]
                         keep = sample.keep(work.positions[k])
-                        sample.add(work.positions[k][keep], pooled[torch.from_numpy(keep)].double().cpu().numpy())
+                        sample.add(work.positions[k][keep], pooled[torch.from_numpy(keep)].float().cpu().numpy())
                     values = logits.double() if windowed else activate(loaded.head, logits)
                     probabilities[work.positions[k]] = values.cpu().numpy()
             if layout.is_last:

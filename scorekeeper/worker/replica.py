@@ -213,7 +213,7 @@ def _finished(
     if p.sample is not None and p.keeps is not None:
         for batch, keep, (_, pooled) in zip(p.batches, p.keeps, outs):
             if pooled is not None and keep is not None:
-                p.sample.add(batch.positions[keep], pooled.double().cpu().numpy())
+                p.sample.add(batch.positions[keep], pooled.float().cpu().numpy())
         p.embeddings = p.sample.table(p.rows)
     return p, probabilities
 
