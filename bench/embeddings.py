@@ -9,7 +9,8 @@ step (bench/step.py: the worker's own replica path in one process, each range's 
 parts encoded as Parquet) `--repeats` times each way, alternating (without, with, without, ...), in
 fresh processes. The cost is the ratio of the medians of the scoring loop's time (`loop_s`, the
 model load left out), measured against the baseline in the same run: on a shared machine only a
-ratio means something. The last run with the representation also writes the gathered
+ratio means something; and of its CPU time (every thread's), which other processes on the machine
+move less than the wall clock. The last run with the representation also writes the gathered
 embeddings.parquet, whose size is reported (float32 vectors compress little: about 4 bytes per
 value).
 
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             )
     without = statistics.median(r["loop_s"] for r in runs[0])
     with_ = statistics.median(r["loop_s"] for r in runs[args.embedding_rows])
+    cpu_without = statistics.median(r["loop_cpu_s"] for r in runs[0])
+    cpu_with = statistics.median(r["loop_cpu_s"] for r in runs[args.embedding_rows])
     kept = runs[args.embedding_rows][-1]["embedded_rows"]
     size = embeddings.stat().st_size
     import pyarrow.parquet as pq
@@ -95,12 +98,14 @@ def main(argv: list[str] | None = None) -> int:
         model=model, device=args.device, dtype=runs[0][0]["dtype"], rows=runs[0][0]["rows"], useful_tokens=runs[0][0]["useful_tokens"],
         embedding_rows=args.embedding_rows, embedded_rows=kept, width=width, repeats=args.repeats,
         loop_s_without=[r["loop_s"] for r in runs[0]], loop_s_with=[r["loop_s"] for r in runs[args.embedding_rows]],
-        cost=with_ / without - 1, embeddings_bytes=size, bytes_per_row=size / kept if kept else None,
+        cost=with_ / without - 1, loop_cpu_s_without=[r["loop_cpu_s"] for r in runs[0]],
+        loop_cpu_s_with=[r["loop_cpu_s"] for r in runs[args.embedding_rows]], cpu_cost=cpu_with / cpu_without - 1, embeddings_bytes=size, bytes_per_row=size / kept if kept else None,
         bytes_at_20000_rows=size / kept * 20_000 if kept else None,
     )  # fmt: skip
     print(
         f"{model} on {args.device} ({summary['dtype']}), {summary['rows']:,} rows: scoring loop {without:.2f} s without, "
-        f"{with_:.2f} s with embeddings ({kept:,} rows, width {width}) and token counts: cost {summary['cost']:+.1%}; "
+        f"{with_:.2f} s with embeddings ({kept:,} rows, width {width}) and token counts: cost {summary['cost']:+.1%} "
+        f"(CPU time {cpu_without:.1f} s and {cpu_with:.1f} s: {summary['cpu_cost']:+.1%}); "
         f"embeddings.parquet {size / 1e6:.1f} MB ({summary['bytes_per_row'] or 0:,.0f} bytes a row, "
         f"{(summary['bytes_at_20000_rows'] or 0) / 1e6:.1f} MB at 20,000 rows)"
     )

@@ -133,6 +133,7 @@ class Prepared:
         source, column = SINGLE.truth_table(ev)
         missing, unmatched, scored = self.con.execute(sql("coverage.sql")).fetchone()
         SINGLE.metrics(ev, Coverage(source, column, len(b.truth), int(missing), int(unmatched), int(scored)))
+        self.con.execute("CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT * FROM predictions")  # every row's cells
         self.model = SINGLE.label_free(ev, reference)
         self.con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT row_index FROM predictions")  # every row's targets
         SINGLE.label_targets(ev)
@@ -159,9 +160,8 @@ class Prepared:
         self.ev = ev
 
     def pi(self, budget: int, sampling: str) -> np.ndarray:
-        self.con.execute(
-            sql("plan_design.sql"), {"active": sampling == "active", "target": min(budget, self.n), "key": "bench", "draw": False}
-        )
+        labelling.set_variables(self.con, key="bench", active=sampling == "active", target=min(budget, self.n))
+        self.con.execute(sql("plan_design.sql"))
         return np.array([p for (p,) in self.con.execute("SELECT pi FROM pp_design ORDER BY row_index").fetchall()])
 
     def estimate(self, pi: np.ndarray, planned: np.ndarray) -> dict:
@@ -249,68 +249,81 @@ def subset(b: Backfill, rows: np.ndarray, name: str) -> Backfill:
     return Backfill(name, b.probs[rows], b.truth[rows], b.labels)
 
 
-def timing(n: int, budget: int = 1000) -> dict:
-    """The evaluate step at n rows against a labelled reference of n rows, without and with a
-    labelling plan (budget rows, drawn and, the run being labelled, estimated from), alternated
-    twice; and the process's peak memory during the evaluation with the plan."""
-    import threading
-
-    import psutil
+def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = None) -> dict:
+    """The evaluate step at n rows against a labelled reference of n rows (bench/drift.py's calibrated
+    runs), without a plan, drawing a plan of `budget` rows and estimating from it (the run is
+    labelled), and estimating from the pinned plan (the labels-back rerun). Each evaluation runs in a
+    fresh process, as the flow's evaluate step does (`_evaluate_once`), interleaved `repeats` times:
+    its wall, its CPU time (user + system, DuckDB's threads included: less at the mercy of a shared
+    machine than the wall) and its peak RSS (ru_maxrss). The figures are the medians."""
+    import statistics
+    import subprocess
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import drift as drift_bench  # bench/drift.py: calibrated labelled runs of n rows
 
-    from scorekeeper.evaluation.labelling import LabelRequest
-    from scorekeeper.storage import Location
-
-    with tempfile.TemporaryDirectory(prefix="scorekeeper-labelling-timing-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="scorekeeper-labelling-timing-", dir=work) as tmp:
         root = Path(tmp)
         rng = np.random.default_rng(6)
         reference = drift_bench.labelled_run(root, "reference", rng, n)
         drift_bench.evaluate(reference)
         current = drift_bench.labelled_run(root, "current", rng, n)
-        recorded = RecordedMetrics.parse(json.loads((reference / "report" / "metrics.json").read_text()))
-        seconds: dict[str, list[float]] = {"without": [], "with": [], "pinned": []}
-        peak = {"rss": 0}
-        proc = psutil.Process()
-
-        def watch(stop: threading.Event) -> None:
-            while not stop.is_set():
-                peak["rss"] = max(peak["rss"], proc.memory_info().rss)
-                stop.wait(0.2)
-
-        for _ in range(2):
-            for key in ("without", "with", "pinned"):
-                request = LabelRequest(
-                    key="current", budget=budget, sampling="active", reference_name="reference", reference=recorded, pinned=key == "pinned"
-                )
-                if key == "pinned":  # the labels-back rerun: the plan's rows from its published file, no draw
-                    (current / "report").mkdir(exist_ok=True)
+        figures: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": [], "rss_mib": []} for k in ("without", "with", "pinned")}
+        for _ in range(repeats):
+            for mode in figures:
+                if mode == "pinned" and not (current / "report" / labelling.PLAN_FILE).exists():
+                    (current / "report").mkdir(exist_ok=True)  # the labels-back rerun: the plan published by a run "with"
                     (current / "report" / labelling.PLAN_FILE).write_bytes((current / labelling.PLAN_WORK).read_bytes())
-                stop = threading.Event()
-                watcher = threading.Thread(target=watch, args=(stop,), daemon=True)
-                if key == "with":
-                    peak["rss"] = 0
-                    watcher.start()
-                start = time.perf_counter()
-                evaluate_run(
-                    RunFolder.from_uri(str(current)), drift_bench.LABELS, manifest(n), [], None, "single_label",
-                    drift_reference=Location.from_uri(str(reference)),
-                    labelling=None if key == "without" else request,
-                )  # fmt: skip
-                seconds[key].append(time.perf_counter() - start)
-                stop.set()
-        without, with_plan, pinned = min(seconds["without"]), min(seconds["with"]), min(seconds["pinned"])
+                command = [sys.executable, __file__, "--evaluate-once", str(root), mode, str(n), str(budget)]
+                done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+                if done.returncode != 0:
+                    raise RuntimeError(f"evaluation {mode} failed: {done.stderr[-2000:]}")
+                once = json.loads(done.stdout.strip().splitlines()[-1])
+                for key in ("wall", "cpu", "rss_mib"):
+                    figures[mode][key].append(once[key])
+    med = {mode: {k: statistics.median(v) for k, v in f.items()} for mode, f in figures.items()}
+    out = {"rows": n, "budget": budget, "repeats": repeats, "median": med, "runs": figures}
+    for mode in ("with", "pinned"):
+        for key in ("wall", "cpu"):
+            out[f"extra_{key}_{mode}"] = med[mode][key] / med["without"][key] - 1
+    print(f"evaluate at {n:,} rows with drift_reference, each in a fresh process, medians of {repeats} interleaved runs:")
+    for mode, label in (("without", "without a plan"), ("with", f"drawing a plan of {budget} rows and estimating"),
+                        ("pinned", "estimating from the pinned plan (labels back)")):  # fmt: skip
+        m = med[mode]
+        extra = "" if mode == "without" else f" (wall {out[f'extra_wall_{mode}']:+.1%}, CPU {out[f'extra_cpu_{mode}']:+.1%})"
+        print(f"  {label}: wall {m['wall']:.1f} s, CPU {m['cpu']:.1f} s, peak RSS {m['rss_mib']:.0f} MiB{extra}")
         print(
-            f"evaluate at {n:,} rows with drift_reference: {without:.1f} s without a plan; {with_plan:.1f} s drawing a plan of "
-            f"{budget} rows and estimating from it (+{100 * (with_plan - without) / without:.1f}%); {pinned:.1f} s estimating "
-            f"from the pinned plan, as the labels-back rerun does (+{100 * (pinned - without) / without:.1f}%); each the faster of "
-            f"2 alternated runs {seconds}; peak RSS during the evaluation drawing the plan {peak['rss'] / 2**20:.0f} MiB"
+            f"    walls {', '.join(f'{w:.1f}' for w in figures[mode]['wall'])}; CPU {', '.join(f'{c:.1f}' for c in figures[mode]['cpu'])}"
         )
-        return {
-            "rows": n, "without_s": without, "with_s": with_plan, "pinned_s": pinned, "extra": (with_plan - without) / without,
-            "extra_pinned": (pinned - without) / without, "peak_rss_mib": peak["rss"] / 2**20,
-        }  # fmt: skip
+    return out
+
+
+def _evaluate_once(root: Path, mode: str, n: int, budget: int) -> None:
+    """One evaluation of root/current against root/reference in this (fresh) process; prints its
+    wall, CPU time and peak RSS as JSON."""
+    import resource
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import drift as drift_bench
+
+    from scorekeeper.evaluation.labelling import LabelRequest
+    from scorekeeper.storage import Location
+
+    current, reference = root / "current", root / "reference"
+    recorded = RecordedMetrics.parse(json.loads((reference / "report" / "metrics.json").read_text()))
+    request = LabelRequest(
+        key="current", budget=budget, sampling="active", reference_name="reference", reference=recorded, pinned=mode == "pinned"
+    )
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    evaluate_run(
+        RunFolder.from_uri(str(current)), drift_bench.LABELS, manifest(n), [], None, "single_label",
+        drift_reference=Location.from_uri(str(reference)), labelling=None if mode == "without" else request,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": after.ru_maxrss / 1024}))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,9 +336,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="generated or demo")
     parser.add_argument("--json", default=None)
     parser.add_argument("--timing", type=int, default=0, help="instead: the evaluate step's cost at this many rows (e.g. 3000000)")
+    parser.add_argument("--repeats", type=int, default=3, help="with --timing: interleaved runs of each evaluation")
+    parser.add_argument("--evaluate-once", nargs=4, metavar=("ROOT", "MODE", "ROWS", "BUDGET"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.evaluate_once:
+        root, mode, rows, budget = args.evaluate_once
+        _evaluate_once(Path(root), mode, int(rows), int(budget))
+        return 0
     if args.timing:
-        result = timing(args.timing)
+        result = timing(args.timing, repeats=args.repeats)
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))
         return 0

@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     loaded = load_model(a.model, None, merge_adapter=False, dtype=dtype, device=device, trust_remote_code=False, max_length=None)
     first_token = first_token_last_layer(loaded.model)  # as run_replica does
     load_s = time.perf_counter() - t0
+    load_cpu_s = time.process_time()  # every thread's CPU time: on a shared machine, steadier than the wall clock
     budget = a.tokens_per_batch or default_tokens_per_batch(device)
 
     first: list[float] = []
@@ -166,11 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     # The loop alone (after the model load): on a GPU, 20,000 rows take seconds, and the load
     # would dominate wall_s; the device targets are about the steady state.
     loop_s = wall_s - load_s
+    loop_cpu_s = time.process_time() - load_cpu_s
 
     result = dict(
         method="c", rows=rows, useful_tokens=useful, padded_tokens=padded, wall_s=wall_s,
         first_batch_s=first[0] if first else None, first_range_s=first_range_s, load_s=load_s,
-        loop_s=loop_s, loop_tokens_per_s=useful / loop_s if loop_s > 0 else None,
+        loop_s=loop_s, loop_cpu_s=loop_cpu_s, loop_tokens_per_s=useful / loop_s if loop_s > 0 else None,
         batches=batches, ranges=ranges, rows_per_range=a.rows_per_range, tokens_per_batch=budget,
         max_batch_rows=a.max_batch_rows, dtype=str(dtype).replace("torch.", ""), device=str(device),
         threads=torch.get_num_threads(), attn=getattr(loaded.model.config, "_attn_implementation", None),

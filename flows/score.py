@@ -89,7 +89,9 @@ def _score(request: ScoreRequest, templates: dict[str, str]) -> dict | State:
                 gathered = gather_task(context, job)
                 if gathered.long_text:  # summed over every committed range: metrics.json scoring.long_text
                     scoring = scoring.model_copy(update={"long_text": gathered.long_text})
-                metrics = evaluate_task(request, context, manifest, baseline, drift_reference, long_text=gathered.long_text)
+                metrics = evaluate_task(
+                    request, context, manifest, baseline, drift_reference, long_text=gathered.long_text, dtype=scoring.dtype
+                )
                 files = report_task(request, context, metrics, scoring)
                 failures = [check_gates_task(context, metrics), check_precision_task(request, context, scoring)]
     except KeyboardInterrupt:  # Ctrl-C: the scoring processes are stopped by now (score task, lease)

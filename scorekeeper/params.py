@@ -255,6 +255,15 @@ class ScoreRequest(BaseModel):
         "Holm-adjusted p is also below 0.05). docs/drift.md.",
         json_schema_extra=affects(EVALUATION),
     )
+    drift_min_auc: float = Field(
+        0.55,
+        ge=0.5,
+        le=1.0,
+        description="The held-out AUC of the representation signal (a classifier telling this run's embeddings from "
+        "the reference's) from which it counts as drifted (when its Holm-adjusted p is also below 0.05); in [0.5, 1]. "
+        "docs/drift.md.",
+        json_schema_extra=affects(EVALUATION),
+    )
     embedding_rows: int = Field(
         20000,
         ge=0,

@@ -47,7 +47,10 @@ def precheck(request: ScoreRequest) -> None:
     if request.run_name:  # a rerun of a run with a labelling plan keeps its budget and sampling
         from scorekeeper.evaluation.labelling import check_label_plan
 
-        check_label_plan(request, request.run_name, RunFolder.under(request.output_uri, request.run_name))
+        run = RunFolder.under(request.output_uri, request.run_name)
+        plan = check_label_plan(request, request.run_name, run)
+        if plan is not None and request.ground_truth_uri is not None:
+            _precheck_plan_labels(request, run, plan)
 
     try:
         listing = list_input(request.input_uri, exclude=RunFolder.under(request.output_uri, request.run_name or ".precheck"))
@@ -76,6 +79,33 @@ def precheck(request: ScoreRequest) -> None:
         log.debug("precheck: leaving %s to the read step (%s)", request.input_uri, exc)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _precheck_plan_labels(request: ScoreRequest, run: RunFolder, plan: dict) -> None:
+    """Labels handed back to a run with a pinned plan: ground truth that labels none of the plan's
+    rows but other rows of the run (another run's plan's labels) is refused now, in the evaluate
+    step's words (labelling.plan_labels_refusal). Ground truth this cannot read cheaply here (over
+    PRECHECK_BYTES, storage not reachable, a file the read step refuses) is left to the flow."""
+    from scorekeeper.errors import InputError
+    from scorekeeper.evaluation.labelling import plan_labels_refusal
+    from scorekeeper.staging.listing import list_input
+    from scorekeeper.staging.stage import new_workdir, stage_ground_truth
+
+    assert request.ground_truth_uri is not None and request.run_name is not None
+    workdir = new_workdir()
+    try:
+        listing = list_input(request.ground_truth_uri, "ground truth", exclude=run)
+        if not listing.files or sum(f.size for f in listing.files) > PRECHECK_BYTES:
+            return
+        path, _ = stage_ground_truth(request, listing.files, workdir, listing.partitions)
+        message = plan_labels_refusal(run, plan, request.run_name, path)
+    except Exception as exc:  # ground truth the read step explains in its own words
+        log.debug("precheck: leaving the ground truth %s to the flow (%s)", request.ground_truth_uri, exc)
+        return
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if message is not None:
+        raise InputError(message)
 
 
 # The model folder's files the window's refusals need: the head (config.json), the window's size

@@ -30,11 +30,13 @@ def evaluate_task(
     baseline: str | None = None,
     drift_reference: str | None = None,
     long_text: LongTextCounts | None = None,
+    dtype: str | None = None,
 ) -> MetricsDocument:
     """Join the predictions to the ground truth and compute the metrics in DuckDB; compare with the
     `baseline` run, measure drift and estimate performance against the `drift_reference` run, add the
     run history and the quality gates' verdicts (enforced after the report). `long_text` (the
-    gather's scoring.long_text) gives the window length_impact splits the rows at."""
+    gather's scoring.long_text) gives the window length_impact splits the rows at; with `dtype` (the
+    compute dtype used) it says how the run's embeddings were made (docs/drift.md)."""
     output = Location.from_uri(request.output_uri)
     baseline_run = output.child(baseline) if baseline else None
     metrics = evaluate_run(
@@ -52,6 +54,8 @@ def evaluate_task(
         drift_reference=output.child(drift_reference) if drift_reference else None,
         drift_min_psi=request.drift_min_psi,
         labelling=label_request(request, context.run_id, context.run, drift_reference),
+        drift_min_auc=request.drift_min_auc,
+        scored_with={"dtype": dtype, "long_text": long_text.model_dump() if long_text else None},
     )
     metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if left_out:

@@ -99,10 +99,13 @@ def signal(reference: list, current: list, numeric: bool) -> dict:
     return out
 
 
-def judge(signals: dict[str, dict], m: int, n: int, min_psi: float = 0.1) -> dict[str, bool | None]:
+def judge(signals: dict[str, dict], m: int, n: int, min_psi: float = 0.1, others: dict[str, float] | None = None) -> dict[str, bool | None]:
+    """The verdicts of section 12's signals; `others` the p-values of the family's other members
+    (SPEC 14's representation), which Holm's adjustment counts too."""
     names = sorted(signals)
-    adjusted = holm([signals[s]["p"] for s in names])
-    for s, ph in zip(names, adjusted, strict=True):
+    others = others or {}
+    adjusted = holm([signals[s]["p"] for s in names] + list(others.values()))
+    for s, ph in zip(names, adjusted, strict=False):
         signals[s]["p_holm"] = ph
     if m < 100 or n < 100:
         return {s: None for s in names}

@@ -26,7 +26,7 @@ class Checked:
     def _names(self) -> set[str]:
         rows = self._con.execute(
             "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() "
-            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE function_type = 'macro'"
+            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro')"
         ).fetchall()
         return {name for (name,) in rows}
 

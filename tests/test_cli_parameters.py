@@ -70,6 +70,7 @@ FORMS: dict[str, list[tuple[list[str], object]]] = {
         (["--drift-reference", "none"], None),
     ],
     "drift_min_psi": [(["--drift-min-psi", "0.25"], 0.25)],
+    "drift_min_auc": [(["--drift-min-auc", "0.6"], 0.6), (["--drift-min-auc", "1"], 1.0)],
     "gates": [
         (["--gates", "accuracy>=0.9", "--gates", "macro_f1 >= 0.8"], {"accuracy": ">=0.9", "macro_f1": ">= 0.8"}),
         (["--gates", '{"accuracy": ">=0.9"}'], {"accuracy": ">=0.9"}),
@@ -149,6 +150,8 @@ def test_a_field_left_out_arrives_as_its_default():
         (["--embedding-rows", "-1"], "--embedding-rows"),
         (["--label-sampling", "stratified"], "--label-sampling"),
         (["--gates", "pp_accuracy>=0.9"], "set label_budget too"),
+        (["--drift-min-auc", "0.4"], "--drift-min-auc: Input should be greater than or equal to 0.5"),
+        (["--drift-min-auc", "1.5"], "--drift-min-auc: Input should be less than or equal to 1"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2_before_anything_starts(args, said, capsys, tmp_path, monkeypatch):

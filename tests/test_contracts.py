@@ -114,7 +114,8 @@ def _other_value(name: str, value):
     if isinstance(value, bool):
         return not value
     if isinstance(value, int | float):
-        return value * 2 or 2
+        upper = next((m.le for m in ScoreRequest.model_fields[name].metadata if getattr(m, "le", None) is not None), None)
+        return value * 2 or 2 if upper is None or value * 2 <= upper else (value + upper) / 2  # drift_min_auc: at most 1
     if isinstance(value, list):
         return value + ["other"]
     if isinstance(value, dict):

@@ -66,10 +66,13 @@ def test_drift_parameters_are_checked_up_front():
         ScoreRequest(input_uri="in.csv", model_uri="m", output_uri="out", run_name="a", drift_reference="a")
     with pytest.raises(ValidationError):
         ScoreRequest(input_uri="in.csv", model_uri="m", output_uri="out", drift_min_psi=-0.1)
+    for auc in (0.49, 1.01, float("nan")):
+        with pytest.raises(ValidationError, match="drift_min_auc"):
+            ScoreRequest(input_uri="in.csv", model_uri="m", output_uri="out", drift_min_auc=auc)
     ok = ScoreRequest(
         input_uri="in.csv", model_uri="m", output_uri="out", drift_reference="previous", gates={"estimated_accuracy": ">=0.8"}
     )
-    assert ok.drift_min_psi == 0.1
+    assert ok.drift_min_psi == 0.1 and ok.drift_min_auc == 0.55
 
 
 def test_a_reference_whose_predictions_changed_since_it_completed_is_refused(tmp_path):

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests import drift_reference as ref
+from tests import representation_reference as rref
 from tests.helpers import make_rows, run_flow, write_rows
 from tests.test_flow_cli import _cli
 
@@ -77,8 +78,13 @@ def test_a_reference_run_a_drifted_nightly_run_a_backfill_and_previous(tmp_path,
     want["tokens"] = ref.signal([float(t) for t in tokens[0]], [float(t) for t in tokens[1]], numeric=True)
     share = [[u / t if t else None for u, t in zip(unknown[k], tokens[k], strict=True)] for k in (0, 1)]
     want["unknown_token_share"] = ref.signal(share[0], share[1], numeric=True)
-    verdicts = ref.judge(want, 160, 160)
-    assert set(drift["signals"]) == set(want)
+    # SPEC 14's representation signal (both runs wrote embeddings.parquet) is in the Holm family too
+    representation = rref.representation(
+        tmp_path / "runs" / "reference" / "embeddings.parquet", tmp_path / "runs" / "day1" / "embeddings.parquet", {}
+    )
+    verdicts = ref.judge(want, 160, 160, others={"representation": representation["p"]})
+    assert set(drift["signals"]) == set(want) | {"representation"}
+    assert math.isclose(drift["signals"]["representation"]["p"], representation["p"], rel_tol=1e-3)
     for name, w in want.items():
         s = drift["signals"][name]
         assert [b["reference_rows"] for b in s["bins"]] == w["a"] and [b["current_rows"] for b in s["bins"]] == w["b"]

@@ -150,3 +150,66 @@ def test_window_refusals_on_object_storage_are_one_line_with_no_server_and_no_fl
         # (an idle machine): here, on a shared one, a bound with room for its load.
         assert wall < 20.0, f"the refusal took {wall:.2f} s"
         assert not (tmp_path / "out").exists() and not (tmp_path / ".prefect").exists()
+
+
+# -- labels handed back to a run with a labelling plan (scorekeeper/precheck.py: _precheck_plan_labels) ---
+
+
+def _run_with_a_plan(tmp_path):
+    """runs/night: a published single-label run (bench/golden.py's generated rows, ids 0..239, no
+    labels) with a pinned labelling plan of about 40 rows; returns its folder and the plan's ids."""
+    import sys
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from scorekeeper.evaluation import labelling
+    from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.labelling import LabelRequest
+    from scorekeeper.report.publish import publish_complete
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import golden
+
+    night = tmp_path / "runs" / "night"
+    golden._single_label(night, 3, 1.0, False)
+    pq.write_table(pq.read_table(night / "work" / "input.parquet").drop(["label"]), night / "work" / "input.parquet")
+    run = RunFolder.from_uri(str(night))
+    request = LabelRequest(key="night", budget=40, sampling="active")
+    document = evaluate_run(run, golden.SENTIMENT, golden._manifest(night), [], None, "single_label", 0.5, labelling=request)
+    files = {labelling.PLAN_FILE: run.read_bytes(labelling.PLAN_WORK), "metrics.json": document.to_json_bytes()}
+    publish_complete(run, files, "2026-12-03T00:00:00+00:00")
+    return night, set(pq.read_table(night / "report" / "label_plan.parquet").column("id").to_pylist())
+
+
+def _labels_back(tmp_path, name: str, ids) -> list[str]:
+    write_rows(tmp_path / name, [{"review_id": i, "label": "positive"} for i in sorted(ids)])
+    write_rows(tmp_path / "in" / "a.csv", make_rows(4))
+    return [
+        *_cli(tmp_path, "--id-column", "review_id", "--label-column", "label", "--ground-truth-uri", str(tmp_path / name)),
+        *("--output-uri", str(tmp_path / "runs"), "--run-name", "night", "--label-budget", "40"),
+    ]
+
+
+def test_the_labels_of_another_runs_plan_are_refused_before_anything_starts(tmp_path, capsys, nothing_starts):
+    night, plan = _run_with_a_plan(tmp_path)
+    outside = [i for i in range(240) if i not in plan][:6]
+    files = {p: p.stat().st_mtime_ns for p in night.rglob("*")}
+    assert cli.main(_labels_back(tmp_path, "elsewhere.csv", outside)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("scorekeeper: error: "), err
+    assert f"ground_truth_uri labels none of the {len(plan)} rows of run night's labelling plan but 6 rows outside it" in err, err
+    assert f"(ids {', '.join(sorted(str(i) for i in outside)[:3])}, ...)" in err and "another run's plan" in err, err
+    assert {p: p.stat().st_mtime_ns for p in night.rglob("*")} == files  # nothing written
+
+
+def test_the_plans_own_labels_and_labels_of_no_row_of_the_run_are_not_refused_early(tmp_path, monkeypatch):
+    night, plan = _run_with_a_plan(tmp_path)
+    args = _labels_back(tmp_path, "labels.csv", list(plan)[1:] + [i for i in range(240) if i not in plan][:5])
+    request = ScoreRequest(
+        input_uri=args[2], model_uri="m", output_uri=str(tmp_path / "runs"), run_name="night", id_column="review_id",
+        label_column="label", ground_truth_uri=str(tmp_path / "labels.csv"), label_budget=40,
+    )  # fmt: skip
+    precheck(request)  # the plan's rows (all but one) and a few others: the labels-back run
+    write_rows(tmp_path / "strangers.csv", [{"review_id": f"x{i}", "label": "positive"} for i in range(5)])
+    precheck(request.model_copy(update={"ground_truth_uri": str(tmp_path / "strangers.csv")}))  # no row of the run: the flow says so

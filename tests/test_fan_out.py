@@ -291,6 +291,15 @@ class Stack:
         assert table.column("id").to_pylist() == [r["review_id"] for r in self.rows]
         assert table.column("predicted_label").to_pylist() == self.reference.column("predicted_label").to_pylist()
         assert np.abs(probabilities(table) - probabilities(self.reference)).max() < 1e-9
+        # the groups' embeddings and token counts, gathered, are the single-process run's (SPEC 14)
+        single = next((self.root / "local" / "runs").iterdir())
+        embeddings = pq.read_table(io.BytesIO(self.read(run, "embeddings.parquet")))
+        alone = pq.read_table(single / "embeddings.parquet")
+        assert embeddings.column("row_index").to_pylist() == alone.column("row_index").to_pylist() == list(range(len(self.rows)))
+        got, want = (np.array(t.column("embedding").to_pylist()) for t in (embeddings, alone))
+        assert np.abs(got - want).max() < 1e-4
+        words = pq.read_table(io.BytesIO(self.read(run, "report", "token_counts.parquet")))
+        assert words.equals(pq.read_table(single / "report" / "token_counts.parquet"))
 
 
 @pytest.fixture(scope="module")

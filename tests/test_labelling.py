@@ -329,7 +329,8 @@ def test_a_rerun_draws_the_same_plan_and_a_plan_without_labels_has_no_estimates(
 def production_design(u: list[float], budget: int, sampling: str, key: str) -> tuple[np.ndarray, np.ndarray]:
     con = duckdb.connect()
     con.execute("CREATE TEMP TABLE pp_label_free AS SELECT unnest(range(?)) AS row_index, 0.0 AS f, unnest(?::DOUBLE[]) AS u", [len(u), u])
-    con.execute(sql("plan_design.sql"), {"active": sampling == "active", "target": min(budget, len(u)), "key": key, "draw": True})
+    labelling.set_variables(con, key=key, active=sampling == "active", target=min(budget, len(u)))
+    con.execute(sql("plan_design.sql"))
     pi, d = zip(*con.execute("SELECT pi, draw FROM pp_design ORDER BY row_index").fetchall(), strict=True)
     return np.array(pi), np.array(d)
 

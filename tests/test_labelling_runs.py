@@ -93,6 +93,7 @@ def test_the_nightly_loop_plan_labels_back_pinned_plan_and_refusals(tmp_path, mo
     wrong = _cli(*base, "--label-column", "label", "--ground-truth-uri", "elsewhere.csv", "--label-budget", "40",
                  "--drift-reference", "reference", "--run-name", "day1", cwd=tmp_path)  # fmt: skip
     assert wrong.returncode == 2 and "labels none of the" in wrong.stderr and "another run's plan" in wrong.stderr, wrong.stderr[-2000:]
+    assert wrong.stderr.count("\n") == 1 and "Traceback" not in wrong.stderr, wrong.stderr[-2000:]  # refused before the flow starts
     assert (day1 / "report" / "metrics.json").read_bytes() == before
     (tmp_path / "empty.csv").write_text("review_id,text\n")
     empty = _cli(*base[:2], "empty.csv", *base[3:], "--label-column", "none", "--label-budget", "10", "--run-name", "empty", cwd=tmp_path)

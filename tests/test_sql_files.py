@@ -37,6 +37,8 @@ def parsed(path: Path) -> tuple[set[str], set[str]]:
         if after.startswith("(") or body[m.end() : m.end() + 1] == "." or m.group(1).lower() in ctes | NOT_TABLES:
             continue
         reads.add(m.group(1))
+    for macro in creates:  # a table macro's table (query_table), named as text where it is called
+        reads |= set(re.findall(r"\b" + macro + r"\('(\w+)'\)", body))
     angle = {name: re.sub(r"\{(\w+)\}", r"<\1>", name) for name in reads | creates}
     return {angle[n] for n in reads - creates} | ({"<grouped>"} if "{grouped}" in body else set()), {angle[n] for n in creates}
 
@@ -52,6 +54,11 @@ NOT_RUN = {
     "plan_rows.sql": "run inside a COPY to the plan's parquet file (labelling._write_plan_file), not as a file of its own",
     "other_labels.sql": "a compared run whose plan.json records no labels",
     "truth_empty.sql": "a run without ground truth",
+    "drift_example_texts.sql": "the representation signal's examples: the golden runs write no embeddings.parquet "
+    "(tests/test_representation_signal.py runs it)",
+    "drift_token_counts.sql": "the moved tokens: the golden runs write no report/token_counts.parquet "
+    "(tests/test_representation_signal.py runs it)",
+    "plan_labels.sql": "the CLI's check of labels handed back to a run with a plan, before anything starts (tests/test_early_refusals.py)",
 }
 
 

@@ -13,6 +13,11 @@ Every scored row of both runs takes part. Per signal (a value per row, numeric o
     p_holm    Holm's step-down adjustment over all signals of the run
     drifted   psi >= min_psi and p_holm < 0.05; null (not judged) below 100 rows in either run
 
+SPEC section 14's `representation` signal (representation.py: a classifier of the two runs'
+embeddings, its held-out AUC and Mann-Whitney p) joins the same Holm family, drifted when
+auc >= min_auc and p_holm < 0.05, not judged below 100 test rows in either run; its examples get
+their text here, from this run's staged input.
+
 The values, bins, counts, PSI and KS are SQL (sql/drift/): each signal is a view of both runs'
 values, read straight from their files one signal at a time (its reference count and deciles, its
 bin counts, its KS statistic), so no table of every row's values is made; Python sees only counts
@@ -27,13 +32,25 @@ import math
 from collections.abc import Sequence
 
 from scorekeeper.evaluation.duck import parquet_view, sql
+from scorekeeper.evaluation.representation import MIN_TEST_ROWS, TEXT_CHARS, Measured
 from scorekeeper.evaluation.signals import OwnSignals, RunSide, Signal, SignalViews
-from scorekeeper.metrics.document import Drift, DriftBin, DriftRows, DriftSignal, RecordedMetrics
+from scorekeeper.metrics.document import (
+    Drift,
+    DriftBin,
+    DriftRows,
+    DriftSignal,
+    RecordedMetrics,
+    RepresentationExample,
+    RepresentationSides,
+    RepresentationSignal,
+)
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
 
 DEFAULT_MIN_PSI = 0.1
+DEFAULT_MIN_AUC = 0.55  # drift_min_auc: the representation signal's floor
+REPRESENTATION = "representation"
 ALPHA = 0.05  # the Holm-adjusted p below which a shift is real
 MIN_ROWS = 100  # fewer rows than this in either run: no signal is judged
 MAX_VALUES = 50  # a categorical signal's bins: past this many values, the reference's 49 and `other`
@@ -45,7 +62,7 @@ KS_BUCKETS = 4000  # a numeric signal of many values: its buckets per bin
 # The signals of the run's inputs, not of the model's outputs: when one of them drifted, the
 # estimate's assumption (inputs like the reference's) is in doubt, and `estimated.caveat` names it.
 # The one list of them: a new input signal (SPEC section 14's representation) joins here.
-INPUT_SIGNALS = ("tokens", "unknown_token_share")
+INPUT_SIGNALS = ("tokens", "unknown_token_share", REPRESENTATION)
 INPUT_SIGNAL_PREFIXES = ("slice:",)
 
 
@@ -258,8 +275,12 @@ def drift(
     slice_columns: Sequence[str],
     reference_name: str,
     min_psi: float = DEFAULT_MIN_PSI,
+    representation: Measured | str | None = None,
+    min_auc: float = DEFAULT_MIN_AUC,
 ) -> Drift:
-    """metrics.json `drift` of `current` against `reference` (both open on `con`)."""
+    """metrics.json `drift` of `current` against `reference` (both open on `con`); `representation`
+    the representation signal as measured (representation.measure), or why it was skipped (None:
+    not asked for)."""
     con.execute(sql("drift_counts.sql"))
     views, skipped = signal_views(con, kind, reference, current, slice_columns)
     edges, ks = count_bins(con, views)
@@ -289,12 +310,17 @@ def drift(
         )
     names = sorted(stats)
     p = {s: chi_square_p(stats[s][1], m, n, stats[s][0]) for s in names}
-    p_holm = dict(zip(names, holm([p[s] for s in names]), strict=True))
+    family = names + ([REPRESENTATION] if isinstance(representation, Measured) else [])
+    if isinstance(representation, Measured):
+        p[REPRESENTATION] = representation.p
+    elif representation is not None:
+        skipped[REPRESENTATION] = representation
+    p_holm = dict(zip(family, holm([p[s] for s in family]), strict=True))
     judged = m >= MIN_ROWS and n >= MIN_ROWS
     reason = (
         None if judged else f"not judged: {min(m, n)} rows in the {'reference' if m < n else 'current'} run (at least {MIN_ROWS} needed)"
     )
-    signals: dict[str, DriftSignal] = {}
+    signals: dict[str, DriftSignal | RepresentationSignal] = {}
     for s in names:
         psi = stats[s][1]
         signal = DriftSignal(
@@ -310,7 +336,10 @@ def drift(
         if reason:
             signal.reason = reason
         signals[s] = signal
-    worst_first = sorted(signals, key=lambda s: (-signals[s].psi, s))
+    worst_first = sorted(signals, key=lambda s: (-stats[s][1], s))
+    if isinstance(representation, Measured):
+        signals[REPRESENTATION] = representation_signal(con, current, representation, p_holm[REPRESENTATION], min_auc)
+        worst_first.append(REPRESENTATION)
     drifted = [s for s in worst_first if signals[s].drifted]
     # Nothing judged (too few rows, or no signal both runs supply) is not "no drift": the alarm and
     # the count are null, so a drifted_signals gate fails as a gate on any missing value does.
@@ -324,7 +353,32 @@ def drift(
         drifted_signals=len(drifted) if any_judged else None,
         alarm=bool(drifted) if any_judged else None,
         skipped=skipped,
+        min_auc=min_auc,
     )
+
+
+def representation_signal(con, current: RunSide, measured: Measured, p_holm: float, min_auc: float) -> RepresentationSignal:
+    """drift.signals.representation: judged when both runs have MIN_TEST_ROWS test rows; the
+    examples' texts from this run's staged input (none without one)."""
+    texts: dict[int, str | None] = {}
+    if current.staged is not None and measured.examples:
+        wanted = [e["row_index"] for e in measured.examples]
+        texts = dict(con.execute(sql("drift_example_texts.sql", staged=current.staged), {"rows": wanted}).fetchall())
+    signal = RepresentationSignal(
+        auc=measured.auc,
+        auc_ci=measured.auc_ci,
+        p=measured.p,
+        p_holm=p_holm,
+        drifted=(measured.auc >= min_auc and p_holm < ALPHA) if measured.judged else None,
+        rows=RepresentationSides.model_validate(measured.rows),
+        examples=[
+            RepresentationExample(**e, text=None if (t := texts.get(e["row_index"])) is None else t[:TEXT_CHARS]) for e in measured.examples
+        ],
+    )
+    if not measured.judged:
+        side = min(("reference", "current"), key=lambda k: measured.rows[k]["test"])
+        signal.reason = f"not judged: {measured.rows[side]['test']} test rows in the {side} run (at least {MIN_TEST_ROWS} needed)"
+    return signal
 
 
 def recorded_reference(reference: Location) -> RecordedMetrics:

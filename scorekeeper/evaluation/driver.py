@@ -19,7 +19,7 @@ import posixpath
 from datetime import UTC, datetime
 
 from scorekeeper.evaluation.base import Coverage, Evaluation, HeadEvaluation, Logger
-from scorekeeper.evaluation.drift import DEFAULT_MIN_PSI
+from scorekeeper.evaluation.drift import DEFAULT_MIN_AUC, DEFAULT_MIN_PSI
 from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
 from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
@@ -64,6 +64,8 @@ def evaluate_run(
     drift_reference: Location | None = None,
     drift_min_psi: float = DEFAULT_MIN_PSI,
     labelling: LabelRequest | None = None,
+    drift_min_auc: float = DEFAULT_MIN_AUC,
+    scored_with: dict | None = None,
 ) -> MetricsDocument:
     """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
     in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
@@ -71,7 +73,9 @@ def evaluate_run(
     `max_length` the length the run was scored at (scoring.long_text), for `length_impact`.
     `label_columns` the 0/1 columns the ground truth came from, when it did (truth_matching says so).
     `drift_reference` a completed run to measure drift and estimate performance against.
-    `labelling` the labelling plan to draw (or the pinned one) and estimate from (labelling.py)."""
+    `labelling` the labelling plan to draw (or the pinned one) and estimate from (labelling.py).
+    `scored_with` the scoring facts the gather reports (dtype, long_text): whether this run's
+    embeddings compare with the drift reference's (representation.py)."""
     kind = evaluation_for(head)
     con = open_evaluation(run, labels)
     try:
@@ -95,7 +99,9 @@ def evaluate_run(
             document.truth_matching = document.truth_matching.model_copy(update={"column_type": ColumnKind.LABEL_COLUMNS})
         if drift_reference is not None:
             name = posixpath.basename(drift_reference.path.rstrip("/"))
-            document.drift, document.estimated = monitor(con, kind, labels, slice_columns, drift_reference, name, drift_min_psi)
+            document.drift, document.estimated = monitor(
+                con, kind, labels, slice_columns, drift_reference, name, drift_min_psi, run, scored_with, drift_min_auc
+            )
         if labelling is not None:
             from_files = source == "ground_truth_uri"
             document.label_plan, prediction_powered = label_run(ev, kind, labelling, coverage.scored, from_files)

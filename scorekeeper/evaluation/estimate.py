@@ -211,11 +211,34 @@ def f1_from_expected(cells: list[tuple[float, float, float]]) -> tuple[float | N
     return (sum(f1s) / len(f1s) if f1s else None), micro
 
 
-def monitor(con, kind: HeadEvaluation, labels: list[str], slice_columns: list[str], reference, reference_name: str, min_psi: float):
+def monitor(
+    con,
+    kind: HeadEvaluation,
+    labels: list[str],
+    slice_columns: list[str],
+    reference,
+    reference_name: str,
+    min_psi: float,
+    run=None,
+    scored_with: dict | None = None,
+    min_auc: float = d.DEFAULT_MIN_AUC,
+):
     """(drift, estimated) of the run on `con` (its `predictions` and `staged` views) against the
-    completed run `reference` (a Location)."""
+    completed run `reference` (a Location). With `run` (this run's folder; `scored_with` its scoring
+    section as the gather has it: dtype, long_text), SPEC 14's representation signal and moved tokens too."""
+    from scorekeeper.evaluation.representation import compare_runs
+    from scorekeeper.evaluation.words import moved_tokens
+
     ref_side = d.open_reference(con, reference, slice_columns)
     current = d.current_side(con, labels, slice_columns)
-    drift = d.drift(con, kind, ref_side, current, slice_columns, reference_name, min_psi)
+    representation = compare_runs(reference, run, scored_with) if run is not None else None
+    drift = d.drift(con, kind, ref_side, current, slice_columns, reference_name, min_psi, representation, min_auc)
+    if run is not None:
+        moved = moved_tokens(con, reference, run)
+        if isinstance(moved, str):
+            drift.skipped["moved_tokens"] = moved
+            drift.moved_tokens = None
+        else:
+            drift.moved_tokens = moved
     recorded = d.recorded_reference(reference)
     return drift, estimate(con, kind, labels, recorded, reference_name, drift.rows.current, drift)

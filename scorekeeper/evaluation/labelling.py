@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from scorekeeper.errors import InputError
-from scorekeeper.evaluation.duck import Fragment, identifier, parquet_uri, sql
+from scorekeeper.evaluation.duck import Fragment, identifier, one_row, parquet_uri, parquet_view, sql
 from scorekeeper.metrics.document import EstimateBias, LabelPlan, PredictionPowered, PredictionPoweredMetric, RecordedMetrics
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
@@ -103,29 +103,61 @@ def label_run(ev, kind, request: LabelRequest, scored: int, from_files: bool) ->
             "SELECT list(DISTINCT s.id::VARCHAR ORDER BY s.id::VARCHAR)[:3] FROM pp_labelled AS t "
             "JOIN staged AS s ON s.row_index = t.row_index ANTI JOIN pp_planned AS p ON p.row_index = t.row_index"
         ).fetchone()
-        raise InputError(
-            f"ground_truth_uri labels none of the {plan.rows} rows of run {request.key}'s labelling plan but {outside} rows "
-            f"outside it (ids {', '.join(ids or [])}, ...): labels of another run's plan? Label the rows of "
-            f"{PLAN_REPORT} of run {request.key}"
-        )
+        raise InputError(another_plans_labels(request.key, plan.rows, outside, ids or []))
     return plan, document
 
 
+def another_plans_labels(key: str, plan_rows: int, outside: int, ids: list[str]) -> str:
+    """The refusal of ground truth that labels none of run `key`'s plan rows but `outside` other rows
+    of the run (a few of their `ids`): the labels of another run's plan."""
+    return (
+        f"ground_truth_uri labels none of the {plan_rows} rows of run {key}'s labelling plan but {outside} rows "
+        f"outside it (ids {', '.join(ids)}, ...): labels of another run's plan? Label the rows of {PLAN_REPORT} of run {key}"
+    )
+
+
+def plan_labels_refusal(run: RunFolder, plan: dict, key: str, truth_path: str) -> str | None:
+    """The evaluate step's refusal of another run's plan's labels, made before anything starts: the
+    staged ground truth at `truth_path` (id, label) against the pinned plan's rows (its published
+    label_plan.parquet) and the run's staged ids. None when some of its ids are the plan's, or none
+    is the run's (the evaluate step judges those), or the run's files are not there to compare."""
+    plan_file = PLAN_REPORT if run.exists(PLAN_REPORT) else PLAN_WORK
+    if not (run.exists(plan_file) and run.exists(RunFolder.STAGED_INPUT)):
+        return None
+    from scorekeeper.evaluation.duck import connect_run
+
+    con = connect_run(run)
+    try:
+        con.execute("SET VARIABLE pp_truth_file = ?", [truth_path])
+        parquet_view(con, "planned", run, plan_file)
+        parquet_view(con, "staged", run, RunFolder.STAGED_INPUT)
+        in_plan, outside, ids = one_row(con.execute(sql("plan_labels.sql")))
+    finally:
+        con.close()
+    if in_plan or not outside:
+        return None
+    return another_plans_labels(key, int(plan.get("rows") or 0), int(outside), list(ids or []))
+
+
 def draw_plan(ev, kind, request: LabelRequest, scored: int) -> tuple[LabelFreeModel, LabelPlan]:
-    """The plan of the run on `ev.con`: pp_design (f, u, w, pi, draw per scored row) and pp_planned
-    (the plan's rows), and metrics.json `label_plan`; writes work/label_plan.parquet."""
+    """The plan of the run on `ev.con`: the view pp_design (f, u, w, pi, draw per scored row) and the
+    table pp_planned (the plan's rows: row_index, f, u, pi), and metrics.json `label_plan`; writes
+    work/label_plan.parquet."""
     con = ev.con
+    # pp_focus: the predictions of the rows whose cells the estimator reads (the labelled plan rows, later)
+    con.execute("CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT * FROM predictions LIMIT 0")
     model = kind.label_free(ev, request.reference)
-    design = {"active": request.sampling == "active", "target": min(request.budget, scored), "key": request.key, "draw": not request.pinned}
-    con.execute(sql("plan_design.sql"), design)
+    set_variables(con, key=request.key, active=request.sampling == "active", target=min(request.budget, scored))
+    con.execute(sql("plan_design.sql"))
+    # pp_planned: the plan's rows with their f, u and pi, from one pass over pp_design that also sums pi
+    # (the draw, sha256 of every row, only for a new plan; a pinned plan's rows are its file's)
     if request.pinned:
         uri = parquet_uri(ev.run, PLAN_REPORT if ev.run.exists(PLAN_REPORT) else PLAN_WORK)
-        con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT DISTINCT row_index FROM read_parquet(?)", [uri])
+        con.execute("CREATE OR REPLACE TEMP TABLE pp_pinned AS SELECT DISTINCT row_index FROM read_parquet(?)", [uri])
+        con.execute(sql("plan_draw.sql", planned=Fragment("row_index IN (SELECT row_index FROM pp_pinned)")))
     else:
-        con.execute("CREATE OR REPLACE TEMP TABLE pp_planned AS SELECT row_index FROM pp_design WHERE draw < pi")
-    rows, expected = con.execute(
-        "SELECT (SELECT count(*) FROM pp_planned JOIN pp_design USING (row_index)), (SELECT sum(pi) FROM pp_design)"
-    ).fetchone()
+        con.execute(sql("plan_draw.sql", planned=Fragment("draw < pi")))
+    rows, expected = con.execute("SELECT (SELECT count(*) FROM pp_planned), (SELECT expected FROM pp_drawn)").fetchone()
     _write_plan_file(ev)
     plan = LabelPlan(
         sampling=request.sampling,
@@ -171,13 +203,16 @@ def prediction_powered(ev, kind, request: LabelRequest, model: LabelFreeModel, s
     response = labelled / plan_rows
     con.execute(
         "CREATE OR REPLACE TEMP TABLE pp_sample AS "
-        "SELECT d.row_index, d.pi * ? AS pi FROM pp_design AS d SEMI JOIN pp_targets AS t ON t.row_index = d.row_index",
+        "SELECT d.row_index, d.pi * ? AS pi FROM pp_planned AS d SEMI JOIN pp_targets AS t ON t.row_index = d.row_index",
         [response],
     )
-    # one pass over every row's cells: each target's sum of f, and f on the sample's rows
-    f_all, sample_f = {}, {}
-    for metric, term, total, rows, fs in con.execute(sql("pp_totals.sql")).fetchall():
-        f_all[(metric, term)] = float(total)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT p.* FROM predictions AS p SEMI JOIN pp_sample AS s ON s.row_index = p.row_index"
+    )
+    # each target's sum of f over every row (the kind's one pass), and f on the sample's rows
+    f_all = {(metric, term): float(total or 0.0) for metric, term, total in con.execute("SELECT * FROM pp_cell_totals").fetchall()}
+    sample_f: dict[tuple[str, str], tuple[list, list]] = dict.fromkeys(f_all, ([], []))
+    for metric, term, rows, fs in con.execute(sql("pp_totals.sql")).fetchall():
         sample_f[(metric, term)] = (rows or [], fs or [])
     targets = con.execute(
         "SELECT metric, term, list(row_index ORDER BY row_index), list(y ORDER BY row_index) FROM pp_targets GROUP BY ALL"

@@ -380,7 +380,7 @@ def residual_estimate(estimated: Estimated, reference: RecordedMetrics, outputs:
         return
     per_output: dict[str, float | None] = {}
     for i, name in enumerate(outputs):
-        signal = drift.signals.get(regression_signal(outputs, i))
+        signal = drift.binned().get(regression_signal(outputs, i))
         recorded = residuals.get(name)
         recorded_bins = recorded.bins if recorded is not None else []
         edges = recorded.edges if recorded is not None else None

@@ -506,17 +506,72 @@ class DriftRows(Part):
     current: int
 
 
+class RepresentationRows(Part):
+    fit: int
+    test: int
+
+
+class RepresentationSides(Part):
+    reference: RepresentationRows
+    current: RepresentationRows
+
+
+class RepresentationExample(Part):
+    """A current test row the classifier is surest is unlike the reference (the largest decision function)."""
+
+    row_index: int
+    id: int | str | None
+    text: str | None  # the first 300 characters of the text column
+    score: float  # the decision function
+
+
+class RepresentationSignal(Part):
+    """drift.signals.representation (SPEC section 14, scorekeeper/evaluation/representation.py): a
+    classifier of the two runs' embeddings, its held-out AUC and the one-sided Mann-Whitney p."""
+
+    auc: float
+    auc_ci: list[float]  # Hanley-McNeil, clipped to [0, 1]
+    p: float
+    p_holm: float
+    drifted: bool | None  # null: not judged (fewer than 100 test rows in either run, `reason`)
+    reason: str | None = None
+    rows: RepresentationSides
+    examples: list[RepresentationExample]  # the 20 current test rows most unlike the reference, largest score first
+
+
+class MovedToken(Part):
+    """One of drift.moved_tokens (SPEC section 14): a token whose share moved most between the runs."""
+
+    token_id: int
+    token: str | None
+    reference_count: int
+    current_count: int
+    reference_share: float
+    current_share: float
+    log_ratio: float  # ln(current_share / reference_share)
+
+
 class Drift(Part):
     """metrics.json `drift` (scorekeeper/evaluation/drift.py): signals worst PSI first."""
 
     reference: str
     rows: DriftRows
     min_psi: float
-    signals: dict[str, DriftSignal]
+    signals: dict[str, DriftSignal | RepresentationSignal]  # section 12's worst PSI first, then representation
     drifted: list[str]
     drifted_signals: int | None  # len(drifted): what the drifted_signals gate reads; null when no signal was judged
     alarm: bool | None  # any signal drifted; null when no signal was judged
-    skipped: dict[str, str]  # signal -> why one of the runs cannot supply it
+    skipped: dict[str, str]  # signal (or moved_tokens) -> why one of the runs cannot supply it
+    min_auc: float | None = None  # drift_min_auc, the representation signal's floor
+    moved_tokens: list[MovedToken] | None = None  # the 20 tokens whose share moved most; null: `skipped` says why
+
+    def binned(self) -> dict[str, DriftSignal]:
+        """Section 12's signals (bins, PSI), worst PSI first: every signal but representation."""
+        return {name: s for name, s in self.signals.items() if isinstance(s, DriftSignal)}
+
+    def representation(self) -> RepresentationSignal | None:
+        """SPEC section 14's representation signal, when it was measured."""
+        return next((s for s in self.signals.values() if isinstance(s, RepresentationSignal)), None)
 
 
 class Estimated(Part):

@@ -28,9 +28,9 @@ def bin_label(b: DriftBin) -> str:
 def drift_svg(document: MetricsDocument) -> str:
     """The worst signals' bins, both runs' shares side by side; empty without drift."""
     drift = document.drift
-    if drift is None or not drift.signals:
+    if drift is None or not drift.binned():
         return ""
-    shown = list(drift.signals.items())[:SHOWN_SIGNALS]
+    shown = list(drift.binned().items())[:SHOWN_SIGNALS]
     panel_w, panel_h, top = 360, 230, 56
     c = plots.Canvas(panel_w * len(shown) + 20, top + panel_h + 70, "Drift: the worst signals")
     plots.title(c, "Drift: the worst signals", f"share of rows per bin; reference run {drift.reference} against this run")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scorekeeper.escape import md_code, md_text
-from scorekeeper.metrics.document import Drift, DriftSignal, MetricsDocument
+from scorekeeper.metrics.document import Drift, DriftSignal, MetricsDocument, RepresentationSignal
 from scorekeeper.metrics.registry import metric_value, run_metrics, value_at
 from scorekeeper.report.render import fmt
 from scorekeeper.report.report_stats import pvalue
@@ -29,12 +29,20 @@ def alarm_sentence(drift: Drift) -> str:
         reason = signals[0][1].reason or "too few rows"
         return f"Drift not judged {against}: {reason}."
     if drift.alarm:
-        moved = ", ".join(f"{name} (PSI {drift.signals[name].psi:.3g})" for name in drift.drifted)
+        moved = ", ".join(f"{name} ({_size(drift.signals[name])})" for name in drift.drifted)
         return f"Drift alarm: {len(drift.drifted)} of {len(signals)} signals moved {against}: {moved}."
     if not signals:
         return f"No drift signal could be measured {against}."
-    name, worst = signals[0]
-    return f"No drift {against}: no signal moved by PSI >= {drift.min_psi:g} beyond noise (largest PSI {worst.psi:.3g}, {name})."
+    binned = list(drift.binned().items())
+    largest = f"largest PSI {binned[0][1].psi:.3g}, {binned[0][0]}" if binned else "no PSI signal"
+    rep = drift.representation()
+    if rep is not None:
+        largest += f"; representation AUC {rep.auc:.3g}"
+    return f"No drift {against}: no signal moved by PSI >= {drift.min_psi:g} beyond noise ({largest})."
+
+
+def _size(signal: DriftSignal | RepresentationSignal) -> str:
+    return f"PSI {signal.psi:.3g}" if isinstance(signal, DriftSignal) else f"AUC {signal.auc:.3g}"
 
 
 @dataclass(frozen=True)
@@ -66,13 +74,13 @@ def drift_markdown(document: MetricsDocument) -> list[str]:
     drift = document.drift
     if drift is None:
         return []
-    lines = [
-        f"**{md_text(alarm_sentence(drift))}**",
-        "",
+    lines = [f"**{md_text(alarm_sentence(drift))}**", ""]
+    lines += representation_markdown(drift)
+    lines += [
         "| signal | kind | PSI | p | p (Holm) | KS | drifted |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, s in drift.signals.items():
+    for name, s in drift.binned().items():
         lines.append(f"| {md_code(name)} | {s.kind} | {s.psi:.4g} | {pvalue(s.p)} | {pvalue(s.p_holm)} | {fmt(s.ks)} | {_verdict(s)} |")
     if drift.skipped:
         lines += ["", "Skipped: " + "; ".join(f"{md_code(n)} ({md_text(why)})" for n, why in drift.skipped.items()) + "."]
@@ -103,5 +111,37 @@ def estimate_markdown(document: MetricsDocument) -> list[str]:
     return lines
 
 
-def _verdict(s: DriftSignal) -> str:
+def representation_markdown(drift: Drift) -> list[str]:
+    """SPEC 14 under the alarm: the representation signal with the texts most unlike the reference,
+    and beside it the tokens whose share moved most ("what the texts say more, and less")."""
+    lines: list[str] = []
+    rep = drift.representation()
+    if rep is not None:
+        rows = rep.rows
+        lines += [
+            f"Representation (a classifier of both runs' embeddings, {rows.reference.fit} + {rows.current.fit} rows fit, "
+            f"{rows.reference.test} + {rows.current.test} tested): AUC {rep.auc:.3f} [{rep.auc_ci[0]:.3f}, {rep.auc_ci[1]:.3f}], "
+            f"p {pvalue(rep.p)}, p (Holm) {pvalue(rep.p_holm)}, floor {fmt(drift.min_auc)}: {_verdict(rep)}"
+            + (f" ({md_text(rep.reason)})" if rep.reason else "")
+            + ".",
+            "",
+        ]
+        if rep.examples:
+            lines += ["The texts most unlike the reference (this run's test rows the classifier scores highest):", ""]
+            lines += ["| row | id | score | text |", "|---|---|---|---|"]
+            lines += [f"| {e.row_index} | {md_text(e.id)} | {e.score:.3g} | {md_text(e.text or '')} |" for e in rep.examples]
+            lines.append("")
+    if drift.moved_tokens:
+        lines += ["What the texts say more, and less (the tokens whose share moved most; not a test):", ""]
+        lines += ["| token | reference | this run | ln(this run / reference) |", "|---|---|---|---|"]
+        lines += [
+            f"| {md_text(t.token)} | {t.reference_count} ({t.reference_share:.3%}) | {t.current_count} ({t.current_share:.3%}) | "
+            f"{t.log_ratio:+.2f} |"
+            for t in drift.moved_tokens
+        ]
+        lines.append("")
+    return lines
+
+
+def _verdict(s: DriftSignal | RepresentationSignal) -> str:
     return "not judged" if s.drifted is None else "**drifted**" if s.drifted else "no"

@@ -1,19 +1,22 @@
--- reads: predictions
--- creates: pp_ml_calibrated, pp_label_free, pp_cells
+-- reads: predictions, pp_focus
+-- creates: pp_ml_calibrated_of, pp_ml_calibrated, pp_label_free, pp_ml_cells_of, pp_cells, pp_cell_totals
 -- A multi-label run's label-free predictions for its labelling plan and prediction-powered metrics
 -- (docs/labelling.md). Per label k, q_k = (truth_kb + p_k) / (rows_kb + 1) at the row's bin of p_k
 -- (pp_truth, pp_rows: the reference's calibration_by_label; not renormalised) with a reference
 -- (pp_reference true), else the probability p_k; a label is predicted when it is among the row's
--- predicted_labels (pp_names: the labels in model order). pp_label_free: f = subset accuracy's
--- prod_k (q_k if predicted else 1 - q_k), u = the mean over labels of sqrt(q_k (1 - q_k)).
--- pp_cells: per row and target, f (micro_f1 pools the labels: TP, FP, FN summed over them).
-CREATE OR REPLACE TEMP VIEW pp_ml_calibrated AS
+-- predicted_labels (pp_names: the labels in model order). The table macro pp_ml_calibrated_of(table):
+-- q per row of a table of predictions and label; pp_ml_calibrated: per scored row. pp_label_free: f =
+-- subset accuracy's prod_k (q_k if predicted else 1 - q_k), u = the mean over labels of
+-- sqrt(q_k (1 - q_k)). pp_ml_cells_of(table): per row and target, f (micro_f1 pools the labels: TP,
+-- FP, FN summed over them); pp_cells: those of pp_focus (the labelled plan rows' predictions);
+-- pp_cell_totals: per target, the sum of f over every scored row.
+CREATE OR REPLACE TEMP MACRO pp_ml_calibrated_of(source) AS TABLE
 WITH per_label AS (
     SELECT row_index,
            unnest(range(len(probabilities))) AS label_id,
            unnest(probabilities) AS p,
            unnest(list_transform(probabilities, lambda p, i: list_contains(predicted_labels, (getvariable('pp_names')::VARCHAR[])[i]))) AS predicted
-    FROM predictions
+    FROM query_table(source)
 )
 SELECT row_index, label_id, predicted,
        CASE WHEN getvariable('pp_reference')
@@ -22,6 +25,8 @@ SELECT row_index, label_id, predicted,
             ELSE p END AS q
 FROM per_label;
 
+CREATE OR REPLACE TEMP VIEW pp_ml_calibrated AS SELECT * FROM pp_ml_calibrated_of('predictions');
+
 CREATE OR REPLACE TEMP VIEW pp_label_free AS
 SELECT row_index,
        product(CASE WHEN predicted THEN q ELSE 1 - q END) AS f,
@@ -29,17 +34,26 @@ SELECT row_index,
 FROM pp_ml_calibrated
 GROUP BY row_index;
 
-CREATE OR REPLACE TEMP VIEW pp_cells AS
-SELECT row_index, 'subset_accuracy' AS metric, '' AS term, f FROM pp_label_free
+CREATE OR REPLACE TEMP MACRO pp_ml_cells_of(source) AS TABLE
+WITH calibrated AS (
+    SELECT * FROM pp_ml_calibrated_of(source)
+)
+SELECT row_index, 'subset_accuracy' AS metric, '' AS term, product(CASE WHEN predicted THEN q ELSE 1 - q END) AS f
+FROM calibrated GROUP BY row_index
 UNION ALL
-SELECT row_index, 'macro_f1', 'TP:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN q ELSE 0 END FROM pp_ml_calibrated
+SELECT row_index, 'macro_f1', 'TP:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN q ELSE 0 END FROM calibrated
 UNION ALL
-SELECT row_index, 'macro_f1', 'FP:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN 1 - q ELSE 0 END FROM pp_ml_calibrated
+SELECT row_index, 'macro_f1', 'FP:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN 1 - q ELSE 0 END FROM calibrated
 UNION ALL
-SELECT row_index, 'macro_f1', 'FN:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN 0 ELSE q END FROM pp_ml_calibrated
+SELECT row_index, 'macro_f1', 'FN:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1], CASE WHEN predicted THEN 0 ELSE q END FROM calibrated
 UNION ALL
-SELECT row_index, 'micro_f1', 'TP', sum(CASE WHEN predicted THEN q ELSE 0 END) FROM pp_ml_calibrated GROUP BY row_index
+SELECT row_index, 'micro_f1', 'TP', sum(CASE WHEN predicted THEN q ELSE 0 END) FROM calibrated GROUP BY row_index
 UNION ALL
-SELECT row_index, 'micro_f1', 'FP', sum(CASE WHEN predicted THEN 1 - q ELSE 0 END) FROM pp_ml_calibrated GROUP BY row_index
+SELECT row_index, 'micro_f1', 'FP', sum(CASE WHEN predicted THEN 1 - q ELSE 0 END) FROM calibrated GROUP BY row_index
 UNION ALL
-SELECT row_index, 'micro_f1', 'FN', sum(CASE WHEN predicted THEN 0 ELSE q END) FROM pp_ml_calibrated GROUP BY row_index;
+SELECT row_index, 'micro_f1', 'FN', sum(CASE WHEN predicted THEN 0 ELSE q END) FROM calibrated GROUP BY row_index;
+
+CREATE OR REPLACE TEMP VIEW pp_cells AS SELECT * FROM pp_ml_cells_of('pp_focus');
+
+CREATE OR REPLACE TEMP VIEW pp_cell_totals AS
+SELECT metric, term, sum(f) AS f FROM pp_ml_cells_of('predictions') GROUP BY ALL;
