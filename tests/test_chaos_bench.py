@@ -23,7 +23,7 @@ def test_two_chaos_trials_end_exact_with_minimal_resumes(tmp_path):
     out = tmp_path / "chaos.json"
     command = [
         sys.executable, str(REPO / "bench" / "chaos.py"), "--seed", "1", "--only", "0", "--only", "4",
-        "--prefect-api", prefect_session.api_url(), "--json", str(out), "--work", str(tmp_path / "work"),
+        "--prefect-api", prefect_session.api_url(), "--no-control", "--json", str(out), "--work", str(tmp_path / "work"),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=400, cwd=REPO)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
