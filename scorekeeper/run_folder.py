@@ -189,6 +189,10 @@ class CommitRecord(BaseModel):
     def from_bytes(cls, data: bytes) -> CommitRecord:
         return cls.model_validate_json(data)
 
+    def files(self) -> list[str]:
+        """The files this commit names in the run folder: its shard and the parts committed with it."""
+        return [self.shard, *(part.name for part in (self.embeddings, self.token_counts) if part is not None)]
+
 
 class FileSeal(BaseModel):
     """One output as its run published it (complete.json `outputs[name]`, scorekeeper/run_seal.py)."""

@@ -30,7 +30,7 @@ from scorekeeper.errors import ScoringFailed
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import ScoreRequest
 from scorekeeper.report.report import groups_markdown, render_html
-from scorekeeper.run_folder import cut_ranges
+from scorekeeper.run_folder import CommitRecord, cut_ranges
 from scorekeeper.scoring_summary import GroupSummary, ScoringSummary
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
@@ -298,7 +298,9 @@ class Stack:
         assert embeddings.column("row_index").to_pylist() == alone.column("row_index").to_pylist() == list(range(len(self.rows)))
         got, want = (np.array(t.column("embedding").to_pylist()) for t in (embeddings, alone))
         assert np.abs(got - want).max() < 1e-4
-        words = pq.read_table(io.BytesIO(self.read(run, "report", "token_counts.parquet")))
+        # the published counts, or the gather's sum where only the gather ran (RunFolder.TOKEN_COUNTS_WORK)
+        published = self.s3.filesystem().exists(f"{self.bucket}/runs/{run}/report/token_counts.parquet")
+        words = pq.read_table(io.BytesIO(self.read(run, "report" if published else "work", "token_counts.parquet")))
         assert words.equals(pq.read_table(single / "report" / "token_counts.parquet"))
 
 
@@ -415,9 +417,11 @@ def test_two_copies_of_the_same_group_at_once_count_each_range_once(stack):
     assert {r["worker"] for r in records} == {"machine-a", "machine-b"}  # the copies ran side by side
     commits = stack.commits("same-group")
     assert sorted(commits) == ranges
-    # The commits were shared out between the copies; a copy that lost a range removed its shard.
+    # The commits were shared out between the copies; a copy that lost a range removed its shard
+    # and the parts committed with it: the shard folder holds exactly what the commits name.
     fs = stack.s3.filesystem()
-    assert len(fs.find(f"{stack.bucket}/runs/same-group/work/shards")) == len(ranges)
+    named = sorted(f"{stack.bucket}/runs/same-group/{f}" for c in commits.values() for f in CommitRecord.model_validate(c).files())
+    assert sorted(fs.find(f"{stack.bucket}/runs/same-group/work/shards")) == named
 
 
 @pytest.mark.integration

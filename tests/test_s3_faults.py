@@ -156,7 +156,7 @@ def test_transient_5xx_throttling_and_dropped_connections_are_retried_and_the_ru
     assert commit_names == [f"work/commits/range-{i:07d}.json" for i in range(ranges)]
     records = [CommitRecord.from_bytes(moto.filesystem().cat_file(f"{bucket}/runs/r/{c}")) for c in commit_names]
     assert [(r.start, r.end) for r in records] == [(s, min(s + ROWS_PER_RANGE, ROWS)) for s in range(0, ROWS, ROWS_PER_RANGE)]
-    assert sorted(r.shard for r in records) == shard_names
+    assert sorted(f for r in records for f in r.files()) == shard_names
     assert {"predictions.parquet", "report/metrics.json"} <= set(objects)
 
 

@@ -143,7 +143,7 @@ def commit_shard(
     )
     if run.create_commit(record):
         return True
-    for name in [shard, *(p.name for p in parts.values())]:
+    for name in record.files():
         run.remove(name)  # another attempt committed this range first; ours is not needed
     return False
 
