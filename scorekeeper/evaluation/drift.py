@@ -288,26 +288,7 @@ def drift(
     rows = {side.side: int(con.execute(sql("drift_rows.sql", source=side.predictions)).fetchone()[0]) for side in (reference, current)}
     m, n = rows["reference"], rows["current"]
     stats = {signal: (int(b), float(psi)) for signal, b, _, _, psi in con.execute(sql("drift_psi.sql")).fetchall()}
-    bins: dict[str, list[DriftBin]] = {}
-    for signal, b, is_null, value, is_other, a, c in con.execute(sql("drift_bin_rows.sql")).fetchall():
-        lower = upper = None
-        if signal in edges and not is_null:
-            e = edges[signal]
-            lower = e[b - 1] if b > 0 else None
-            upper = e[b] if b < len(e) else None
-        bins.setdefault(signal, []).append(
-            DriftBin(
-                value=value,
-                null=bool(is_null),
-                other=bool(is_other),
-                lower=lower,
-                upper=upper,
-                reference_rows=int(a),
-                current_rows=int(c),
-                reference=a / m if m else 0.0,
-                current=c / n if n else 0.0,
-            )
-        )
+    bins = bin_rows(con, edges, m, n)
     names = sorted(stats)
     p = {s: chi_square_p(stats[s][1], m, n, stats[s][0]) for s in names}
     family = names + ([REPRESENTATION] if isinstance(representation, Measured) else [])
@@ -355,6 +336,32 @@ def drift(
         skipped=skipped,
         min_auc=min_auc,
     )
+
+
+def bin_rows(con, edges: dict[str, list[float]], m: int, n: int) -> dict[str, list[DriftBin]]:
+    """Every signal's bins (drift_bin_rows.sql) with their edges (numeric signals) and both runs'
+    counts and shares (m, n: the runs' rows)."""
+    bins: dict[str, list[DriftBin]] = {}
+    for signal, b, is_null, value, is_other, a, c in con.execute(sql("drift_bin_rows.sql")).fetchall():
+        lower = upper = None
+        if signal in edges and not is_null:
+            e = edges[signal]
+            lower = e[b - 1] if b > 0 else None
+            upper = e[b] if b < len(e) else None
+        bins.setdefault(signal, []).append(
+            DriftBin(
+                value=value,
+                null=bool(is_null),
+                other=bool(is_other),
+                lower=lower,
+                upper=upper,
+                reference_rows=int(a),
+                current_rows=int(c),
+                reference=a / m if m else 0.0,
+                current=c / n if n else 0.0,
+            )
+        )
+    return bins
 
 
 def representation_signal(con, current: RunSide, measured: Measured, p_holm: float, min_auc: float) -> RepresentationSignal:

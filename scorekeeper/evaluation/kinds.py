@@ -15,5 +15,5 @@ KINDS: dict[HeadKind, HeadEvaluation] = {e.kind: e for e in (single_label.EVALUA
 
 
 def evaluation_for(head: HeadKind) -> HeadEvaluation:
-    """The evaluation of `head`'s kind."""
-    return KINDS[head]
+    """The evaluation of `head`'s kind (a name that is not a kind: ValueError, as HeadKind says)."""
+    return KINDS[HeadKind(head)]
