@@ -24,7 +24,7 @@ from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
 from scorekeeper.metrics.registry import history_columns, lower_is_better, metric_value, number_at, value_at
 from scorekeeper.report import plots
-from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, estimate_rows
+from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
 from scorekeeper.report.labelling_report import labelling_markdown, labels_back_commands, pp_notes, sample_note
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
 from scorekeeper.report.render import (
@@ -140,6 +140,7 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
 # The sections rendered once (scorekeeper/report/view.py): name -> the view's builder; each has
 # templates/<name>.md.j2 and templates/<name>.html.j2, which read that view only.
 SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] = {
+    "drift": lambda metrics, _facts: drift_view(metrics),
     "length": lambda metrics, _facts: length_view(metrics),
 }
 
@@ -331,7 +332,7 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             regression_plots=_regression_svgs(metrics, svgs),
             length=render_html_section("length", length_view(metrics)),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
-            estimates=estimate_rows(metrics),
+            drift=render_html_section("drift", drift_view(metrics)),
             labelling_notes=pp_notes(metrics),
             labels_back=labels_back_commands(run) if metrics.label_plan else None,
             sample_note=sample_note(metrics),

@@ -49,6 +49,11 @@ def _raw(value) -> str:
     return "" if value is None else repr(value)
 
 
+def _item(n: Num, index: int) -> Num:
+    """An interval's end as a number of its own, its path the interval's and the index."""
+    return Num(n.value[index], (*n.key, index), n.digits)
+
+
 def _filters() -> dict:
     return {
         "fmt": fmt,
@@ -58,6 +63,8 @@ def _filters() -> dict:
         "key": lambda path: json.dumps(list(path), ensure_ascii=False),
         "raw": _raw,
         "thousands": lambda value: f"{value:,}",
+        "item": _item,
+        "spec": format,  # {{ x | spec(".3g") }}: Python's format specification
     }
 
 
