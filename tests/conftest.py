@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -88,7 +89,24 @@ def pytest_unconfigure(config):
 def golden_build(tmp_path_factory):
     """bench/golden.py's evaluations built once, through connections that check each SQL file's
     header as it runs (tests/sql_check.py): (the folder of published files, the SQL files run in order).
-    tests/test_golden.py compares the files with the snapshot, tests/test_sql_files.py the order."""
+    tests/test_golden.py compares the files with the snapshot, tests/test_evaluation_kinds.py reads
+    the documents, tests/test_sql_files.py the order. Once for the whole run: under xdist the first
+    worker to ask builds it into the run's shared temporary folder, holding a file lock, and the
+    other reads what it left (a build that failed leaves nothing, so the next asker builds again)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out, order = shared / "golden" / "build", shared / "golden" / "ran.json"
+    with FileLock(str(shared / "golden.lock")):
+        if not order.is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            out.parent.mkdir(exist_ok=True)
+            order.write_text(json.dumps(_build_golden(out)))
+    return out, json.loads(order.read_text())
+
+
+def _build_golden(out) -> list[str]:
     from bench.golden import build
     from scorekeeper.evaluation import duck
     from tests.sql_check import Checked
@@ -97,8 +115,7 @@ def golden_build(tmp_path_factory):
     connect = duck.connect
     duck.connect = lambda fs=None: Checked(connect(fs), ran)
     try:
-        out = tmp_path_factory.mktemp("golden") / "build"
         build(out)
     finally:
         duck.connect = connect
-    return out, ran
+    return ran
