@@ -58,6 +58,49 @@ def prefect_api():
         yield url
 
 
+# -- the order of the files ------------------------------------------------------------------
+# ./test.sh hands whole files to two xdist workers in collection order (--dist loadfile
+# --no-loadscope-reorder). A long file started last keeps one worker busy while the other idles,
+# so the files are collected longest first: by each test's duration in the last run that ran it
+# (pytest's cache, recorded below), else by its tier (an integration or slow test is a subprocess,
+# a server or a model: tens of seconds; a fast one well under one). The order of the tests inside a
+# file is kept.
+_DURATIONS = "scorekeeper/test_seconds"
+_GUESS_S = {True: 30.0, False: 0.3}
+_SEEN: dict[str, float] = {}
+
+
+def _recorded_seconds(config) -> dict[str, float]:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # an xdist worker: the controller's reading, so both collect alike
+        return workerinput.get(_DURATIONS) or {}
+    cache = getattr(config, "cache", None)
+    return cache.get(_DURATIONS, {}) if cache is not None else {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[_DURATIONS] = _recorded_seconds(node.config)
+
+
+def pytest_collection_modifyitems(config, items):
+    recorded = _recorded_seconds(config)
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def cost(tests: list) -> float:
+        heavy = lambda item: any(item.get_closest_marker(m) for m in ("integration", "slow"))  # noqa: E731
+        return sum(recorded.get(item.nodeid, _GUESS_S[heavy(item)]) for item in tests)
+
+    items[:] = [item for tests in sorted(files.values(), key=cost, reverse=True) for item in tests]
+
+
+def pytest_runtest_logreport(report):
+    """Each test's setup, call and teardown, summed (in xdist's controller: as the workers report them)."""
+    _SEEN[report.nodeid] = _SEEN.get(report.nodeid, 0.0) + report.duration
+
+
 # -- leaving ----------------------------------------------------------------------------------
 _SESSION: dict[str, int] = {}
 
@@ -68,6 +111,9 @@ def pytest_sessionfinish(session, exitstatus):
     from tests import prefect_session
 
     _SESSION["exitstatus"] = int(exitstatus)
+    cache = getattr(session.config, "cache", None)
+    if _SEEN and cache is not None and not hasattr(session.config, "workerinput"):
+        cache.set(_DURATIONS, {**cache.get(_DURATIONS, {}), **{k: round(v, 2) for k, v in _SEEN.items()}})
     try:
         prefect_session.stop()
     finally:
