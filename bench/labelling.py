@@ -40,6 +40,7 @@ from scorekeeper.evaluation import labelling  # noqa: E402
 from scorekeeper.evaluation.base import Evaluation  # noqa: E402
 from scorekeeper.evaluation.driver import evaluate_run  # noqa: E402
 from scorekeeper.evaluation.duck import sql  # noqa: E402
+from scorekeeper.evaluation.settings import EvaluationSettings  # noqa: E402
 from scorekeeper.evaluation.single_label import EVALUATION as SINGLE  # noqa: E402
 from scorekeeper.metrics.document import RecordedMetrics  # noqa: E402
 from scorekeeper.run_folder import RunFolder, StagedManifest  # noqa: E402
@@ -114,7 +115,7 @@ def manifest(n: int) -> StagedManifest:
 def reference_records(root: Path, name: str, b: Backfill) -> RecordedMetrics:
     """The reference run's metrics.json, as evaluate_run records it (its calibration bins)."""
     run = write_run(root, name, b)
-    document = evaluate_run(run, b.labels, manifest(len(b.truth)), [])
+    document = evaluate_run(run, b.labels, manifest(len(b.truth)))
     return RecordedMetrics.parse(document.as_dict()) or RecordedMetrics()
 
 
@@ -317,9 +318,11 @@ def _evaluate_once(root: Path, mode: str, n: int, budget: int) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     evaluate_run(
-        RunFolder.from_uri(str(current)), drift_bench.LABELS, manifest(n), [], None, "single_label",
-        drift_reference=Location.from_uri(str(reference)), labelling=None if mode == "without" else request,
-    )  # fmt: skip
+        RunFolder.from_uri(str(current)),
+        drift_bench.LABELS,
+        manifest(n),
+        EvaluationSettings(drift_reference=Location.from_uri(str(reference)), labelling=None if mode == "without" else request),
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

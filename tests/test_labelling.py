@@ -26,6 +26,7 @@ from scorekeeper.evaluation import labelling
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.duck import sql
 from scorekeeper.evaluation.labelling import LabelRequest
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.report.publish import publish_complete
 from scorekeeper.run_folder import RunFolder
@@ -51,7 +52,7 @@ def head_of(kind: str) -> str:
 def evaluate(root: Path, name: str, kind: str, labelling_request: LabelRequest | None = None):
     labels = json.loads((root / name / "plan.json").read_text())["labels"]
     run = RunFolder.from_uri(str(root / name))
-    document = evaluate_run(run, labels, golden._manifest(root / name), [], None, head_of(kind), 0.5, labelling=labelling_request)
+    document = evaluate_run(run, labels, golden._manifest(root / name), EvaluationSettings(head=head_of(kind), labelling=labelling_request))
     files = {"metrics.json": document.to_json_bytes()}
     if document.label_plan is not None:
         files = {labelling.PLAN_FILE: run.read_bytes(labelling.PLAN_WORK)} | files
