@@ -25,7 +25,8 @@ from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, Me
 from scorekeeper.metrics.registry import history_columns, lower_is_better, metric_value, number_at, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
-from scorekeeper.report.labelling_report import labelling_markdown, labels_back_commands, pp_notes, sample_note
+from scorekeeper.report.gates_report import gates_view
+from scorekeeper.report.labelling_report import labelling_markdown, labelling_view
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
@@ -49,13 +50,12 @@ from scorekeeper.report.report_stats import (
     audit_matrix,
     class_mark,
     comparison_tests_markdown,
-    gate_test_text,
     label_audit_markdown,
     mark,
     pvalue,
     tests_sentence,
 )
-from scorekeeper.report.view import render_html_section
+from scorekeeper.report.view import render_html_section, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
@@ -76,16 +76,7 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
     lines += labelling_markdown(metrics, facts)  # the prediction-powered metrics, the plan and how to label it
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
-    gates = metrics.gates
-    if gates:
-        failed = [g for g in gates if not g.passed]
-        lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
-        lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {g.gate} | {fmt(g.value)} | {fmt(g.limit)} | {gate_test_text(g)} | {'pass' if g.passed else '**FAIL**'} |" for g in gates
-        ]
-        lines += [f"- warning: {g.warning}" for g in gates if g.warning]
-        lines.append("")
+    lines += render_markdown_section("gates", gates_view(metrics))
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     if scoring:
         lines += [
@@ -141,6 +132,8 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
 # templates/<name>.md.j2 and templates/<name>.html.j2, which read that view only.
 SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] = {
     "drift": lambda metrics, _facts: drift_view(metrics),
+    "gates": lambda metrics, _facts: gates_view(metrics),
+    "labelling": labelling_view,
     "length": lambda metrics, _facts: length_view(metrics),
 }
 
@@ -285,7 +278,7 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
 
     svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
     names, _, grouped = plots.confusion_cells(metrics)
-    gates = metrics.gates or []
+    gates = gates_view(metrics)
     run = RunFacts.of(run_info)
     facts = run_facts(metrics, run)
     kind = kind_report(metrics)
@@ -302,10 +295,9 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             facts=facts,
             headline_cards=cards(metrics),
             gates=gates,
-            gate_tests=any(g.method for g in gates),
+            gates_section=render_html_section("gates", gates),
             tests_sentence=tests_sentence(metrics.comparison) if metrics.comparison and metrics.comparison.metric_tests else "",
             audit_names=audit_matrix(metrics.label_audit)[0] if metrics.label_audit else [],
-            failed_gates=[g for g in gates if not g.passed],
             slices=slices,
             slice_metrics=shown,
             slice_intervals=slice_intervals,
@@ -333,9 +325,7 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             length=render_html_section("length", length_view(metrics)),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
             drift=render_html_section("drift", drift_view(metrics)),
-            labelling_notes=pp_notes(metrics),
-            labels_back=labels_back_commands(run) if metrics.label_plan else None,
-            sample_note=sample_note(metrics),
+            labelling=render_html_section("labelling", labelling_view(metrics, run)),
         )
     )
 
