@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from datetime import UTC, datetime
+from typing import Any
 
 from scorekeeper.evaluation.base import Coverage, Evaluation, HeadEvaluation, Logger
 from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
@@ -68,11 +69,12 @@ def evaluate_run(
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
         truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
         coverage = Coverage(source, column, int(truth_rows), int(missing), int(unmatched), int(scored))
-        fields = kind.metrics(ev, coverage)
-        if fields["evaluated"]:
-            fields |= kind.reference_records(ev)
-        slices, truncated = kind.slices(ev) if fields["evaluated"] else ({}, {})
-        if s.max_length is not None and fields["evaluated"]:
+        metrics = kind.metrics(ev, coverage)
+        fields = metrics.fields()
+        if metrics.evaluated:
+            fields |= kind.reference_records(ev).fields()
+        slices, truncated = kind.slices(ev) if metrics.evaluated else ({}, {})
+        if s.max_length is not None and metrics.evaluated:
             impact = length_impact(ev, kind, s.max_length)
             if impact is not None:  # only when evaluated rows are over the window
                 fields = fields | {"length_impact": impact}
@@ -96,7 +98,9 @@ def evaluate_run(
     return document
 
 
-def _document(kind: HeadEvaluation, labels: list[str], manifest: StagedManifest, coverage: Coverage, fields: dict) -> MetricsDocument:
+def _document(
+    kind: HeadEvaluation, labels: list[str], manifest: StagedManifest, coverage: Coverage, fields: dict[str, Any]
+) -> MetricsDocument:
     """metrics.json's content from the run's coverage and the kind's `fields`, finished now."""
     return MetricsDocument.model_validate(
         {
