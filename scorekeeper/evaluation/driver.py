@@ -25,6 +25,7 @@ from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import LabelRequest, label_run
 from scorekeeper.evaluation.length_impact import length_impact
+from scorekeeper.evaluation.representation import compare_runs
 from scorekeeper.evaluation.truth import label_table
 from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.metrics.document import MetricsDocument
@@ -77,6 +78,9 @@ def evaluate_run(
     `scored_with` the scoring facts the gather reports (dtype, long_text): whether this run's
     embeddings compare with the drift reference's (representation.py)."""
     kind = evaluation_for(head)
+    # SPEC 14's signal before the connection fills: its fit matrix (about 120 MB at 20,000 + 20,000
+    # rows of width 768) is freed before DuckDB's buffers grow (bench/representation.py memory)
+    representation = compare_runs(drift_reference, run, scored_with) if drift_reference is not None else None
     con = open_evaluation(run, labels)
     try:
         ev = Evaluation(con, run, labels, manifest, slice_columns, thresholds, truth_column, log or logging.getLogger(__name__))
@@ -100,7 +104,7 @@ def evaluate_run(
         if drift_reference is not None:
             name = posixpath.basename(drift_reference.path.rstrip("/"))
             document.drift, document.estimated = monitor(
-                con, kind, labels, slice_columns, drift_reference, name, drift_min_psi, run, scored_with, drift_min_auc
+                con, kind, labels, slice_columns, drift_reference, name, drift_min_psi, run, scored_with, drift_min_auc, representation
             )
         if labelling is not None:
             from_files = source == "ground_truth_uri"
