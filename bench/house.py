@@ -74,7 +74,9 @@ def _kind_constants(node: ast.AST) -> list[str]:
 
 
 def kind_names(tree: ast.Module) -> list[tuple[int, str]]:
-    """tests/test_kind_spec.py's check: every place the module names a kind of head."""
+    """(line, what) for every place the module names a kind of head: a `HeadKind` member (through
+    any alias), `HeadKind("...")`, or a kind's spelling compared with, used as a key, looked up or
+    matched. tests/test_kind_spec.py holds the evaluation to it, and this bench counts it."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in KIND_MEMBERS:
@@ -82,7 +84,7 @@ def kind_names(tree: ast.Module) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Call) and _called(node) == "HeadKind" and node.args and isinstance(node.args[0], ast.Constant):
             found.append((node.lineno, f"HeadKind({node.args[0].value!r})"))
         elif isinstance(node, ast.Compare):
-            found += [(node.lineno, f"compared with {c!r}") for side in (node.left, *node.comparators) for c in _kind_constants(side)]
+            found += [(node.lineno, f"a comparison with {c!r}") for side in (node.left, *node.comparators) for c in _kind_constants(side)]
         elif isinstance(node, ast.Dict):
             found += [(node.lineno, f"a key {c!r}") for key in node.keys if key is not None for c in _kind_constants(key)]
         elif isinstance(node, ast.Subscript):

@@ -6,6 +6,9 @@ size, and how often estimate_bias fires, with no shift, a covariate shift and a 
     nice -n 10 .venv/bin/python bench/labelling.py                    # generated 10k-row runs and the demo
     nice -n 10 .venv/bin/python bench/labelling.py --plans 300 --demo-run runs/demo-2 --json out.json
     nice -n 10 .venv/bin/python bench/labelling.py --timing 3000000   # what a plan and its estimates add to evaluate
+    nice -n 10 .venv/bin/python bench/labelling.py --timing 3000000 --head multi_label   # (or regression)
+    .venv/bin/python bench/labelling.py --head regression --prepare ROOT 3000000   # the --timing runs, once, for:
+    .venv/bin/python bench/labelling.py --head regression --evaluate-once ROOT MODE 3000000 1000   # MODE without, with, pinned
 
 Every label of a backfill is known; a plan hides all but its own rows' labels. Each backfill is
 scored (or generated) once: its label-free predictions (the head kind's `label_free`, against the
@@ -104,9 +107,9 @@ def write_run(root: Path, name: str, b: Backfill) -> RunFolder:
     return RunFolder.from_uri(str(run))
 
 
-def manifest(n: int) -> StagedManifest:
+def manifest(n: int, label_type: str = "string") -> StagedManifest:
     return StagedManifest(
-        files=[], total_rows=n, has_label=True, label_type="string", id_type="int64", has_text_pair=False,
+        files=[], total_rows=n, has_label=True, label_type=label_type, id_type="int64", has_text_pair=False,
         null_text_rows=0, slice_columns=[], staging_key="",
     )  # fmt: skip
 
@@ -249,32 +252,26 @@ def subset(b: Backfill, rows: np.ndarray, name: str) -> Backfill:
     return Backfill(name, b.probs[rows], b.truth[rows], b.labels)
 
 
-def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = None) -> dict:
+def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = None, head: str = "single_label") -> dict:
     """The evaluate step at n rows against a labelled reference of n rows (bench/drift.py's calibrated
-    runs), without a plan, drawing a plan of `budget` rows and estimating from it (the run is
-    labelled), and estimating from the pinned plan (the labels-back rerun). Each evaluation runs in a
-    fresh process, as the flow's evaluate step does (`_evaluate_once`), interleaved `repeats` times:
-    its wall, its CPU time (user + system, DuckDB's threads included: less at the mercy of a shared
-    machine than the wall) and its peak RSS (ru_maxrss). The figures are the medians."""
+    runs; `head` single_label, multi_label or regression), without a plan, drawing a plan of `budget`
+    rows and estimating from it (the run is labelled), and estimating from the pinned plan (the
+    labels-back rerun). Each evaluation runs in a fresh process, as the flow's evaluate step does
+    (`_evaluate_once`), interleaved `repeats` times: its wall, its CPU time (user + system, DuckDB's
+    threads included: less at the mercy of a shared machine than the wall) and its peak RSS
+    (ru_maxrss). The figures are the medians."""
     import statistics
     import subprocess
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import drift as drift_bench  # bench/drift.py: calibrated labelled runs of n rows
-
     with tempfile.TemporaryDirectory(prefix="scorekeeper-labelling-timing-", dir=work) as tmp:
         root = Path(tmp)
-        rng = np.random.default_rng(6)
-        reference = drift_bench.labelled_run(root, "reference", rng, n)
-        drift_bench.evaluate(reference)
-        current = drift_bench.labelled_run(root, "current", rng, n)
+        current = timing_runs(root, n, head)
         figures: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": [], "rss_mib": []} for k in ("without", "with", "pinned")}
         for _ in range(repeats):
             for mode in figures:
-                if mode == "pinned" and not (current / "report" / labelling.PLAN_FILE).exists():
-                    (current / "report").mkdir(exist_ok=True)  # the labels-back rerun: the plan published by a run "with"
-                    (current / "report" / labelling.PLAN_FILE).write_bytes((current / labelling.PLAN_WORK).read_bytes())
-                command = [sys.executable, __file__, "--evaluate-once", str(root), mode, str(n), str(budget)]
+                if mode == "pinned":
+                    pin_plan(current)
+                command = [sys.executable, __file__, "--head", head, "--evaluate-once", str(root), mode, str(n), str(budget)]
                 done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
                 if done.returncode != 0:
                     raise RuntimeError(f"evaluation {mode} failed: {done.stderr[-2000:]}")
@@ -282,11 +279,11 @@ def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = Non
                 for key in ("wall", "cpu", "rss_mib"):
                     figures[mode][key].append(once[key])
     med = {mode: {k: statistics.median(v) for k, v in f.items()} for mode, f in figures.items()}
-    out = {"rows": n, "budget": budget, "repeats": repeats, "median": med, "runs": figures}
+    out = {"head": head, "rows": n, "budget": budget, "repeats": repeats, "median": med, "runs": figures}
     for mode in ("with", "pinned"):
         for key in ("wall", "cpu"):
             out[f"extra_{key}_{mode}"] = med[mode][key] / med["without"][key] - 1
-    print(f"evaluate at {n:,} rows with drift_reference, each in a fresh process, medians of {repeats} interleaved runs:")
+    print(f"{head}: evaluate at {n:,} rows with drift_reference, each in a fresh process, medians of {repeats} interleaved runs:")
     for mode, label in (("without", "without a plan"), ("with", f"drawing a plan of {budget} rows and estimating"),
                         ("pinned", "estimating from the pinned plan (labels back)")):  # fmt: skip
         m = med[mode]
@@ -298,18 +295,80 @@ def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = Non
     return out
 
 
-def _evaluate_once(root: Path, mode: str, n: int, budget: int) -> None:
+def timing_runs(root: Path, n: int, head: str = "single_label") -> Path:
+    """root/reference (evaluated: its calibration or residual bins recorded) and root/current, two
+    labelled runs of n rows of the head kind; returns root/current. `--prepare` makes them once for
+    `--evaluate-once`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import drift as drift_bench  # bench/drift.py: calibrated labelled runs of n rows
+
+    rng = np.random.default_rng(6)
+    make = {"single_label": drift_bench.labelled_run, "multi_label": drift_bench.labelled_multi_run, "regression": regression_run}[head]
+    reference = make(root, "reference", rng, n)
+    from scorekeeper.report.publish import publish_complete
+
+    labels, label_type = _head_labels(head)
+    document = evaluate_run(RunFolder.from_uri(str(reference)), labels, manifest(n, label_type), [], None, head)
+    publish_complete(RunFolder.from_uri(str(reference)), {"metrics.json": document.to_json_bytes()}, "2026-12-01T00:00:00+00:00")
+    return make(root, "current", rng, n)
+
+
+def regression_run(root: Path, name: str, rng: np.random.Generator, n: int) -> Path:
+    """A labelled regression run folder of n rows, one output (`stars`): truth N(3, 1), the prediction
+    the truth plus noise whose spread grows with the prediction (so the residual bins differ)."""
+    truth = rng.normal(3.0, 1.0, size=n)
+    prediction = truth + rng.normal(0, 1, size=n) * (0.3 + 0.1 * np.abs(truth))
+    run = root / name
+    (run / "work").mkdir(parents=True)
+    pq.write_table(
+        pa.table({"row_index": pa.array(np.arange(n), pa.int64()), "id": pa.array(np.arange(n), pa.int64()),
+                  "prediction": pa.array(prediction, pa.float64())}),
+        run / "predictions.parquet",
+    )  # fmt: skip
+    pq.write_table(
+        pa.table({"row_index": pa.array(np.arange(n), pa.int64()), "id": pa.array(np.arange(n), pa.int64()),
+                  "text": pa.array(["x"] * n), "label": pa.array(truth, pa.float64())}),
+        run / "work" / "input.parquet",
+    )  # fmt: skip
+    (run / "plan.json").write_text(json.dumps({"files": [{"uri": "in", "fingerprint": name}], "labels": REGRESSION_OUTPUTS}))
+    (run / "request.json").write_text(json.dumps({"id_column": None}))
+    return run
+
+
+REGRESSION_OUTPUTS = ["stars"]
+
+
+def pin_plan(current: Path) -> None:
+    """The labels-back rerun's state: the plan drawn by a run "with" published as report/label_plan.parquet."""
+    if not (current / "report" / labelling.PLAN_FILE).exists():
+        (current / "report").mkdir(exist_ok=True)
+        (current / "report" / labelling.PLAN_FILE).write_bytes((current / labelling.PLAN_WORK).read_bytes())
+
+
+def _head_labels(head: str) -> tuple[list[str], str]:
+    """The labels (outputs) of the timing runs of a head kind, and their staged label type."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import drift as drift_bench
+
+    return {
+        "single_label": (drift_bench.LABELS, "string"),
+        "multi_label": (drift_bench.TOPICS, "list<item: string>"),
+        "regression": (REGRESSION_OUTPUTS, "double"),
+    }[head]
+
+
+def _evaluate_once(root: Path, mode: str, n: int, budget: int, head: str = "single_label") -> None:
     """One evaluation of root/current against root/reference in this (fresh) process; prints its
     wall, CPU time and peak RSS as JSON."""
     import resource
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import drift as drift_bench
 
     from scorekeeper.evaluation.labelling import LabelRequest
     from scorekeeper.storage import Location
 
     current, reference = root / "current", root / "reference"
+    if mode == "pinned":
+        pin_plan(current)
+    labels, label_type = _head_labels(head)
     recorded = RecordedMetrics.parse(json.loads((reference / "report" / "metrics.json").read_text()))
     request = LabelRequest(
         key="current", budget=budget, sampling="active", reference_name="reference", reference=recorded, pinned=mode == "pinned"
@@ -317,7 +376,7 @@ def _evaluate_once(root: Path, mode: str, n: int, budget: int) -> None:
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     evaluate_run(
-        RunFolder.from_uri(str(current)), drift_bench.LABELS, manifest(n), [], None, "single_label",
+        RunFolder.from_uri(str(current)), labels, manifest(n, label_type), [], None, head,
         drift_reference=Location.from_uri(str(reference)), labelling=None if mode == "without" else request,
     )  # fmt: skip
     wall = time.perf_counter() - start
@@ -337,14 +396,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--timing", type=int, default=0, help="instead: the evaluate step's cost at this many rows (e.g. 3000000)")
     parser.add_argument("--repeats", type=int, default=3, help="with --timing: interleaved runs of each evaluation")
+    parser.add_argument("--head", default="single_label", help="with --timing, --prepare, --evaluate-once: the head kind")
+    parser.add_argument("--prepare", nargs=2, metavar=("ROOT", "ROWS"), help="write the --timing runs under ROOT (for --evaluate-once)")
     parser.add_argument("--evaluate-once", nargs=4, metavar=("ROOT", "MODE", "ROWS", "BUDGET"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.evaluate_once:
         root, mode, rows, budget = args.evaluate_once
-        _evaluate_once(Path(root), mode, int(rows), int(budget))
+        _evaluate_once(Path(root), mode, int(rows), int(budget), args.head)
+        return 0
+    if args.prepare:
+        timing_runs(Path(args.prepare[0]), int(args.prepare[1]), args.head)
         return 0
     if args.timing:
-        result = timing(args.timing, repeats=args.repeats)
+        result = timing(args.timing, repeats=args.repeats, head=args.head)
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))
         return 0

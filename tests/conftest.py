@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -57,6 +58,49 @@ def prefect_api():
         yield url
 
 
+# -- the order of the files ------------------------------------------------------------------
+# ./test.sh hands whole files to two xdist workers in collection order (--dist loadfile
+# --no-loadscope-reorder). A long file started last keeps one worker busy while the other idles,
+# so the files are collected longest first: by each test's duration in the last run that ran it
+# (pytest's cache, recorded below), else by its tier (an integration or slow test is a subprocess,
+# a server or a model: tens of seconds; a fast one well under one). The order of the tests inside a
+# file is kept.
+_DURATIONS = "scorekeeper/test_seconds"
+_GUESS_S = {True: 30.0, False: 0.3}
+_SEEN: dict[str, float] = {}
+
+
+def _recorded_seconds(config) -> dict[str, float]:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # an xdist worker: the controller's reading, so both collect alike
+        return workerinput.get(_DURATIONS) or {}
+    cache = getattr(config, "cache", None)
+    return cache.get(_DURATIONS, {}) if cache is not None else {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[_DURATIONS] = _recorded_seconds(node.config)
+
+
+def pytest_collection_modifyitems(config, items):
+    recorded = _recorded_seconds(config)
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def cost(tests: list) -> float:
+        heavy = lambda item: any(item.get_closest_marker(m) for m in ("integration", "slow"))  # noqa: E731
+        return sum(recorded.get(item.nodeid, _GUESS_S[heavy(item)]) for item in tests)
+
+    items[:] = [item for tests in sorted(files.values(), key=cost, reverse=True) for item in tests]
+
+
+def pytest_runtest_logreport(report):
+    """Each test's setup, call and teardown, summed (in xdist's controller: as the workers report them)."""
+    _SEEN[report.nodeid] = _SEEN.get(report.nodeid, 0.0) + report.duration
+
+
 # -- leaving ----------------------------------------------------------------------------------
 _SESSION: dict[str, int] = {}
 
@@ -67,6 +111,9 @@ def pytest_sessionfinish(session, exitstatus):
     from tests import prefect_session
 
     _SESSION["exitstatus"] = int(exitstatus)
+    cache = getattr(session.config, "cache", None)
+    if _SEEN and cache is not None and not hasattr(session.config, "workerinput"):
+        cache.set(_DURATIONS, {**cache.get(_DURATIONS, {}), **{k: round(v, 2) for k, v in _SEEN.items()}})
     try:
         prefect_session.stop()
     finally:
@@ -88,7 +135,24 @@ def pytest_unconfigure(config):
 def golden_build(tmp_path_factory):
     """bench/golden.py's evaluations built once, through connections that check each SQL file's
     header as it runs (tests/sql_check.py): (the folder of published files, the SQL files run in order).
-    tests/test_golden.py compares the files with the snapshot, tests/test_sql_files.py the order."""
+    tests/test_golden.py compares the files with the snapshot, tests/test_evaluation_kinds.py reads
+    the documents, tests/test_sql_files.py the order. Once for the whole run: under xdist the first
+    worker to ask builds it into the run's shared temporary folder, holding a file lock, and the
+    other reads what it left (a build that failed leaves nothing, so the next asker builds again)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out, order = shared / "golden" / "build", shared / "golden" / "ran.json"
+    with FileLock(str(shared / "golden.lock")):
+        if not order.is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            out.parent.mkdir(exist_ok=True)
+            order.write_text(json.dumps(_build_golden(out)))
+    return out, json.loads(order.read_text())
+
+
+def _build_golden(out) -> list[str]:
     from bench.golden import build
     from scorekeeper.evaluation import duck
     from tests.sql_check import Checked
@@ -97,8 +161,7 @@ def golden_build(tmp_path_factory):
     connect = duck.connect
     duck.connect = lambda fs=None: Checked(connect(fs), ran)
     try:
-        out = tmp_path_factory.mktemp("golden") / "build"
         build(out)
     finally:
         duck.connect = connect
-    return out, ran
+    return ran

@@ -18,3 +18,18 @@ def test_the_golden_evaluations_publish_what_the_snapshot_holds(golden_build):
     out, _ = golden_build  # tests/conftest.py: bench/golden.py's build, once per session
     problems = compare_snapshot(out, json.loads(SNAPSHOT.read_text()))
     assert not problems, "\n".join(problems[:40])
+
+
+def test_every_section_view_of_the_golden_runs_holds_no_document_record(golden_build):
+    """tests/test_report_views.py's dynamic check over every golden run: each section is reached."""
+    from scorekeeper.metrics.document import MetricsDocument
+    from scorekeeper.report.report import SECTION_VIEWS
+    from scorekeeper.run_facts import RunFacts
+    from tests.test_report_views import check_views
+
+    out, _ = golden_build
+    facts = RunFacts.of({"run_id": "g", "input_uri": "in", "model_uri": "m", "mode": "replica", "num_processes": 1, "id_column": "id"})
+    shown: set[str] = set()
+    for path in sorted(out.glob("*/metrics.json")):
+        shown |= check_views(MetricsDocument.model_validate_json(path.read_text()).finite(), facts)
+    assert shown == set(SECTION_VIEWS)

@@ -29,6 +29,7 @@ from scorekeeper.evaluation.labelling import LabelRequest
 from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.report.publish import publish_complete
 from scorekeeper.run_folder import RunFolder
+from scorekeeper.storage import Location
 from tests import labelling_reference as ref
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -48,10 +49,13 @@ def head_of(kind: str) -> str:
     return "regression" if kind.startswith("regression") else kind
 
 
-def evaluate(root: Path, name: str, kind: str, labelling_request: LabelRequest | None = None):
+def evaluate(root: Path, name: str, kind: str, labelling_request: LabelRequest | None = None, drift_reference: str | None = None):
     labels = json.loads((root / name / "plan.json").read_text())["labels"]
     run = RunFolder.from_uri(str(root / name))
-    document = evaluate_run(run, labels, golden._manifest(root / name), [], None, head_of(kind), 0.5, labelling=labelling_request)
+    drift = Location.from_uri(str(root / drift_reference)) if drift_reference else None
+    document = evaluate_run(
+        run, labels, golden._manifest(root / name), [], None, head_of(kind), 0.5, drift_reference=drift, labelling=labelling_request
+    )
     files = {"metrics.json": document.to_json_bytes()}
     if document.label_plan is not None:
         files = {labelling.PLAN_FILE: run.read_bytes(labelling.PLAN_WORK)} | files
@@ -270,6 +274,16 @@ def hide_labels(root: Path, name: str, kind: str, planned: np.ndarray) -> None:
 @pytest.mark.parametrize("sampling", ["active", "uniform"])
 @pytest.mark.parametrize("with_reference", [False, True])
 def test_every_number_of_the_plan_and_the_estimates_is_section_13s(tmp_path, kind, sampling, with_reference):
+    check_plan_and_estimates(tmp_path, kind, sampling, with_reference)
+
+
+@pytest.mark.parametrize("kind", ["single_label", "multi_label"])
+def test_a_plan_drawn_beside_the_estimate_against_its_reference_is_section_13s_too(tmp_path, kind):
+    """The run's drift reference is the plan's: the label-free totals are the estimate's (estimate_totals)."""
+    check_plan_and_estimates(tmp_path, kind, "active", True, drift=True)
+
+
+def check_plan_and_estimates(tmp_path: Path, kind: str, sampling: str, with_reference: bool, drift: bool = False) -> None:
     reference = None
     if with_reference:
         KINDS[kind](tmp_path / "ref", 11, 1.0)
@@ -282,7 +296,8 @@ def test_every_number_of_the_plan_and_the_estimates_is_section_13s(tmp_path, kin
         key="cur", budget=BUDGET, sampling=sampling, reference_name="ref" if with_reference else None,
         reference=RecordedMetrics.parse(reference) if reference else None,
     )  # fmt: skip
-    document = evaluate(tmp_path, "cur", kind, request)
+    document = evaluate(tmp_path, "cur", kind, request, "ref" if drift else None)
+    assert (document.get("estimated") is not None) == drift
 
     want_plan = {
         "sampling": sampling, "budget": BUDGET, "rows": int(plan["planned"].sum()), "expected_rows": float(plan["pi"].sum()),
@@ -310,15 +325,16 @@ def test_every_number_of_the_plan_and_the_estimates_is_section_13s(tmp_path, kin
     assert want["unlabelled_plan_rows"] > 0 and want["labelled_outside_plan"] == 15
 
 
-def test_a_rerun_draws_the_same_plan_and_a_plan_without_labels_has_no_estimates(tmp_path):
-    golden._single_label(tmp_path / "cur", 3, 1.0, False)
+@pytest.mark.parametrize("kind", ["single_label", "regression"])
+def test_a_rerun_draws_the_same_plan_and_a_plan_without_labels_has_no_estimates(tmp_path, kind):
+    KINDS[kind](tmp_path / "cur", 3, 1.0)
     table = pq.read_table(tmp_path / "cur" / "work" / "input.parquet")
     pq.write_table(table.drop(["label"]), tmp_path / "cur" / "work" / "input.parquet")
     request = LabelRequest(key="cur", budget=40, sampling="active")
-    first = evaluate(tmp_path, "cur", "single_label", request)
+    first = evaluate(tmp_path, "cur", kind, request)
     plan_bytes = (tmp_path / "cur" / "report" / "label_plan.parquet").read_bytes()
     assert "prediction_powered" not in first and first["label_plan"]["rows"] > 0
-    again = evaluate(tmp_path, "cur", "single_label", LabelRequest(key="cur", budget=40, sampling="active", pinned=True))
+    again = evaluate(tmp_path, "cur", kind, LabelRequest(key="cur", budget=40, sampling="active", pinned=True))
     assert again["label_plan"] == first["label_plan"]
     assert pq.read_table(tmp_path / "cur" / "report" / "label_plan.parquet").equals(pq.read_table(io.BytesIO(plan_bytes)))
 

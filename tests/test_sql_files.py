@@ -51,13 +51,14 @@ ORDER_CHECKED = {p.parent.name for p in FILES}
 NOT_RUN = {
     "regression_density.sql": "the predicted-vs-true density, past SCATTER_POINTS rows",
     "drift_ks_sorted.sql": "the KS statistic by one sort of every value, when the bucket bounds leave most values to sort",
-    "plan_rows.sql": "run inside a COPY to the plan's parquet file (labelling._write_plan_file), not as a file of its own",
     "other_labels.sql": "a compared run whose plan.json records no labels",
     "truth_empty.sql": "a run without ground truth",
     "drift_example_texts.sql": "the representation signal's examples: the golden runs write no embeddings.parquet "
     "(tests/test_representation_signal.py runs it)",
     "drift_token_counts.sql": "the moved tokens: the golden runs write no report/token_counts.parquet "
     "(tests/test_representation_signal.py runs it)",
+    "plan_no_truth.sql": "a multi-label or regression run with a labelling plan and no ground truth "
+    "(tests/test_labelling.py::test_a_rerun_draws_the_same_plan_and_a_plan_without_labels_has_no_estimates)",
     "plan_labels.sql": "the CLI's check of labels handed back to a run with a plan, before anything starts (tests/test_early_refusals.py)",
 }
 

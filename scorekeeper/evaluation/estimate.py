@@ -101,7 +101,13 @@ def expected_f1(con, query: str, by_label: dict[str, list[LabelBinCount]], label
     calibration_by_label) gives; `renormalised` in the intervals: the kind's q sum to 1 over labels."""
     counts_r, counts_t = bin_counts(by_label, labels)
     con.execute(sql(query), {"rows": counts_r, "truth": counts_t, "bins": ECE_BINS} | (params or {}))
-    cells = [(float(tp), float(fp), float(fn)) for _, tp, fp, fn in con.execute(sql("estimate_expected.sql")).fetchall()]
+    con.execute(sql("estimate_expected.sql"))
+    # the reference's counts the totals were made from: expected_totals() knows them by these
+    con.execute("SET VARIABLE estimate_rows = ?::DOUBLE[][]", [[[float(x) for x in r] for r in counts_r]])
+    con.execute("SET VARIABLE estimate_truth = ?::DOUBLE[][]", [[[float(x) for x in r] for r in counts_t]])
+    cells = [
+        (float(tp), float(fp), float(fn)) for _, tp, fp, fn in con.execute("SELECT * FROM estimate_totals ORDER BY label_id").fetchall()
+    ]
     macro, micro = f1_from_expected(cells)
     return ExpectedF1(cells, macro, micro, counts_r, counts_t)
 
@@ -171,6 +177,17 @@ def bin_counts(by_label: dict[str, list[LabelBinCount]] | None, labels: list[str
     empty = [LabelBinCount(rows=0, truth=0)] * ECE_BINS
     bins = [(by_label or {}).get(name) or empty for name in labels]
     return [[float(c.rows) for c in b] for b in bins], [[float(c.truth) for c in b] for b in bins]
+
+
+def expected_totals(con, counts_r: list[list[float]], counts_t: list[list[float]]) -> bool:
+    """Whether this connection's estimate made estimate_totals (each label's expected TP, FP, FN over
+    every scored row) from these counts of the reference (bin_counts'): a labelling plan drawn
+    against the same reference reads them instead of computing them again."""
+    (same,) = con.execute(
+        "SELECT coalesce(getvariable('estimate_rows') = ?::DOUBLE[][] AND getvariable('estimate_truth') = ?::DOUBLE[][], false)",
+        [[[float(x) for x in r] for r in counts_r], [[float(x) for x in r] for r in counts_t]],
+    ).fetchone()
+    return bool(same)
 
 
 def reference_bins(calibration: list[CalibrationBin] | None) -> dict[int, tuple[int, int]]:

@@ -72,6 +72,9 @@ class LabelFreeModel:
     sample_target: str | None  # small_sample's 0/1 per-row target (None: |L| alone decides)
     uses_reference: bool  # f came from the reference's calibration (else from the model's own outputs)
     classical_only: bool = False  # f is 0 on every row (regression without a reference): value and ci are the classical ones
+    # the target whose f is pp_label_free's f: its total over every row is the design's pass's (pp_scale's
+    # sum_f), so the kind's pp_cell_totals leaves it out (None: pp_cell_totals holds every target's)
+    f_target: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,17 +147,16 @@ def draw_plan(ev, kind, request: LabelRequest, scored: int) -> tuple[LabelFreeMo
     table pp_planned (the plan's rows: row_index, f, u, pi), and metrics.json `label_plan`; writes
     work/label_plan.parquet."""
     con = ev.con
-    # pp_focus: the predictions of the rows whose cells the estimator reads (the labelled plan rows, later)
-    con.execute("CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT * FROM predictions LIMIT 0")
+    con.execute(sql("plan_start.sql"))
     model = kind.label_free(ev, request.reference)
     set_variables(con, key=request.key, active=request.sampling == "active", target=min(request.budget, scored))
     con.execute(sql("plan_design.sql"))
     # pp_planned: the plan's rows with their f, u and pi, from one pass over pp_design that also sums pi
     # (the draw, sha256 of every row, only for a new plan; a pinned plan's rows are its file's)
     if request.pinned:
-        uri = parquet_uri(ev.run, PLAN_REPORT if ev.run.exists(PLAN_REPORT) else PLAN_WORK)
-        con.execute("CREATE OR REPLACE TEMP TABLE pp_pinned AS SELECT DISTINCT row_index FROM read_parquet(?)", [uri])
-        con.execute(sql("plan_draw.sql", planned=Fragment("row_index IN (SELECT row_index FROM pp_pinned)")))
+        set_variables(con, plan_file=parquet_uri(ev.run, PLAN_REPORT if ev.run.exists(PLAN_REPORT) else PLAN_WORK))
+        pinned = Fragment("row_index IN (SELECT row_index FROM read_parquet(getvariable('pp_plan_file')))")
+        con.execute(sql("plan_draw.sql", planned=pinned))
     else:
         con.execute(sql("plan_draw.sql", planned=Fragment("draw < pi")))
     rows, expected = con.execute("SELECT (SELECT count(*) FROM pp_planned), (SELECT expected FROM pp_drawn)").fetchone()
@@ -172,15 +174,20 @@ def draw_plan(ev, kind, request: LabelRequest, scored: int) -> tuple[LabelFreeMo
 
 def _write_plan_file(ev) -> None:
     """work/label_plan.parquet: the plan's rows in row_index order, row_index, id, the staged text
-    column(s), the prediction columns, inclusion_probability, uncertainty, label_free."""
+    column(s), the prediction columns, inclusion_probability, uncertainty, label_free (plan_rows.sql's
+    view); and pp_plan_predictions, the plan rows' predictions read back from it (the one pass over
+    the run's predictions for the plan's rows)."""
     con = ev.con
     staged = {name for (name, *_) in con.execute("DESCRIBE staged").fetchall()}
-    texts = Fragment(", ".join(f"s.{identifier(c)}" for c in ("text", "text_pair") if c in staged))
-    query = sql("plan_rows.sql", texts=texts)
+    names = [identifier(c) for c in ("text", "text_pair") if c in staged]
+    con.execute(sql("plan_rows.sql", texts=Fragment(", ".join("s." + n for n in names))))
     fd, path = tempfile.mkstemp(suffix=".parquet", prefix="scorekeeper-plan-")
     os.close(fd)
     try:
-        con.execute(Fragment("COPY (") + query + Fragment(") TO '" + path.replace("'", "''") + "' (FORMAT parquet)"))
+        con.execute(Fragment("COPY (SELECT * FROM pp_plan_rows ORDER BY row_index) TO '" + path.replace("'", "''") + "' (FORMAT parquet)"))
+        set_variables(con, plan_copy=path)
+        plan_only = Fragment(", ".join([*names, "inclusion_probability", "uncertainty", "label_free"]))
+        con.execute(sql("plan_predictions.sql", plan_only=plan_only))
         with open(path, "rb") as fh:
             ev.run.publish_bytes(fh.read(), "work", PLAN_FILE)
     finally:
@@ -201,16 +208,14 @@ def prediction_powered(ev, kind, request: LabelRequest, model: LabelFreeModel, s
     if labelled == 0:
         return None, outside
     response = labelled / plan_rows
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE pp_sample AS "
-        "SELECT d.row_index, d.pi * ? AS pi FROM pp_planned AS d SEMI JOIN pp_targets AS t ON t.row_index = d.row_index",
-        [response],
-    )
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE pp_focus AS SELECT p.* FROM predictions AS p SEMI JOIN pp_sample AS s ON s.row_index = p.row_index"
-    )
-    # each target's sum of f over every row (the kind's one pass), and f on the sample's rows
+    set_variables(con, response=response)
+    con.execute(sql("plan_sample.sql"))
+    # each target's sum of f over every row (the kind's pp_cell_totals, and the design pass's sum of
+    # pp_label_free's f for the target it is), and f on the sample's rows
     f_all = {(metric, term): float(total or 0.0) for metric, term, total in con.execute("SELECT * FROM pp_cell_totals").fetchall()}
+    if model.f_target is not None:
+        (total,) = one_row(con.execute("SELECT sum_f FROM pp_scale"))
+        f_all[model.f_target] = float(total or 0.0)
     sample_f: dict[tuple[str, str], tuple[list, list]] = dict.fromkeys(f_all, ([], []))
     for metric, term, rows, fs in con.execute(sql("pp_totals.sql")).fetchall():
         sample_f[(metric, term)] = (rows or [], fs or [])
@@ -323,8 +328,7 @@ def has_table(con, name: str) -> bool:
 
 def empty_targets(con) -> None:
     """pp_labelled and pp_targets of a run without ground truth: no row."""
-    con.execute("CREATE OR REPLACE TEMP TABLE pp_labelled (row_index BIGINT)")
-    con.execute("CREATE OR REPLACE TEMP TABLE pp_targets (row_index BIGINT, metric VARCHAR, term VARCHAR, y DOUBLE)")
+    con.execute(sql("plan_no_truth.sql"))
 
 
 # -- the estimator -------------------------------------------------------------------------------------

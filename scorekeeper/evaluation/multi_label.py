@@ -47,7 +47,7 @@ from scorekeeper.evaluation.compare import (
     row_mean_tests,
 )
 from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
-from scorekeeper.evaluation.estimate import bin_counts, calibration_by_label, expected_f1, recorded_bins
+from scorekeeper.evaluation.estimate import bin_counts, calibration_by_label, expected_f1, expected_totals, recorded_bins
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.signals import RunSide, SignalViews
@@ -379,6 +379,9 @@ class MultiLabel:
         params = {"reference": bool(by_label), "bins": ECE_BINS, "rows": rows, "truth": truth, "names": ev.labels}
         set_variables(ev.con, **params)
         ev.con.execute(sql("multi_label_label_free.sql"))
+        # the per-label totals: the estimate's when it ran against the same reference, else a pass of their own
+        totals = "estimate_totals" if by_label and expected_totals(ev.con, rows, truth) else "pp_label_totals"
+        ev.con.execute(sql("multi_label_cell_totals.sql", label_totals=totals))
         return LabelFreeModel(
             metrics=(
                 PlanMetric("micro_f1", "f1_micro", "micro_f1"),
@@ -388,6 +391,7 @@ class MultiLabel:
             headline="micro_f1",
             sample_target="subset_accuracy",
             uses_reference=bool(by_label),
+            f_target=("subset_accuracy", ""),
         )
 
     def label_targets(self, ev: Evaluation) -> None:

@@ -35,6 +35,7 @@ from scorekeeper.evaluation.estimate import (
     bin_counts,
     calibration_by_label,
     expected_f1,
+    expected_totals,
     recorded_bins,
     reference_bins,
 )
@@ -198,11 +199,15 @@ class SingleLabel:
         }
         set_variables(ev.con, **params)
         ev.con.execute(sql("single_label_label_free.sql"))
+        # the per-label totals: the estimate's when it ran against the same reference, else a pass of their own
+        totals = "estimate_totals" if uses and expected_totals(ev.con, rows, truth) else "pp_label_totals"
+        ev.con.execute(sql("single_label_cell_totals.sql", label_totals=totals))
         return LabelFreeModel(
             metrics=(PlanMetric("accuracy", "mean", "accuracy"), PlanMetric("macro_f1", "f1_macro", "macro_f1")),
             headline="accuracy",
             sample_target="accuracy",
             uses_reference=uses,
+            f_target=("accuracy", ""),
         )
 
     def label_targets(self, ev: Evaluation) -> None:

@@ -2,21 +2,21 @@
 against which reference), the signals worst PSI first, the worst three signals' bins drawn as
 reference-vs-current bars, and the estimated performance (beside the truth on a labelled run); the bars are drift_plot.py's.
 
-Pure functions of the typed document, used by report.md, report.html and the Prefect summary
-artifact alike; a run without `drift` gets nothing from here, so its report is as before. Text
-from data (signal names carry slice column names, bins their values) is escaped by each caller's
-own rule: markdown here, HTML by the template's autoescaping, SVG by plots.Canvas.
+One view (`DriftView`, built by `drift_view` from the typed document) rendered by
+templates/drift.md.j2 (report.md and the Prefect summary artifact) and templates/drift.html.j2; a
+run without `drift` has no view, so its report is as before. Text from data (signal names carry
+slice column names, bins their values) is escaped by each template's rule (scorekeeper/report/view.py),
+SVG by plots.Canvas.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scorekeeper.escape import md_code, md_text
 from scorekeeper.metrics.document import Drift, DriftSignal, MetricsDocument, RepresentationSignal
 from scorekeeper.metrics.registry import metric_value, run_metrics, value_at
-from scorekeeper.report.render import fmt
-from scorekeeper.report.report_stats import pvalue
+from scorekeeper.report.drift_plot import drift_svg
+from scorekeeper.report.view import Num, at, render_markdown_section
 
 SHOWN_SIGNALS = 3  # the worst signals drawn as bars (drift_plot.py)
 
@@ -69,79 +69,178 @@ def estimate_rows(document: MetricsDocument) -> list[EstimateRow]:
     return rows
 
 
-def drift_markdown(document: MetricsDocument) -> list[str]:
-    """report.md's drift part (the sentence first); empty without drift."""
+@dataclass(frozen=True)
+class SignalRow:
+    """A binned signal: its kind, bins, PSI, p-values, KS and verdict."""
+
+    name: str
+    kind: str
+    bins: int
+    psi: Num
+    p: Num
+    p_holm: Num
+    ks: Num
+    drifted: bool | None
+
+
+@dataclass(frozen=True)
+class ExampleRow:
+    """A text most unlike the reference (the representation classifier's highest scores)."""
+
+    row_index: int
+    id: object
+    score: Num
+    text: str
+
+
+@dataclass(frozen=True)
+class RepresentationView:
+    """SPEC 14's signal: the classifier's rows, AUC with its interval, p-values, verdict, examples."""
+
+    reference_fit: Num
+    current_fit: Num
+    reference_test: Num
+    current_test: Num
+    auc: Num
+    auc_ci: Num
+    p: Num
+    p_holm: Num
+    drifted: bool | None
+    reason: str | None
+    examples: tuple[ExampleRow, ...]
+
+
+@dataclass(frozen=True)
+class TokenRow:
+    """A token whose share moved, in both runs."""
+
+    token: str | None
+    reference_count: int
+    reference_share: float
+    current_count: int
+    current_share: float
+    log_ratio: Num
+
+
+@dataclass(frozen=True)
+class EstimateLine:
+    """An estimated metric beside this run's measured one (None without labels)."""
+
+    metric: str
+    estimate: Num
+    ci: Num | None
+    truth: Num | None
+
+
+@dataclass(frozen=True)
+class EstimateView:
+    """The estimated performance from the reference's calibration."""
+
+    caveat: str | None
+    reference: str
+    rows: Num
+    assumptions: str
+    unavailable: str | None
+    lines: tuple[EstimateLine, ...]
+
+
+@dataclass(frozen=True)
+class DriftView:
+    """The drift part (templates/drift.md.j2, drift.html.j2): the alarm, the representation signal,
+    the moved tokens, the binned signals worst PSI first, what was skipped, the plot and the estimate."""
+
+    sentence: str
+    reference: str
+    rows_reference: Num
+    rows_current: Num
+    min_psi: Num
+    min_auc: Num
+    representation: RepresentationView | None
+    moved_tokens: tuple[TokenRow, ...]
+    signals: tuple[SignalRow, ...]
+    skipped: tuple[tuple[str, str], ...]
+    svg: str | None  # drift_plot.py's bars (report.html)
+    estimate: EstimateView | None
+
+
+def drift_view(document: MetricsDocument) -> DriftView | None:
+    """The drift part's view; None for a run without drift."""
     drift = document.drift
     if drift is None:
-        return []
-    lines = [f"**{md_text(alarm_sentence(drift))}**", ""]
-    lines += representation_markdown(drift)
-    lines += [
-        "| signal | kind | PSI | p | p (Holm) | KS | drifted |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, s in drift.binned().items():
-        lines.append(f"| {md_code(name)} | {s.kind} | {s.psi:.4g} | {pvalue(s.p)} | {pvalue(s.p_holm)} | {fmt(s.ks)} | {_verdict(s)} |")
-    if drift.skipped:
-        lines += ["", "Skipped: " + "; ".join(f"{md_code(n)} ({md_text(why)})" for n, why in drift.skipped.items()) + "."]
-    lines.append("")
-    lines += estimate_markdown(document)
-    return lines
+        return None
+
+    def signal(name: str, s: DriftSignal) -> SignalRow:
+        base = ("drift", "signals", name)
+        psi, p, p_holm, ks = (at(document, *base, k) for k in ("psi", "p", "p_holm", "ks"))
+        return SignalRow(name, s.kind, len(s.bins), psi, p, p_holm, ks, s.drifted)
+
+    signals = tuple(signal(name, s) for name, s in drift.binned().items())
+    tokens = tuple(
+        TokenRow(
+            t.token,
+            t.reference_count,
+            t.reference_share,
+            t.current_count,
+            t.current_share,
+            at(document, "drift", "moved_tokens", i, "log_ratio"),
+        )
+        for i, t in enumerate(drift.moved_tokens or [])
+    )
+    return DriftView(
+        sentence=alarm_sentence(drift),
+        reference=drift.reference,
+        rows_reference=at(document, "drift", "rows", "reference"),
+        rows_current=at(document, "drift", "rows", "current"),
+        min_psi=at(document, "drift", "min_psi"),
+        min_auc=at(document, "drift", "min_auc"),
+        representation=_representation_view(document, drift),
+        moved_tokens=tokens,
+        signals=signals,
+        skipped=tuple(drift.skipped.items()),
+        svg=drift_svg(document),
+        estimate=_estimate_view(document),
+    )
 
 
-def estimate_markdown(document: MetricsDocument) -> list[str]:
+def _representation_view(document: MetricsDocument, drift: Drift) -> RepresentationView | None:
+    name = next((n for n, s in drift.signals.items() if isinstance(s, RepresentationSignal)), None)
+    rep = drift.representation()
+    if name is None or rep is None:
+        return None
+    base = ("drift", "signals", name)
+    return RepresentationView(
+        reference_fit=at(document, *base, "rows", "reference", "fit"),
+        current_fit=at(document, *base, "rows", "current", "fit"),
+        reference_test=at(document, *base, "rows", "reference", "test"),
+        current_test=at(document, *base, "rows", "current", "test"),
+        auc=at(document, *base, "auc"),
+        auc_ci=at(document, *base, "auc_ci"),
+        p=at(document, *base, "p"),
+        p_holm=at(document, *base, "p_holm"),
+        drifted=rep.drifted,
+        reason=rep.reason,
+        examples=tuple(
+            ExampleRow(e.row_index, e.id, at(document, *base, "examples", i, "score"), e.text or "") for i, e in enumerate(rep.examples)
+        ),
+    )
+
+
+def _estimate_view(document: MetricsDocument) -> EstimateView | None:
     est = document.estimated
     if est is None:
-        return []
-    rows = estimate_rows(document)
-    lines = []
-    if est.caveat:  # first: an input drifted, so the numbers below rest on an assumption in doubt
-        lines += [f"**The estimate's assumption is in doubt:** {md_text(est.caveat)}.", ""]
-    lines += [f"Estimated performance from run {md_code(est.reference)}'s calibration ({est.rows} rows):"]
-    if rows:
-        lines += ["", "| metric | estimate | 95% interval | measured |", "|---|---|---|---|"]
-        for r in rows:
-            interval = f"[{fmt(r.ci[0])}, {fmt(r.ci[1])}]" if r.ci else ""
-            lines.append(
-                f"| estimated {r.metric} | {fmt(r.estimate)} | {interval} | {fmt(r.truth) if r.truth is not None else 'no labels'} |"
-            )
-    if est.unavailable:
-        lines += ["", f"No estimate: {md_text(est.unavailable)}."]
-    lines += ["", f"Assumes {md_text(est.assumptions)}.", ""]
-    return lines
+        return None
+    lines = tuple(
+        EstimateLine(
+            r.metric,
+            at(document, "estimated", r.metric),
+            Num(r.ci, tuple(r.interval)) if r.ci and r.interval else None,
+            Num(r.truth, (r.metric,)) if r.truth is not None else None,
+        )
+        for r in estimate_rows(document)
+    )
+    return EstimateView(est.caveat, est.reference, at(document, "estimated", "rows"), est.assumptions, est.unavailable, lines)
 
 
-def representation_markdown(drift: Drift) -> list[str]:
-    """SPEC 14 under the alarm: the representation signal with the texts most unlike the reference,
-    and beside it the tokens whose share moved most ("what the texts say more, and less")."""
-    lines: list[str] = []
-    rep = drift.representation()
-    if rep is not None:
-        rows = rep.rows
-        lines += [
-            f"Representation (a classifier of both runs' embeddings, {rows.reference.fit} + {rows.current.fit} rows fit, "
-            f"{rows.reference.test} + {rows.current.test} tested): AUC {rep.auc:.3f} [{rep.auc_ci[0]:.3f}, {rep.auc_ci[1]:.3f}], "
-            f"p {pvalue(rep.p)}, p (Holm) {pvalue(rep.p_holm)}, floor {fmt(drift.min_auc)}: {_verdict(rep)}"
-            + (f" ({md_text(rep.reason)})" if rep.reason else "")
-            + ".",
-            "",
-        ]
-        if rep.examples:
-            lines += ["The texts most unlike the reference (this run's test rows the classifier scores highest):", ""]
-            lines += ["| row | id | score | text |", "|---|---|---|---|"]
-            lines += [f"| {e.row_index} | {md_text(e.id)} | {e.score:.3g} | {md_text(e.text or '')} |" for e in rep.examples]
-            lines.append("")
-    if drift.moved_tokens:
-        lines += ["What the texts say more, and less (the tokens whose share moved most; not a test):", ""]
-        lines += ["| token | reference | this run | ln(this run / reference) |", "|---|---|---|---|"]
-        lines += [
-            f"| {md_text(t.token)} | {t.reference_count} ({t.reference_share:.3%}) | {t.current_count} ({t.current_share:.3%}) | "
-            f"{t.log_ratio:+.2f} |"
-            for t in drift.moved_tokens
-        ]
-        lines.append("")
-    return lines
-
-
-def _verdict(s: DriftSignal | RepresentationSignal) -> str:
-    return "not judged" if s.drifted is None else "**drifted**" if s.drifted else "no"
+def drift_markdown(document: MetricsDocument) -> list[str]:
+    """report.md's drift part (the sentence first); empty without drift."""
+    return render_markdown_section("drift", drift_view(document))

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scorekeeper.escape import md_code
 from scorekeeper.long_text import LongTextCounts
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.registry import length_metric, lower_is_better
-from scorekeeper.report.render import ci, fmt
+from scorekeeper.report.view import Num, at, render_markdown_section
 
 SIDES = (("within", "within the window"), ("over", "over the window"))
 
@@ -31,8 +30,39 @@ def shown(metrics: MetricsDocument) -> bool:
     return long_text is not None and (bool(long_text.rows_over_length) or long_text.mode != "truncate")
 
 
-def length_section(metrics: MetricsDocument) -> dict | None:
-    """What report.html's length section shows (None: no section)."""
+@dataclass(frozen=True)
+class LengthSide:
+    """The evaluated rows within or over the window: how many, the length metric, its interval."""
+
+    words: str
+    rows: Num
+    value: Num
+    interval: Num
+
+
+@dataclass(frozen=True)
+class WindowCount:
+    """Chunk mode: the rows scored on `windows` windows, and their bar's width in percent of the largest."""
+
+    windows: str
+    rows: Num
+    width: float
+
+
+@dataclass(frozen=True)
+class LengthView:
+    """The section "What the length costs" (templates/length.md.j2, length.html.j2)."""
+
+    metric: str
+    lower_is_better: bool
+    mode: str | None
+    summary: tuple[Part, ...]
+    sides: tuple[LengthSide, ...]
+    windows: tuple[WindowCount, ...]
+
+
+def length_view(metrics: MetricsDocument) -> LengthView | None:
+    """The length section's view (None: no section)."""
     if not shown(metrics):
         return None
     long_text, impact = _long_text(metrics), metrics.length_impact
@@ -40,45 +70,40 @@ def length_section(metrics: MetricsDocument) -> dict | None:
     sides = []
     if impact is not None:
         for side, words in SIDES:
-            part = getattr(impact, side)
-            sides.append((side, words, part.rows, getattr(part, metric), getattr(part, f"{metric}_ci")))
+            base = ("length_impact", side)
+            sides.append(LengthSide(words, at(metrics, *base, "rows"), at(metrics, *base, metric), at(metrics, *base, f"{metric}_ci")))
     histogram = (long_text.windows_per_row if long_text is not None else None) or {}
     most = max(histogram.values(), default=0)
-    windows = [(k, rows, 100.0 * rows / most if most else 0.0) for k, rows in histogram.items()]
-    return {
-        "metric": metric,
-        "lower_is_better": metric in lower_is_better(metrics.head),
-        "sides": sides,
-        "mode": long_text.mode if long_text is not None else None,
-        "windows": windows,
-        "summary": summary_parts(metrics),
-    }
+    windows = tuple(
+        WindowCount(k, at(metrics, "scoring", "long_text", "windows_per_row", k), 100.0 * rows / most if most else 0.0)
+        for k, rows in histogram.items()
+    )
+    return LengthView(
+        metric=metric,
+        lower_is_better=metric in lower_is_better(metrics.head),
+        mode=long_text.mode if long_text is not None else None,
+        summary=tuple(summary_parts(metrics)),
+        sides=tuple(sides),
+        windows=windows,
+    )
 
 
-@dataclass(frozen=True)
-class Figure:
-    """A number a sentence states, and its place in metrics.json: the sentence says what the field
-    is, never more (report.html marks it with data-key, tests/test_report_sentences.py checks it)."""
-
-    path: tuple[str, ...]
-    value: int
-
-
-Part = str | Figure
+Part = str | Num
 
 
 def summary_parts(metrics: MetricsDocument) -> list[Part]:
-    """What the mode did with the lengths, in one sentence, each number a field of the document.
-    The token counts of `scoring.long_text` are the whole run's (every scored row, long or not)."""
+    """What the mode did with the lengths, in one sentence, each number a field of the document: the
+    sentence says what the field is, never more (tests/test_report_sentences.py checks it). The
+    token counts of `scoring.long_text` are the whole run's (every scored row, long or not)."""
     long_text = _long_text(metrics)
     if long_text is None:
         return []
 
-    def field(name: str) -> Figure:
-        return Figure(("scoring", "long_text", name), getattr(long_text, name))
+    def field(name: str) -> Num:
+        return at(metrics, "scoring", "long_text", name)
 
     parts: list[Part] = [
-        field("rows_over_length"), " of the ", Figure(("scored",), metrics.scored), " rows scored are longer than the window of ",
+        field("rows_over_length"), " of the ", at(metrics, "scored"), " rows scored are longer than the window of ",
         field("window"), " content tokens (max length ", field("max_length"), "). The run's ", field("tokens_content"),
         " content tokens: ", field("tokens_scored"), " fed to the model (an overlap counted each time), ", field("tokens_dropped"),
         " never seen by it",
@@ -88,7 +113,7 @@ def summary_parts(metrics: MetricsDocument) -> list[Part]:
     return [*parts, "."]
 
 
-def plain(parts: list[Part]) -> str:
+def plain(parts: list[Part] | tuple[Part, ...]) -> str:
     """The sentence as text, numbers with thousands separators."""
     return "".join(p if isinstance(p, str) else f"{p.value:,}" for p in parts)
 
@@ -100,20 +125,7 @@ def summary_sentence(metrics: MetricsDocument) -> str:
 
 def length_markdown(metrics: MetricsDocument) -> list[str]:
     """report.md's section."""
-    section = length_section(metrics)
-    if section is None:
-        return []
-    lines = ["## What the length costs", ""]
-    if section["summary"]:
-        lines += [f"Long texts: {md_code(section['mode'])}. {plain(section['summary'])}", ""]
-    if section["sides"]:
-        metric = section["metric"]
-        lines += [f"| rows | evaluated | {metric} | 95% CI |", "|---|---|---|---|"]
-        lines += [f"| {words} | {rows} | {fmt(value)} | {ci(interval)} |" for _, words, rows, value, interval in section["sides"]]
-        lines.append("")
-    if section["windows"]:
-        lines += ["| windows per row | rows |", "|---|---|"] + [f"| {k} | {rows} |" for k, rows, _ in section["windows"]] + [""]
-    return lines
+    return render_markdown_section("length", length_view(metrics))
 
 
 def long_text_fact(metrics: MetricsDocument) -> tuple[str, str] | None:

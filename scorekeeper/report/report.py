@@ -14,7 +14,7 @@ check can compare the page with metrics.json. Publishing writes each file whole.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from scorekeeper.escape import md_code
@@ -24,9 +24,9 @@ from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
 from scorekeeper.metrics.registry import history_columns, lower_is_better, metric_value, number_at, value_at
 from scorekeeper.report import plots
-from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, estimate_rows
+from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
 from scorekeeper.report.labelling_report import labelling_markdown, labels_back_commands, pp_notes, sample_note
-from scorekeeper.report.length_report import length_markdown, length_section, long_text_fact
+from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
     SliceMetric,
@@ -55,6 +55,7 @@ from scorekeeper.report.report_stats import (
     pvalue,
     tests_sentence,
 )
+from scorekeeper.report.view import render_html_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
@@ -134,6 +135,14 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
         lines.append("")
     lines += label_audit_markdown(metrics.label_audit, metrics.evaluated, metrics.accuracy)
     return "\n".join(lines)
+
+
+# The sections rendered once (scorekeeper/report/view.py): name -> the view's builder; each has
+# templates/<name>.md.j2 and templates/<name>.html.j2, which read that view only.
+SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] = {
+    "drift": lambda metrics, _facts: drift_view(metrics),
+    "length": lambda metrics, _facts: length_view(metrics),
+}
 
 
 PER_LABEL_HEADER: tuple[str, ...] = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
@@ -321,9 +330,9 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             per_label=per_label_rows(metrics),
             regression_table=kind.table_metrics,
             regression_plots=_regression_svgs(metrics, svgs),
-            length=length_section(metrics),
+            length=render_html_section("length", length_view(metrics)),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
-            estimates=estimate_rows(metrics),
+            drift=render_html_section("drift", drift_view(metrics)),
             labelling_notes=pp_notes(metrics),
             labels_back=labels_back_commands(run) if metrics.label_plan else None,
             sample_note=sample_note(metrics),

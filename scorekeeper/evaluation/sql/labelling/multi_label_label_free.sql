@@ -1,5 +1,5 @@
 -- reads: predictions, pp_focus
--- creates: pp_ml_calibrated_of, pp_ml_calibrated, pp_label_free, pp_ml_cells_of, pp_cells, pp_cell_totals
+-- creates: pp_ml_calibrated_of, pp_ml_calibrated, pp_label_free, pp_ml_cells_of, pp_cells, pp_label_totals
 -- A multi-label run's label-free predictions for its labelling plan and prediction-powered metrics
 -- (docs/labelling.md). Per label k, q_k = (truth_kb + p_k) / (rows_kb + 1) at the row's bin of p_k
 -- (pp_truth, pp_rows: the reference's calibration_by_label; not renormalised) with a reference
@@ -8,8 +8,10 @@
 -- q per row of a table of predictions and label; pp_ml_calibrated: per scored row. pp_label_free: f =
 -- subset accuracy's prod_k (q_k if predicted else 1 - q_k), u = the mean over labels of
 -- sqrt(q_k (1 - q_k)). pp_ml_cells_of(table): per row and target, f (micro_f1 pools the labels: TP,
--- FP, FN summed over them); pp_cells: those of pp_focus (the labelled plan rows' predictions);
--- pp_cell_totals: per target, the sum of f over every scored row.
+-- FP, FN summed over them); pp_cells: those of pp_focus (the labelled plan rows' predictions).
+-- pp_label_totals: per label, the sum of f of its TP, FP and FN over every scored row (one pass over
+-- the calibrated cells), a view: read only when the estimate against the same reference has not made
+-- them (multi_label_cell_totals.sql).
 CREATE OR REPLACE TEMP MACRO pp_ml_calibrated_of(source) AS TABLE
 WITH per_label AS (
     SELECT row_index,
@@ -55,5 +57,10 @@ SELECT row_index, 'micro_f1', 'FN', sum(CASE WHEN predicted THEN 0 ELSE q END) F
 
 CREATE OR REPLACE TEMP VIEW pp_cells AS SELECT * FROM pp_ml_cells_of('pp_focus');
 
-CREATE OR REPLACE TEMP VIEW pp_cell_totals AS
-SELECT metric, term, sum(f) AS f FROM pp_ml_cells_of('predictions') GROUP BY ALL;
+CREATE OR REPLACE TEMP VIEW pp_label_totals AS
+SELECT label_id,
+       sum(CASE WHEN predicted THEN q ELSE 0 END) AS tp,
+       sum(CASE WHEN predicted THEN 1 - q ELSE 0 END) AS fp,
+       sum(CASE WHEN predicted THEN 0 ELSE q END) AS fn
+FROM pp_ml_calibrated
+GROUP BY label_id;

@@ -8,14 +8,15 @@
 -- k-th largest), and the draw U = the first 8 bytes of sha256('{pp_key}:{row_index}') as a big-endian
 -- unsigned integer / 2^64 (pp_key: the run id). pp_NAME: DuckDB variables (labelling.set_variables).
 -- Only the pp_target largest weights decide the capping: pp_scale (one row) holds what pi needs from
--- one pass over the rows (mean(u), the weights' sum, the cut); pp_design is a view, so that pi costs
+-- one pass over the rows (mean(u), the weights' sum, the cut) and, from the same pass, the sum of f
+-- over every row (sum_f: the total of the target whose f pp_label_free's is); pp_design is a view, so that pi costs
 -- a multiplication per row and the draw (sha256 of every row, the plan's largest cost) is computed
 -- only by the query that reads it.
 CREATE OR REPLACE TEMP TABLE pp_scale AS
 WITH stats AS (
-    SELECT avg(u) AS mean_u, count(*) AS n, sum(u) AS sum_u, max(u, getvariable('pp_target')) AS top_u FROM pp_label_free
+    SELECT avg(u) AS mean_u, count(*) AS n, sum(u) AS sum_u, max(u, getvariable('pp_target')) AS top_u, sum(f) AS sum_f FROM pp_label_free
 ), weighting AS (
-    SELECT mean_u, top_u, getvariable('pp_active') AND mean_u <> 0 AS weighted,
+    SELECT mean_u, top_u, sum_f, getvariable('pp_active') AND mean_u <> 0 AS weighted,
            -- the sum of every row's weight: sum(0.9 u / mean(u) + 0.1) = 0.9 sum(u) / mean(u) + 0.1 N
            CASE WHEN getvariable('pp_active') AND mean_u <> 0 THEN 0.9 * sum_u / mean_u + 0.1 * n ELSE n::DOUBLE END AS total
     FROM stats
@@ -32,7 +33,7 @@ WITH stats AS (
     SELECT coalesce(min(rank) FILTER (WHERE (getvariable('pp_target') - (rank - 1)) * w <= total - running + w), getvariable('pp_target') + 1) AS first_free
     FROM running
 )
-SELECT s.weighted, s.mean_u,
+SELECT s.weighted, s.mean_u, s.sum_f,
        (SELECT min(w) FROM ranked WHERE rank < c.first_free) AS capped_from,
        (getvariable('pp_target') - (c.first_free - 1)) / nullif(s.total - coalesce((SELECT sum(w) FROM ranked WHERE rank < c.first_free), 0), 0) AS c
 FROM weighting AS s CROSS JOIN cut AS c;

@@ -1,5 +1,5 @@
 -- reads: predictions, pp_focus
--- creates: pp_bin_means, pp_calibrated_of, pp_calibrated, pp_label_free, pp_cells, pp_cell_totals
+-- creates: pp_bin_means, pp_calibrated_of, pp_calibrated, pp_label_free, pp_cells, pp_label_totals
 -- A single-label run's label-free predictions for its labelling plan and prediction-powered metrics
 -- (docs/labelling.md). With a reference (pp_reference true): accuracy's f = a_b of the row's score bin,
 -- (correct_b + s_b) / (rows_b + 1) from the reference's calibration bins (pp_correct, pp_bin_rows) and
@@ -9,9 +9,10 @@
 -- equal-width, the last holding 1.0. The table macro pp_calibrated_of(table): f and q per row of a
 -- table of predictions; pp_calibrated: f and q per scored row (a view: a query that reads f alone computes no q). pp_label_free: one row per
 -- scored row (f, u = sqrt(f (1 - f))). pp_cells: per row of pp_focus (the labelled plan rows'
--- predictions) and target, f. pp_cell_totals: per target, the sum of f over every scored row (one
--- pass over the probabilities, grouped by label: TP_k sums q_k over the rows predicted k, FP_k
--- 1 - q_k over them, FN_k q_k over the others).
+-- predictions) and target, f. pp_label_totals: per label, the sum of f of its TP, FP and FN over every
+-- scored row (one pass over the probabilities, grouped by label: TP_k sums q_k over the rows predicted
+-- k, FP_k 1 - q_k over them, FN_k q_k over the others), a view: read only when the estimate against
+-- the same reference has not made them (single_label_cell_totals.sql).
 CREATE OR REPLACE TEMP TABLE pp_bin_means AS
 SELECT least(CAST(floor(score * getvariable('pp_bins')) AS INTEGER), getvariable('pp_bins') - 1) AS bin, avg(score) AS s_b
 FROM predictions
@@ -56,18 +57,13 @@ UNION ALL
 SELECT row_index, 'macro_f1', 'FN:' || (getvariable('pp_names')::VARCHAR[])[label_id + 1],
        CASE WHEN predicted_id = label_id THEN 0 ELSE q END FROM per_label;
 
-CREATE OR REPLACE TEMP VIEW pp_cell_totals AS
+CREATE OR REPLACE TEMP VIEW pp_label_totals AS
 WITH per_label AS (
     SELECT predicted_id, unnest(range(len(q))) AS label_id, unnest(q) AS q FROM pp_calibrated
-), by_label AS (
-    SELECT label_id,
-           sum(CASE WHEN predicted_id = label_id THEN q ELSE 0 END) AS tp,
-           sum(CASE WHEN predicted_id = label_id THEN 1 - q ELSE 0 END) AS fp,
-           sum(CASE WHEN predicted_id = label_id THEN 0 ELSE q END) AS fn
-    FROM per_label
-    GROUP BY label_id
 )
-SELECT 'accuracy' AS metric, '' AS term, sum(f) AS f FROM pp_calibrated
-UNION ALL
-SELECT 'macro_f1', unnest(['TP:' || name, 'FP:' || name, 'FN:' || name]), unnest([tp, fp, fn])
-FROM (SELECT (getvariable('pp_names')::VARCHAR[])[label_id + 1] AS name, tp, fp, fn FROM by_label);
+SELECT label_id,
+       sum(CASE WHEN predicted_id = label_id THEN q ELSE 0 END) AS tp,
+       sum(CASE WHEN predicted_id = label_id THEN 1 - q ELSE 0 END) AS fp,
+       sum(CASE WHEN predicted_id = label_id THEN 0 ELSE q END) AS fn
+FROM per_label
+GROUP BY label_id;
