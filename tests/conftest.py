@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -99,6 +100,33 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_logreport(report):
     """Each test's setup, call and teardown, summed (in xdist's controller: as the workers report them)."""
     _SEEN[report.nodeid] = _SEEN.get(report.nodeid, 0.0) + report.duration
+
+
+# The files that ask for one of these session fixtures go to one xdist worker, as one unit: each
+# worker would otherwise start a server of its own (`deployed`: a `prefect server start` and
+# `prefect deploy`, about 30 CPU-s), and they share it one module after another as
+# tests/prefect_deployed.py describes. Found from the files' text: a function taking the fixture.
+_ONE_WORKER = ("deployed",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    units: dict[str, str] = {}
+
+    class SharedServers(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            if path not in units:
+                text = (config.rootpath / path).read_text() if (config.rootpath / path).is_file() else ""
+                asks = [name for name in _ONE_WORKER if re.search(rf"\bdef \w+\([^)]*\b{name}\b", text)]
+                units[path] = f"the files asking for {asks[0]}" if asks else path
+            return units[path]
+
+    return SharedServers(config, log)
 
 
 # -- leaving ----------------------------------------------------------------------------------

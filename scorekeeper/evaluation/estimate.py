@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation.base import ECE_BINS
 from scorekeeper.evaluation.duck import sql
-from scorekeeper.metrics.document import CalibrationBin, Drift, Estimated, LabelBinCount, RecordedMetrics
+from scorekeeper.metrics.document import CalibrationBin, Drift, Estimated, LabelBinCount, RecordedMetrics, ReferenceRecords
 
 if TYPE_CHECKING:
     from scorekeeper.evaluation.base import HeadEvaluation
@@ -45,9 +45,9 @@ def label_bins(rows: list[tuple], labels: list[str]) -> dict[str, list[LabelBinC
     return out
 
 
-def calibration_by_label(con, query: str, labels: list[str]) -> dict[str, dict[str, list[LabelBinCount]]]:
+def calibration_by_label(con, query: str, labels: list[str]) -> ReferenceRecords:
     """A classifier's calibration_by_label, by the kind's `query` over its evaluated rows or cells."""
-    return {"calibration_by_label": label_bins(con.execute(sql(query), {"bins": ECE_BINS}).fetchall(), labels)}
+    return ReferenceRecords(calibration_by_label=label_bins(con.execute(sql(query), {"bins": ECE_BINS}).fetchall(), labels))
 
 
 # -- the estimate of a run against a reference ------------------------------------------------------------

@@ -19,8 +19,6 @@ multilabel_resampled_tests); what every kind shares is compare.py's.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from scorekeeper.evaluation.base import (
@@ -57,7 +55,16 @@ from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.evaluation.truth import STAGED_VALUE, match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
-from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.document import (
+    Comparison,
+    Drift,
+    Estimated,
+    GroundTruthSource,
+    MetricsDocument,
+    MultiLabelMetrics,
+    RecordedMetrics,
+    ReferenceRecords,
+)
 from scorekeeper.metrics.registry import BY_NAME, SliceMetric, scalar_metrics
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.storage import Location
@@ -324,7 +331,7 @@ class MultiLabel:
         """The rule of the list elements (`truth_elements`), as a single-label column's."""
         return match_truth(ev.con, column, ev.labels, ev.truth_column, quiet=True, truth="truth_elements") if column else None
 
-    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> MultiLabelMetrics:
         """The multi-label metrics; the list elements are matched to the labels by the column's one
         rule (truth.py, as a single-label column is), recorded as `truth_matching`. Each label's
         threshold is in per_label."""
@@ -334,13 +341,10 @@ class MultiLabel:
         )
         con.execute(sql("multi_label_evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID)))
         unknown = {str(name): int(n) for name, n in con.execute(sql("multi_label_unknown.sql")).fetchall()}
-        return {
-            "truth_matching": matching,
-            "unknown_labels": unknown,
-            "unknown_label_rows": sum(unknown.values()),
-        } | multilabel_metrics(con, labels, threshold_vector(ev.thresholds, labels))
+        fields = {"truth_matching": matching, "unknown_labels": unknown, "unknown_label_rows": sum(unknown.values())}
+        return MultiLabelMetrics.model_validate(fields | multilabel_metrics(con, labels, threshold_vector(ev.thresholds, labels)))
 
-    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+    def reference_records(self, ev: Evaluation) -> ReferenceRecords:
         """calibration_by_label over the evaluated cells (`ml_cells`)."""
         return calibration_by_label(ev.con, "multilabel_calibration_by_label.sql", ev.labels)
 

@@ -47,6 +47,8 @@ from scorekeeper.metrics.document import (
     GroundTruthSource,
     MetricsDocument,
     RecordedMetrics,
+    ReferenceRecords,
+    RegressionMetrics,
     ResidualBin,
     ResidualBins,
 )
@@ -439,13 +441,13 @@ class Regression:
         check_regression_truth(ev.con, ev.labels, ev.truth_column)
         return None
 
-    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> RegressionMetrics:
         check_regression_truth(ev.con, ev.labels, ev.truth_column)  # checked before scoring too; a resumed run's truth again
         ev.con.execute(sql("regression_evaluated.sql"))
-        return regression_metrics(ev.con, ev.labels)
+        return RegressionMetrics.model_validate(regression_metrics(ev.con, ev.labels))
 
-    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
-        return regression_records(ev.con, ev.labels)
+    def reference_records(self, ev: Evaluation) -> ReferenceRecords:
+        return ReferenceRecords.model_validate(regression_records(ev.con, ev.labels))
 
     def slices(self, ev: Evaluation) -> tuple[dict, dict]:
         return slice_breakdown(ev.con, ev.slice_columns)

@@ -63,7 +63,9 @@ from scorekeeper.metrics.document import (
     GroundTruthSource,
     MetricsDocument,
     RecordedMetrics,
+    ReferenceRecords,
     ScoreHistogram,
+    SingleLabelMetrics,
     SliceDelta,
     SliceGroup,
     ThresholdRow,
@@ -101,7 +103,7 @@ class SingleLabel:
     def check_truth(self, ev: Evaluation, column: ColumnKind | None) -> TruthMatching | None:
         return match_truth(ev.con, column, ev.labels, ev.truth_column, quiet=True) if column else None
 
-    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> SingleLabelMetrics:
         con, labels, manifest = ev.con, ev.labels, ev.manifest
         con.execute(sql("wilson.sql"))
         matching = match_truth(con, coverage.column, labels, ev.truth_column, log=ev.log) if coverage.column else None
@@ -128,29 +130,30 @@ class SingleLabel:
         ece = sum(n * abs(acc - conf) for _, n, conf, acc in bins) / evaluated if evaluated else None
         unknown = {name: int(n) for name, n in con.execute(sql("unknown_labels.sql")).fetchall()}
         ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
-        return {
-            "evaluated": int(evaluated),
-            "truth_matching": matching,
-            "accuracy": finite_number(accuracy),
-            "macro_f1": finite_number(macro_f1),
-            "weighted_f1": finite_number(weighted_f1),
-            "log_loss": finite_number(log_loss),
-            "log_loss_rows": int(log_loss_rows),
-            "ece": finite_number(ece),
-            "ece_bins": ECE_BINS,
-            "calibration": [
+        audit: dict[str, Any] = {"label_audit": label_audit(con, labels, EXCERPT_CHARS)} if evaluated else {}
+        return SingleLabelMetrics(
+            evaluated=int(evaluated),
+            truth_matching=matching,
+            accuracy=finite_number(accuracy),
+            macro_f1=finite_number(macro_f1),
+            weighted_f1=finite_number(weighted_f1),
+            log_loss=finite_number(log_loss),
+            log_loss_rows=int(log_loss_rows),
+            ece=finite_number(ece),
+            ece_bins=ECE_BINS,
+            calibration=[
                 CalibrationBin(bin=int(b), lower=b / ECE_BINS, upper=(b + 1) / ECE_BINS, rows=int(n), confidence=conf, accuracy=acc)
                 for b, n, conf, acc in bins
             ],
-            "per_class": per_class,
-            "confusion": confusion,
-            "unknown_labels": unknown,
-            "unknown_label_rows": sum(unknown.values()),
+            per_class=per_class,
+            confusion=confusion,
+            unknown_labels=unknown,
+            unknown_label_rows=sum(unknown.values()),
             **ranking,
-            **({"label_audit": label_audit(con, labels, EXCERPT_CHARS)} if evaluated else {}),
-        }
+            **audit,
+        )
 
-    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+    def reference_records(self, ev: Evaluation) -> ReferenceRecords:
         """calibration_by_label over the `evaluated` rows (the accuracy estimate reads `calibration`)."""
         return calibration_by_label(ev.con, "calibration_by_label.sql", ev.labels)
 

@@ -21,11 +21,13 @@ from scorekeeper.escape import md_code
 from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
-from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
-from scorekeeper.metrics.registry import history_columns, lower_is_better, metric_value, number_at, value_at
+from scorekeeper.metrics.document import ClassAreas, MetricsDocument
+from scorekeeper.metrics.registry import history_columns, number_at, value_at
 from scorekeeper.report import plots
+from scorekeeper.report.comparison_report import comparison_view
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
-from scorekeeper.report.labelling_report import labelling_markdown, labels_back_commands, pp_notes, sample_note
+from scorekeeper.report.gates_report import gates_view
+from scorekeeper.report.labelling_report import labelling_markdown, labelling_view
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
@@ -45,17 +47,12 @@ from scorekeeper.report.render import (
     sorted_slices,
 )
 from scorekeeper.report.report_stats import (
-    CLASS_TESTS,
     audit_matrix,
-    class_mark,
-    comparison_tests_markdown,
-    gate_test_text,
     label_audit_markdown,
     mark,
     pvalue,
-    tests_sentence,
 )
-from scorekeeper.report.view import render_html_section
+from scorekeeper.report.view import render_html_section, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
@@ -76,16 +73,7 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
     lines += labelling_markdown(metrics, facts)  # the prediction-powered metrics, the plan and how to label it
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
-    gates = metrics.gates
-    if gates:
-        failed = [g for g in gates if not g.passed]
-        lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
-        lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {g.gate} | {fmt(g.value)} | {fmt(g.limit)} | {gate_test_text(g)} | {'pass' if g.passed else '**FAIL**'} |" for g in gates
-        ]
-        lines += [f"- warning: {g.warning}" for g in gates if g.warning]
-        lines.append("")
+    lines += render_markdown_section("gates", gates_view(metrics))
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     if scoring:
         lines += [
@@ -104,8 +92,7 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
             "",
         ]
     lines += groups_markdown(scoring)
-    lines += _markdown_comparison(metrics.comparison)
-    lines += comparison_tests_markdown(metrics.comparison)
+    lines += render_markdown_section("comparison", comparison_view(metrics))
     for section in kind_report(metrics).sections:  # the kind's own sections (its spec: evaluation/base.KindReport)
         lines += KIND_SECTIONS[section](metrics)
     lines += length_markdown(metrics)
@@ -140,7 +127,10 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
 # The sections rendered once (scorekeeper/report/view.py): name -> the view's builder; each has
 # templates/<name>.md.j2 and templates/<name>.html.j2, which read that view only.
 SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] = {
+    "comparison": lambda metrics, _facts: comparison_view(metrics),
     "drift": lambda metrics, _facts: drift_view(metrics),
+    "gates": lambda metrics, _facts: gates_view(metrics),
+    "labelling": labelling_view,
     "length": lambda metrics, _facts: length_view(metrics),
 }
 
@@ -226,41 +216,6 @@ def kind_report(metrics: MetricsDocument) -> KindReport:
     return evaluation_for(metrics.head).report
 
 
-def error_changes(comparison: Comparison) -> list[tuple[str, ErrorChange]]:
-    """A one-output regression comparison's paired changes of MAE and RMSE, in the document's order."""
-    return [(name, value) for name, value in comparison if isinstance(value, ErrorChange)]
-
-
-def _markdown_comparison(comparison: Comparison | None) -> list[str]:
-    if not comparison:
-        return []
-    flipped = comparison.flipped  # regression runs compare errors, not right and wrong
-    lines = [f"## Compared with run {md_code(comparison.run)}", ""]
-    lines += [
-        f"{comparison.rows_compared} rows compared"
-        + (f" (matched on {comparison.matched_on})" if comparison.matched_on else "")
-        + (
-            f": {flipped.right_to_wrong} right -> wrong, {flipped.wrong_to_right} wrong -> right, "
-            f"{flipped.other} wrong in both with another prediction; McNemar exact p = {comparison.mcnemar_p:.4g}."
-            if flipped
-            else "."
-        ),
-        "",
-    ]
-    for name, d in error_changes(comparison):
-        lines += [
-            f"{name.upper()} change {signed(d.delta)} ({fmt(d.this)} vs {fmt(d.other)}), paired bootstrap 95% interval {ci(d.ci)}.",
-            "",
-        ]
-    if comparison.accuracy_delta_ci:
-        paired = comparison.accuracy_delta_paired
-        change = f" {paired:+.4f} over the rows both runs scored," if isinstance(paired, float) else ""
-        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {ci(comparison.accuracy_delta_ci)}.", ""]
-    lines += ["| metric | change (this - other) |", "|---|---|"]
-    lines += [f"| {k} | {signed(v)} |" for k, v in comparison.deltas.items()] + [""]
-    return lines
-
-
 def _environment():
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
@@ -285,7 +240,7 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
 
     svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
     names, _, grouped = plots.confusion_cells(metrics)
-    gates = metrics.gates or []
+    gates = gates_view(metrics)
     run = RunFacts.of(run_info)
     facts = run_facts(metrics, run)
     kind = kind_report(metrics)
@@ -302,18 +257,15 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             facts=facts,
             headline_cards=cards(metrics),
             gates=gates,
-            gate_tests=any(g.method for g in gates),
-            tests_sentence=tests_sentence(metrics.comparison) if metrics.comparison and metrics.comparison.metric_tests else "",
+            gates_section=render_html_section("gates", gates),
             audit_names=audit_matrix(metrics.label_audit)[0] if metrics.label_audit else [],
-            failed_gates=[g for g in gates if not g.passed],
             slices=slices,
             slice_metrics=shown,
             slice_intervals=slice_intervals,
             slice_note=slice_note(metrics, shown, kind.slice_caption, slice_intervals),
             confusion_grouped=grouped,
             confusion_shown=len(names) - (1 if grouped else 0),
-            **_comparison_context(metrics),
-            lower_is_better=lower_is_better(metrics.head),
+            comparison=render_html_section("comparison", comparison_view(metrics)),
             history_columns=history_columns(metrics.head, metrics.history or []),
             history_rows=[
                 (h, [value_at(h, (c.name,)) for c in history_columns(metrics.head, metrics.history or [])])
@@ -333,49 +285,9 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             length=render_html_section("length", length_view(metrics)),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
             drift=render_html_section("drift", drift_view(metrics)),
-            labelling_notes=pp_notes(metrics),
-            labels_back=labels_back_commands(run) if metrics.label_plan else None,
-            sample_note=sample_note(metrics),
+            labelling=render_html_section("labelling", labelling_view(metrics, run)),
         )
     )
-
-
-def _comparison_context(metrics: MetricsDocument) -> dict:
-    """The comparison section's rows, prepared for the template (no lookups by key there)."""
-    comparison = metrics.comparison
-    if comparison is None:
-        return {
-            "compared": [],
-            "error_changes": [],
-            "class_tests": [],
-            "class_deltas": [],
-            "flip_samples": [],
-            "samples_shown": 0,
-            "accuracy_change": None,
-        }
-    paired = comparison.accuracy_delta_paired
-    flipped = comparison.flipped
-    samples = comparison.samples
-    return {
-        "compared": [(k, metric_value(metrics, k), v, comparison.metric_tests.get(k)) for k, v in comparison.deltas.items()],
-        "error_changes": error_changes(comparison),
-        "class_tests": [(label, [(k, t[k]) for k in CLASS_TESTS], class_mark(t)) for label, t in comparison.per_class_tests.items()],
-        "class_deltas": [(label, [(k, getattr(d, k)) for k in CLASS_DELTAS]) for label, d in comparison.per_class_deltas.items()],
-        "flip_samples": [
-            (title, samples.get(kind) or [], len(samples.get(kind) or []), getattr(flipped, kind) if flipped else None)
-            for kind, title in FLIP_SAMPLES
-        ]
-        if samples
-        else [],
-        "samples_shown": sum(len(v) for v in samples.values()),
-        "accuracy_change": (paired, ["comparison", "accuracy_delta_paired"])
-        if paired is not None
-        else (comparison.deltas.get("accuracy"), ["comparison", "deltas", "accuracy"]),
-    }
-
-
-CLASS_DELTAS = ("precision", "recall", "f1")  # ClassDelta's fields, in the table's order
-FLIP_SAMPLES = (("right_to_wrong", "Right before, wrong now"), ("wrong_to_right", "Wrong before, right now"))
 
 
 def _slice_table(metrics: MetricsDocument, shown: tuple[SliceMetric, ...], values: dict) -> dict:
