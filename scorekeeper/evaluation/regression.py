@@ -22,14 +22,14 @@ from __future__ import annotations
 import logging
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, KindReport, LengthSide, finite_number
 from scorekeeper.evaluation.compare import Keys, Paired, block_codes, block_key, compare, dense, paired_sample, row_mean_tests
-from scorekeeper.evaluation.duck import Fragment, identifier, number, records, sql, statement
+from scorekeeper.evaluation.duck import Fragment, identifier, number, one_row, records, sql, statement
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.signals import RunSide, SignalViews
@@ -55,6 +55,9 @@ from scorekeeper.metrics.document import (
 from scorekeeper.metrics.registry import BY_NAME, Pairing, SliceMetric, compared_metrics, run_metrics, scalar_metrics
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 SCATTER_POINTS = 3000  # past this many rows the predicted-vs-true plot is a 2-D histogram
 
@@ -93,7 +96,7 @@ def unscale(value, scale: float, power: int = 1) -> float | None:
     return result
 
 
-def regression_metrics(con, outputs: list[str]) -> dict:
+def regression_metrics(con: Connection, outputs: list[str]) -> dict:
     """Every regression key of the contract over `reg_rows`: the mean over outputs at the top level,
     each output's values under `per_output`, and the report's data beside them."""
     _regression_input(con, len(outputs))
@@ -119,7 +122,7 @@ def regression_metrics(con, outputs: list[str]) -> dict:
     }
 
 
-def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
+def regression_values(con: Connection, cells: str, outputs: int) -> dict[int, dict]:
     """Every regression scalar (and mape_rows) per output id over `cells`, a table in reg_cells'
     shape (row_index, output_id, truth, prediction): the run's own rows, or a comparison's paired rows."""
     per_output = {i: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for i in range(outputs)}
@@ -142,7 +145,7 @@ def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
     return per_output
 
 
-def _regression_input(con, outputs: int) -> None:
+def _regression_input(con: Connection, outputs: int) -> None:
     """The view reg_input: reg_rows with prediction and truth as lists (a scalar column wrapped) and a text column."""
     types = {name: kind for name, kind, *_ in con.execute("DESCRIBE reg_rows").fetchall()}
 
@@ -160,7 +163,7 @@ def _regression_input(con, outputs: int) -> None:
         raise ValueError(f"reg_rows: rows {[r for (r,) in bad]} do not hold one prediction and one truth per output ({outputs})")
 
 
-def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
+def _regression_plots(con: Connection, outputs: list[str], evaluated: int) -> dict:
     """The data of the regression report's plots and tables, per output name."""
     residuals: dict[str, dict] = {}
     for output_id, lo, hi, b, n in con.execute(sql("regression_residuals.sql"), {"bins": RESIDUAL_BINS}).fetchall():
@@ -203,14 +206,14 @@ def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
     return {"residual_histogram": residuals, "predicted_vs_true": scatter, "calibration_deciles": deciles, "largest_errors": largest}
 
 
-def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None) -> dict[str, dict]:
+def regression_resampled_tests(con: Connection, outputs: int, own: list[dict] | None = None) -> dict[str, dict]:
     """The regression tests that are not per-row means, over reg_paired_complete: the block
     bootstrap of sums and maxima, the row-sample bootstrap of the rank statistics; each delta is
     the metric's own SQL (regression_values) over the paired rows, this - other.
     `own`: this run's per-output values, given when the paired rows are every row it evaluated
     (then they are its values over the paired rows, and its Kendall SQL need not run again)."""
 
-    rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
+    rows = one_row(con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete"))[0]
     if not rows:
         return {}
     values = {}
@@ -286,12 +289,14 @@ def paired_error_changes(sums: np.ndarray) -> dict:
     }
 
 
-def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
+def _regression(con: Connection, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
     at = Fragment("[l.label_id + 1]" if outputs > 1 else "")
     con.execute(sql("paired_regression.sql", at=at, other_key=keys[0], this_key=keys[1]))
-    rows, top = con.execute(
-        "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
-    ).fetchone()
+    rows, top = one_row(
+        con.execute(
+            "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
+        )
+    )
     result: dict = {"rows_compared": int(rows)}
     if not rows:
         return result
@@ -324,7 +329,7 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
     con.execute(sql("paired_regression_rows.sql"), {"outputs": outputs})
     tests = row_mean_tests(con, "reg_paired_rows", HeadKind.REGRESSION)
     con.execute(sql("paired_regression_complete.sql"), {"outputs": outputs})
-    complete = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
+    complete = one_row(con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete"))[0]
     own = [dict(v) for v in (metrics.per_output or {}).values()] if complete == metrics.evaluated and metrics.per_output else None
     tests |= regression_resampled_tests(con, outputs, own)
     if outputs == 1:
@@ -347,7 +352,7 @@ def regression_signal(outputs: list[str], i: int) -> str:
     return "prediction" if len(outputs) == 1 else f"prediction:{outputs[i]}"
 
 
-def regression_records(con, outputs: list[str]) -> dict[str, Any]:
+def regression_records(con: Connection, outputs: list[str]) -> dict[str, Any]:
     """A regression run's residual_bins per output: the `prediction` signal's bins of its own
     predictions (its merged deciles, as a later run's drift step makes them) and the evaluated
     cells' MAE in each."""
@@ -416,7 +421,7 @@ def slice_group(rows: int, num: float, den: float, exact: int, wilson, ci) -> di
     return {"rows": rows, "mae": num / den, "mae_ci": ci}
 
 
-def slice_breakdown(con, slice_columns: list[str]) -> tuple[dict, dict]:
+def slice_breakdown(con: Connection, slice_columns: list[str]) -> tuple[dict, dict]:
     """metrics.json `slices` and `slices_truncated` of a regression run (over `reg_cells`)."""
     return head_slices(con, SLICE_ROWS, slice_group, slice_columns)
 
@@ -468,7 +473,7 @@ class Regression:
             positions = {"reference_index": number(reference.labels.index(name) + 1), "current_index": number(i + 1)}
             views.view(f"prediction:{name}", "drift_prediction_output.sql", True, **positions)
 
-    def estimate(self, con, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
+    def estimate(self, con: Connection, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         residual_estimate(estimated, reference, labels, drift)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------

@@ -28,11 +28,15 @@ Intervals:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from scorekeeper.evaluation.duck import SLICE_GROUPS, null_group_key, sql
 from scorekeeper.evaluation.statistics.paired_tests import CHUNK, SEED
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 SLICE_UNITS = 1_000  # resampling units of a slice: its rows up to this many, else this many blocks of rows
 SLICE_RESAMPLES = 2_000
@@ -41,7 +45,7 @@ SLICE_RESAMPLES = 2_000
 GroupFields = Callable[[int, float, float, int, list[float] | None, list[float] | None], dict]
 
 
-def head_slices(con, rows_query: str, group_fields: GroupFields, slice_columns: list[str]) -> tuple[dict, dict]:
+def head_slices(con: Connection, rows_query: str, group_fields: GroupFields, slice_columns: list[str]) -> tuple[dict, dict]:
     """Per slice column: {value: group} and the group counts of columns with more groups than were
     kept, over the kind's evaluated rows (`rows_query` makes head_slice_rows) and the `staged` slice columns."""
     con.execute(sql("wilson.sql"))

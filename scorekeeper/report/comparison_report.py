@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scorekeeper.metrics.document import ErrorChange, MetricsDocument
+from scorekeeper.metrics.document import Comparison, ErrorChange, MetricsDocument
 from scorekeeper.metrics.registry import lower_is_better, metric_value, value_at
 from scorekeeper.report.report_stats import CLASS_TESTS, class_mark, mark, tests_sentence
 from scorekeeper.report.view import Num, at
@@ -158,29 +158,11 @@ def comparison_view(document: MetricsDocument) -> ComparisonView | None:
         )
         for name, d in comparison.deltas.items()
     )
-    slice_tests = tuple(
-        SliceRow(
-            column,
-            value,
-            at(document, "comparison", "slice_deltas", column, value, "rows"),
-            at(document, "comparison", "slice_deltas", column, value, "accuracy"),
-            _test(document, ("comparison", "slice_tests", column, value), value, True),
-        )
-        for column, groups in comparison.slice_tests.items()
-        for value in groups
-    )
+    tested = bool(comparison.slice_tests)
+    slice_tests = tuple(_slice_row(document, column, value, True) for column, groups in comparison.slice_tests.items() for value in groups)
     slice_rows = tuple(
-        SliceRow(
-            column,
-            value,
-            at(document, "comparison", "slice_deltas", column, value, "rows"),
-            at(document, "comparison", "slice_deltas", column, value, "accuracy"),
-            _test(document, ("comparison", "slice_tests", column, value), value, True) if comparison.slice_tests else None,
-        )
-        for column, values in comparison.slice_deltas.items()
-        for value in values
+        _slice_row(document, column, value, tested) for column, values in comparison.slice_deltas.items() for value in values
     )
-    samples = comparison.samples
     return ComparisonView(
         run=comparison.run,
         rows_compared=at(document, "comparison", "rows_compared"),
@@ -220,17 +202,31 @@ def comparison_view(document: MetricsDocument) -> ComparisonView | None:
         slice_rows=slice_rows,
         slices_tested=bool(comparison.slice_tests and comparison.slice_deltas),
         slices_changed=bool(comparison.slice_deltas),
-        samples=tuple(
-            FlipSamples(
-                title,
-                tuple(
-                    SampleRow(s.row_index, s.id, s.truth, s.before, s.score_before, s.after, s.score_after) for s in samples.get(kind) or []
-                ),
-                getattr(flipped, kind) if flipped else None,
-            )
-            for kind, title in FLIP_SAMPLES
+        samples=_samples(comparison),
+        samples_shown=sum(len(v) for v in comparison.samples.values()),
+    )
+
+
+def _slice_row(document: MetricsDocument, column: str, value: str, tested: bool) -> SliceRow:
+    """A slice group's accuracy change and rows, with its test when the slices were tested."""
+    base = ("comparison", "slice_deltas", column, value)
+    test = _test(document, ("comparison", "slice_tests", column, value), value, True) if tested else None
+    return SliceRow(column, value, at(document, *base, "rows"), at(document, *base, "accuracy"), test)
+
+
+def _samples(comparison: Comparison) -> tuple[FlipSamples, ...]:
+    """The flipped rows shown per direction, with the number of flips of that direction."""
+    if not comparison.samples:
+        return ()
+    flipped = comparison.flipped
+    return tuple(
+        FlipSamples(
+            title,
+            tuple(
+                SampleRow(s.row_index, s.id, s.truth, s.before, s.score_before, s.after, s.score_after)
+                for s in comparison.samples.get(kind) or []
+            ),
+            getattr(flipped, kind) if flipped else None,
         )
-        if samples
-        else (),
-        samples_shown=sum(len(v) for v in samples.values()),
+        for kind, title in FLIP_SAMPLES
     )

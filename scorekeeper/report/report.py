@@ -24,6 +24,7 @@ from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import ClassAreas, MetricsDocument
 from scorekeeper.metrics.registry import history_columns, number_at, value_at
 from scorekeeper.report import plots
+from scorekeeper.report.audit_report import audit_view
 from scorekeeper.report.comparison_report import comparison_view
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
 from scorekeeper.report.gates_report import gates_view
@@ -31,7 +32,6 @@ from scorekeeper.report.labelling_report import labelling_markdown, labelling_vi
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
 from scorekeeper.report.render import (
     GROUP_HEADER,
-    SliceMetric,
     cards,
     ci,
     fmt,
@@ -42,16 +42,12 @@ from scorekeeper.report.render import (
     plot_files,
     regression_plot_name,
     signed,
-    slice_note,
-    slice_scale,
-    sorted_slices,
 )
 from scorekeeper.report.report_stats import (
-    audit_matrix,
-    label_audit_markdown,
     mark,
     pvalue,
 )
+from scorekeeper.report.slices_report import slices_view
 from scorekeeper.report.view import render_html_section, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
@@ -110,17 +106,8 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
             lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
         lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
         lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
-    shown = kind_report(metrics).slice_metrics
-    for column, values in (metrics.slices or {}).items():
-        order = f"largest {shown[0].key} first" if shown[0].lower_is_better else "worst first"
-        header = "| value | rows | " + " | ".join(f"{s.key} | 95% CI" for s in shown) + " |"
-        lines += [f"## By {md(column)} ({order})", "", header, "|---|---" + "|---|---" * len(shown) + "|"]
-        lines += [
-            f"| {md(v)} | {g.rows} | " + " | ".join(f"{fmt(s.of(g))} | {ci(s.interval_of(g))}" for s in shown) + " |"
-            for v, g in sorted_slices(values, shown[0])
-        ]
-        lines.append("")
-    lines += label_audit_markdown(metrics.label_audit, metrics.evaluated, metrics.accuracy)
+    lines += render_markdown_section("slices", slices_view(metrics))
+    lines += render_markdown_section("label_audit", audit_view(metrics))
     return "\n".join(lines)
 
 
@@ -130,7 +117,9 @@ SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] =
     "comparison": lambda metrics, _facts: comparison_view(metrics),
     "drift": lambda metrics, _facts: drift_view(metrics),
     "gates": lambda metrics, _facts: gates_view(metrics),
+    "label_audit": lambda metrics, _facts: audit_view(metrics),
     "labelling": labelling_view,
+    "slices": lambda metrics, _facts: slices_view(metrics),
     "length": lambda metrics, _facts: length_view(metrics),
 }
 
@@ -244,9 +233,6 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
     run = RunFacts.of(run_info)
     facts = run_facts(metrics, run)
     kind = kind_report(metrics)
-    shown = kind.slice_metrics
-    slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.slices or {}).items()}
-    slice_intervals = any(s.interval_of(g) for values in (metrics.slices or {}).values() for g in values.values() for s in shown)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -258,11 +244,8 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             headline_cards=cards(metrics),
             gates=gates,
             gates_section=render_html_section("gates", gates),
-            audit_names=audit_matrix(metrics.label_audit)[0] if metrics.label_audit else [],
-            slices=slices,
-            slice_metrics=shown,
-            slice_intervals=slice_intervals,
-            slice_note=slice_note(metrics, shown, kind.slice_caption, slice_intervals),
+            label_audit=render_html_section("label_audit", audit_view(metrics)),
+            slices=render_html_section("slices", slices_view(metrics)),
             confusion_grouped=grouped,
             confusion_shown=len(names) - (1 if grouped else 0),
             comparison=render_html_section("comparison", comparison_view(metrics)),
@@ -288,22 +271,6 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             labelling=render_html_section("labelling", labelling_view(metrics, run)),
         )
     )
-
-
-def _slice_table(metrics: MetricsDocument, shown: tuple[SliceMetric, ...], values: dict) -> dict:
-    """One slice column's HTML table: its groups worst first, each with its bar and its cells, and the bars' scale."""
-    from markupsafe import Markup
-
-    first = shown[0]
-    groups = sorted_slices(values, first)
-    overall = first.overall(metrics)
-    scale = slice_scale(first, groups, overall)
-    rows = []
-    for value, group in groups:
-        bar = Markup(plots.interval_svg(first.of(group), first.interval_of(group), overall, scale=scale))
-        cells = [(s.key, value_at(group, (s.key,)), s.interval, s.interval_of(group)) for s in shown]
-        rows.append((value, group.rows, cells, bar))
-    return {"scale": scale, "groups": rows}
 
 
 def _regression_svgs(metrics: MetricsDocument, svgs: dict) -> dict[str, list]:

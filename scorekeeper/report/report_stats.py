@@ -1,6 +1,6 @@
 """The report's words for the paired tests and the label audit: p-values, significance marks, the
-tests' sentence, the gate's test, report.md's label audit, and the counts report.html and the
-Prefect summary show. Pure functions on the typed document's parts
+tests' sentence, the gate's test, the audit's matrix, and the counts report.html and the Prefect
+summary show. Pure functions on the typed document's parts
 (scorekeeper/metrics/document.py).
 
 A delta is marked significant (SIGNIFICANT_MARK) when its p-value is below 0.05: the headline
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from scorekeeper.evaluation.statistics.paired_tests import significant_p
 from scorekeeper.metrics.document import Comparison, FamilyTest, GateResult, LabelAudit, PairedTest
-from scorekeeper.report.render import fmt, md
+from scorekeeper.report.render import fmt
 
 SIGNIFICANT_MARK = "✱"
 
@@ -62,31 +62,3 @@ def audit_matrix(audit: LabelAudit) -> tuple[list[str], list[list[int]]]:
     """The suspected rows as a (given x suggested) matrix over the labels that occur in it."""
     names = sorted({g for g in audit.by_pair} | {s for row in audit.by_pair.values() for s in row})
     return names, [[audit.by_pair.get(g, {}).get(s, 0) for s in names] for g in names]
-
-
-def label_audit_markdown(audit: LabelAudit | None, evaluated: int, accuracy) -> list[str]:
-    """report.md's label audit: the count, the accuracy without the suspected rows, the pairs and rows."""
-    if not audit:
-        return []
-    share = f" ({audit.suspected / evaluated:.1%} of {evaluated} evaluated rows)" if evaluated else ""
-    lines = ["## Label audit (confident learning)", ""]
-    lines += [
-        f"{audit.suspected} rows{share} carry a label the model contradicts with confidence: some class reaches its "
-        "threshold (the mean probability the model gives that class on the rows labelled with it), and the most "
-        "probable such class is not the given label. Accuracy without them: "
-        f"{fmt(audit.accuracy_excluding_suspected)} (with them: {fmt(accuracy)}).",
-        "",
-    ]
-    if audit.by_pair:
-        names, counts = audit_matrix(audit)
-        lines += ["| given \\ suggested | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
-        lines += [f"| **{md(g)}** | " + " | ".join(str(c) if c else "" for c in counts[i]) + " |" for i, g in enumerate(names)]
-        lines.append("")
-    if audit.rows:
-        lines += ["| row | id | text | given | suggested | margin |", "|---|---|---|---|---|---|"]
-        lines += [
-            f"| {r.row_index} | {md(r.id)} | {md(r.text or '')} | {md(r.given)} | {md(r.suggested)} | {fmt(r.margin, 3)} |"
-            for r in audit.rows
-        ]
-        lines.append("")
-    return lines
