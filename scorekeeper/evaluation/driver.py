@@ -25,6 +25,7 @@ from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import label_run
 from scorekeeper.evaluation.length_impact import length_impact
+from scorekeeper.evaluation.representation import compare_runs
 from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.evaluation.truth import label_table
 from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
@@ -62,6 +63,9 @@ def evaluate_run(
     in; `log` the run's logger (the module's by default)."""
     s = settings or EvaluationSettings()
     kind = evaluation_for(s.head)
+    # SPEC 14's signal before the connection fills: its fit matrix (about 120 MB at 20,000 + 20,000
+    # rows of width 768) is freed before DuckDB's buffers grow (bench/representation.py memory)
+    representation = compare_runs(s.drift_reference, run, s.scored_with) if s.drift_reference is not None else None
     con = open_evaluation(run, labels)
     try:
         ev = Evaluation(con, run, labels, manifest, s.slice_columns, s.thresholds, s.truth_column, log or logging.getLogger(__name__))
@@ -86,7 +90,17 @@ def evaluate_run(
         if s.drift_reference is not None:
             name = posixpath.basename(s.drift_reference.path.rstrip("/"))
             document.drift, document.estimated = monitor(
-                con, kind, labels, s.slice_columns, s.drift_reference, name, s.drift_min_psi, run, s.scored_with, s.drift_min_auc
+                con,
+                kind,
+                labels,
+                s.slice_columns,
+                s.drift_reference,
+                name,
+                s.drift_min_psi,
+                run,
+                s.scored_with,
+                s.drift_min_auc,
+                representation,
             )
         if s.labelling is not None:
             from_files = source == "ground_truth_uri"

@@ -244,16 +244,19 @@ def monitor(
     run=None,
     scored_with: dict | None = None,
     min_auc: float = d.DEFAULT_MIN_AUC,
+    representation=None,
 ):
     """(drift, estimated) of the run on `con` (its `predictions` and `staged` views) against the
     completed run `reference` (a Location). With `run` (this run's folder; `scored_with` its scoring
-    section as the gather has it: dtype, long_text), SPEC 14's representation signal and moved tokens too."""
+    section as the gather has it: dtype, long_text), SPEC 14's representation signal and moved tokens
+    too; `representation` the signal when the caller measured it already (representation.compare_runs)."""
     from scorekeeper.evaluation.representation import compare_runs
     from scorekeeper.evaluation.words import moved_tokens
 
     ref_side = d.open_reference(con, reference, slice_columns)
     current = d.current_side(con, labels, slice_columns)
-    representation = compare_runs(reference, run, scored_with) if run is not None else None
+    if representation is None and run is not None:
+        representation = compare_runs(reference, run, scored_with)
     drift = d.drift(con, kind, ref_side, current, slice_columns, reference_name, min_psi, representation, min_auc)
     if run is not None:
         moved = moved_tokens(con, reference, run)
