@@ -19,8 +19,8 @@ from scorekeeper.run_facts import RunFacts
 from tests.report_fixture import document, full_metrics
 
 PAGE = {"report.html.j2", "macros.html.j2"}  # the page that places the sections, and the number marks
-# Sections report.md does not have on their own: the wrong labels are in its per-label section.
-HTML_ONLY = {"wrong_labels"}
+# Sections report.md does not have: the wrong labels are in its per-label section, the rest is report.html's.
+HTML_ONLY = {"wrong_labels", "thresholds", "errors", "history", "facts"}
 
 
 def _section_templates() -> list[str]:

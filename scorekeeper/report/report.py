@@ -22,7 +22,6 @@ from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.metrics.registry import history_columns, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.audit_report import audit_view
 from scorekeeper.report.comparison_report import comparison_view
@@ -34,12 +33,9 @@ from scorekeeper.report.per_class_report import per_class_view, unknown_labels_v
 from scorekeeper.report.per_label_report import per_label_view, wrong_labels_view
 from scorekeeper.report.per_output_report import per_output_view
 from scorekeeper.report.render import (
-    GROUP_HEADER,
     cards,
     ci,
     fmt,
-    group_rows,
-    groups_markdown,
     headline,
     md,
     plot_files,
@@ -50,6 +46,7 @@ from scorekeeper.report.report_stats import (
     pvalue,
 )
 from scorekeeper.report.slices_report import slices_view
+from scorekeeper.report.tables_report import FactsView, errors_view, groups_markdown, groups_view, history_view, thresholds_view
 from scorekeeper.report.view import render_html_section, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
@@ -111,6 +108,11 @@ SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] =
     "per_label": lambda metrics, _facts: per_label_view(metrics),
     "per_output": lambda metrics, _facts: per_output_view(metrics),
     "slices": lambda metrics, _facts: slices_view(metrics),
+    "thresholds": lambda metrics, _facts: thresholds_view(metrics),
+    "errors": lambda metrics, _facts: errors_view(metrics),
+    "history": lambda metrics, _facts: history_view(metrics),
+    "groups": lambda metrics, _facts: groups_view(metrics.scoring),
+    "facts": lambda metrics, facts: FactsView(tuple(run_facts(metrics, facts))),
     "unknown_labels": lambda metrics, _facts: unknown_labels_view(metrics),
     "wrong_labels": lambda metrics, _facts: wrong_labels_view(metrics),
     "length": lambda metrics, _facts: length_view(metrics),
@@ -164,7 +166,10 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             m=metrics,
             run=run,
             svg=svgs,
-            facts=facts,
+            facts=render_html_section("facts", FactsView(tuple(facts))),
+            thresholds=render_html_section("thresholds", thresholds_view(metrics)),
+            errors=render_html_section("errors", errors_view(metrics)),
+            history=render_html_section("history", history_view(metrics)),
             headline_cards=cards(metrics),
             gates=gates,
             gates_section=render_html_section("gates", gates),
@@ -173,13 +178,7 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             per_class=render_html_section("per_class", per_class_view(metrics)),
             unknown_labels=render_html_section("unknown_labels", unknown_labels_view(metrics)),
             comparison=render_html_section("comparison", comparison_view(metrics)),
-            history_columns=history_columns(metrics.head, metrics.history or []),
-            history_rows=[
-                (h, [value_at(h, (c.name,)) for c in history_columns(metrics.head, metrics.history or [])])
-                for h in reversed(metrics.history or [])
-            ],
-            group_header=GROUP_HEADER,
-            groups=group_rows(metrics.scoring),
+            groups=render_html_section("groups", groups_view(metrics.scoring)),
             max_curves=plots.MAX_CURVES,
             per_label=render_html_section("per_label", per_label_view(metrics)),
             wrong_labels=render_html_section("wrong_labels", wrong_labels_view(metrics)),
