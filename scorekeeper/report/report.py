@@ -22,7 +22,7 @@ from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import ClassAreas, MetricsDocument
-from scorekeeper.metrics.registry import history_columns, number_at, value_at
+from scorekeeper.metrics.registry import history_columns, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.audit_report import audit_view
 from scorekeeper.report.comparison_report import comparison_view
@@ -30,6 +30,8 @@ from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drif
 from scorekeeper.report.gates_report import gates_view
 from scorekeeper.report.labelling_report import labelling_markdown, labelling_view
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
+from scorekeeper.report.per_label_report import per_label_view, wrong_labels_view
+from scorekeeper.report.per_output_report import per_output_view
 from scorekeeper.report.render import (
     GROUP_HEADER,
     cards,
@@ -40,7 +42,6 @@ from scorekeeper.report.render import (
     headline,
     md,
     plot_files,
-    regression_plot_name,
     signed,
 )
 from scorekeeper.report.report_stats import (
@@ -52,8 +53,6 @@ from scorekeeper.report.view import render_html_section, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
-
-REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
 def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
@@ -90,7 +89,7 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
     lines += groups_markdown(scoring)
     lines += render_markdown_section("comparison", comparison_view(metrics))
     for section in kind_report(metrics).sections:  # the kind's own sections (its spec: evaluation/base.KindReport)
-        lines += KIND_SECTIONS[section](metrics)
+        lines += _kind_markdown(section, metrics)
     lines += length_markdown(metrics)
     if metrics.unknown_labels:
         lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
@@ -119,85 +118,21 @@ SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] =
     "gates": lambda metrics, _facts: gates_view(metrics),
     "label_audit": lambda metrics, _facts: audit_view(metrics),
     "labelling": labelling_view,
+    "per_label": lambda metrics, _facts: per_label_view(metrics),
+    "per_output": lambda metrics, _facts: per_output_view(metrics),
     "slices": lambda metrics, _facts: slices_view(metrics),
+    "wrong_labels": lambda metrics, _facts: wrong_labels_view(metrics),
     "length": lambda metrics, _facts: length_view(metrics),
 }
 
 
-PER_LABEL_HEADER: tuple[str, ...] = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
-PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
-# The per-label table's columns after the label: a field of LabelScores each, then the label's areas.
-PER_LABEL_FIELDS: tuple[str, ...] = ("precision", "recall", "f1", "support", "prevalence", "threshold", "tuned_threshold")
-PER_LABEL_FIELDS += ("tuned_f1_in_sample", "tuned_f1_heldout", "heldout_f1_at_threshold")
-PER_LABEL_AREAS = ("roc_auc", "average_precision")
-
-
-def per_label_rows(metrics: MetricsDocument) -> list[tuple[str, list[tuple[list, object, int]]]]:
-    """Multi-label: per label, its cells as (JSON path, value, digits), in PER_LABEL_HEADER's order."""
-    rows = []
-    for label, scores in (metrics.per_label or {}).items():
-        cells: list[tuple[list, object, int]] = [(["per_label", label, k], getattr(scores, k), 4) for k in PER_LABEL_FIELDS]
-        for area in PER_LABEL_AREAS:
-            path = [area, "per_label", label]
-            cells.append((path, number_at(metrics, path), 4))
-        rows.append((label, cells))
-    return rows
-
-
-def _markdown_per_label(metrics: MetricsDocument) -> list[str]:
-    """A multi-label run's table per label, its labels per row and its most confident wrong labels."""
-    if not metrics.per_label:
-        return []
-    lines = ["## Per label", ""]
-    tuning = metrics.threshold_tuning
-    if tuning:
-        lines += [
-            f"Tuned thresholds are F1-optimal on one half of the rows ({md(tuning.split)}: {tuning.tuning_rows} rows) "
-            f"and measured on the other ({tuning.heldout_rows} rows); the gap between the two F1s is the optimism of tuning in-sample.",
-            "",
-        ]
-    lines += ["| " + " | ".join(PER_LABEL_HEADER) + " |", "|---" * len(PER_LABEL_HEADER) + "|"]
-    lines += ["| " + md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
-    card = metrics.label_cardinality
-    if card:
-        lines += [
-            "",
-            f"Labels per row: {fmt(card.truth)} in the truth, {fmt(card.predicted)} predicted; "
-            f"{card.rows_without_prediction} rows with no label predicted.",
-        ]
-    errors = metrics.confident_wrong_labels or []
-    if errors:
-        lines += ["", "## Most confident wrong labels", "", "| row | id | label | truth | probability |", "|---|---|---|---|---|"]
-        lines += [f"| {e.row_index} | {md(e.id)} | {md(e.label)} | {e.truth} | {fmt(e.probability)} |" for e in errors]
-    return lines + [""]
-
-
-def _markdown_per_output(metrics: MetricsDocument) -> list[str]:
-    """A regression run's table per output (the kind's table_metrics), calibration by decile and largest errors."""
-    if not metrics.per_output:
-        return []
-    outputs = metrics.per_output
-    lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
-    lines += ["| metric | " + " | ".join(md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
-    lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in kind_report(metrics).table_metrics]
-    for output in outputs:
-        title = f" ({md(output)})" if len(outputs) > 1 else ""
-        deciles = (metrics.calibration_deciles or {}).get(output) or []
-        if deciles:
-            lines += ["", f"## Calibration by decile{title}", "", "| decile | rows | mean prediction | mean truth |", "|---|---|---|---|"]
-            lines += [f"| {d.decile} | {d.rows} | {fmt(d.mean_prediction)} | {fmt(d.mean_truth)} |" for d in deciles]
-        errors = (metrics.largest_errors or {}).get(output) or []
-        if errors:
-            lines += ["", f"## Largest errors{title}", "", "| row | id | truth | prediction | error | text |", "|---|---|---|---|---|---|"]
-            lines += [
-                f"| {e.row_index} | {md(e.id)} | {fmt(e.truth)} | {fmt(e.prediction)} | {fmt(e.error)} | {md(e.text or '')} |"
-                for e in errors
-            ]
-    return lines + [""]
-
-
 # The kinds' own report.md sections by the name their spec gives (evaluation/base.KindReport.sections).
-KIND_SECTIONS = {"per_label": _markdown_per_label, "per_output": _markdown_per_output}
+KIND_SECTIONS: dict[str, Callable[[MetricsDocument], object | None]] = {"per_label": per_label_view, "per_output": per_output_view}
+
+
+def _kind_markdown(section: str, metrics: MetricsDocument) -> list[str]:
+    """A kind's own report.md section: its view rendered by templates/<section>.md.j2."""
+    return render_markdown_section(section, KIND_SECTIONS[section](metrics))
 
 
 def kind_report(metrics: MetricsDocument) -> KindReport:
@@ -232,7 +167,6 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
     gates = gates_view(metrics)
     run = RunFacts.of(run_info)
     facts = run_facts(metrics, run)
-    kind = kind_report(metrics)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -261,27 +195,15 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             group_header=GROUP_HEADER,
             groups=group_rows(metrics.scoring),
             max_curves=plots.MAX_CURVES,
-            per_label_header=PER_LABEL_HEADER,
-            per_label=per_label_rows(metrics),
-            regression_table=kind.table_metrics,
-            regression_plots=_regression_svgs(metrics, svgs),
+            per_label=render_html_section("per_label", per_label_view(metrics)),
+            wrong_labels=render_html_section("wrong_labels", wrong_labels_view(metrics)),
+            per_output=render_html_section("per_output", per_output_view(metrics)),
             length=render_html_section("length", length_view(metrics)),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
             drift=render_html_section("drift", drift_view(metrics)),
             labelling=render_html_section("labelling", labelling_view(metrics, run)),
         )
     )
-
-
-def _regression_svgs(metrics: MetricsDocument, svgs: dict) -> dict[str, list]:
-    """Per regression output, its plots in REGRESSION_PLOTS' order."""
-    outputs = metrics.outputs or []
-    return {
-        output: [
-            svgs[stem] for kind in REGRESSION_PLOTS if (stem := regression_plot_name(kind, i, len(outputs)).removesuffix(".svg")) in svgs
-        ]
-        for i, output in enumerate(outputs)
-    }
 
 
 def run_facts(metrics: MetricsDocument, run: RunFacts) -> list[tuple[str, str]]:
