@@ -21,7 +21,7 @@ from scorekeeper.escape import md_code
 from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
-from scorekeeper.metrics.document import ClassAreas, MetricsDocument
+from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.registry import history_columns, value_at
 from scorekeeper.report import plots
 from scorekeeper.report.audit_report import audit_view
@@ -30,6 +30,7 @@ from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drif
 from scorekeeper.report.gates_report import gates_view
 from scorekeeper.report.labelling_report import labelling_markdown, labelling_view
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
+from scorekeeper.report.per_class_report import per_class_view, unknown_labels_view
 from scorekeeper.report.per_label_report import per_label_view, wrong_labels_view
 from scorekeeper.report.per_output_report import per_output_view
 from scorekeeper.report.render import (
@@ -91,20 +92,8 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
     for section in kind_report(metrics).sections:  # the kind's own sections (its spec: evaluation/base.KindReport)
         lines += _kind_markdown(section, metrics)
     lines += length_markdown(metrics)
-    if metrics.unknown_labels:
-        lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
-        lines += [f"| {md(k)} | {v} |" for k, v in metrics.unknown_labels.items()] + [""]
-    if metrics.per_class:
-        lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {md(name)} | {fmt(c.precision)} | {fmt(c.recall)} | {fmt(c.f1)} | {c.support} |" for name, c in metrics.per_class.items()
-        ] + [""]
-        names, counts, grouped = plots.confusion_cells(metrics)
-        lines += ["## Confusion (rows: truth, columns: prediction)", ""]
-        if grouped:
-            lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
-        lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
-        lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
+    lines += render_markdown_section("unknown_labels", unknown_labels_view(metrics))
+    lines += render_markdown_section("per_class", per_class_view(metrics))
     lines += render_markdown_section("slices", slices_view(metrics))
     lines += render_markdown_section("label_audit", audit_view(metrics))
     return "\n".join(lines)
@@ -118,9 +107,11 @@ SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] =
     "gates": lambda metrics, _facts: gates_view(metrics),
     "label_audit": lambda metrics, _facts: audit_view(metrics),
     "labelling": labelling_view,
+    "per_class": lambda metrics, _facts: per_class_view(metrics),
     "per_label": lambda metrics, _facts: per_label_view(metrics),
     "per_output": lambda metrics, _facts: per_output_view(metrics),
     "slices": lambda metrics, _facts: slices_view(metrics),
+    "unknown_labels": lambda metrics, _facts: unknown_labels_view(metrics),
     "wrong_labels": lambda metrics, _facts: wrong_labels_view(metrics),
     "length": lambda metrics, _facts: length_view(metrics),
 }
@@ -163,7 +154,6 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
     from markupsafe import Markup
 
     svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
-    names, _, grouped = plots.confusion_cells(metrics)
     gates = gates_view(metrics)
     run = RunFacts.of(run_info)
     facts = run_facts(metrics, run)
@@ -180,18 +170,14 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             gates_section=render_html_section("gates", gates),
             label_audit=render_html_section("label_audit", audit_view(metrics)),
             slices=render_html_section("slices", slices_view(metrics)),
-            confusion_grouped=grouped,
-            confusion_shown=len(names) - (1 if grouped else 0),
+            per_class=render_html_section("per_class", per_class_view(metrics)),
+            unknown_labels=render_html_section("unknown_labels", unknown_labels_view(metrics)),
             comparison=render_html_section("comparison", comparison_view(metrics)),
             history_columns=history_columns(metrics.head, metrics.history or []),
             history_rows=[
                 (h, [value_at(h, (c.name,)) for c in history_columns(metrics.head, metrics.history or [])])
                 for h in reversed(metrics.history or [])
             ],
-            class_areas={
-                area: values.per_class if isinstance(values, ClassAreas) else {}
-                for area, values in (("roc_auc", metrics.roc_auc), ("average_precision", metrics.average_precision))
-            },
             group_header=GROUP_HEADER,
             groups=group_rows(metrics.scoring),
             max_curves=plots.MAX_CURVES,
