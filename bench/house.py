@@ -27,8 +27,9 @@ What each row counts (production code is scorekeeper/, flows/ and tasks/):
   gather's result as a dict: one of CARRIERS below. The total of literal-key reads in production
   code is printed beside it for scale.
 - typed seams: `evaluate_run`'s parameters; methods of the kind protocol (`HeadEvaluation`) whose
-  return annotation is a dict; parameters named `con` not annotated `Connection` (evaluation/duck.py's);
-  in scorekeeper/worker/, parameters and fields named `head` annotated `str`.
+  return annotation is an untyped dict (a bare `dict`, or one holding `Any`); parameters named `con`
+  not annotated `Connection` (evaluation/duck.py's); in scorekeeper/worker/, parameters and fields
+  named `head` annotated `str`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ CREATE = re.compile(r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?(?:TA
 # The names that hold, as a dict, the run's facts (run_info, the request's public dict and the
 # gather's figures), a recorded reference run's metrics (recorded, reference, ref) or the gather's
 # result (gathered).
+# A return annotation that leaves the values untyped: a bare `dict`, or one holding `Any`.
+UNTYPED_DICT = re.compile(r"\bdict\b(?!\[)|\bAny\b")
 CARRIERS = {"run_info", "facts", "gathered", "recorded", "reference", "ref", "reference_metrics"}
 
 
@@ -216,7 +219,7 @@ def seams(rel: str, tree: ast.Module) -> dict[str, list[str]]:
             found["protocol"] += [
                 f"{rel}:{f.lineno}: {f.name}"
                 for f in node.body
-                if isinstance(f, ast.FunctionDef) and f.returns is not None and "dict" in ast.unparse(f.returns)
+                if isinstance(f, ast.FunctionDef) and f.returns is not None and UNTYPED_DICT.search(ast.unparse(f.returns))
             ]
         if isinstance(node, ast.AnnAssign) and rel.startswith("scorekeeper/worker/") and ast.unparse(node.target) == "head":
             if ast.unparse(node.annotation) == "str":
@@ -260,7 +263,7 @@ def measure(root: Path) -> dict[str, tuple[str, list[str]]]:
         "string-key reads (run facts, references, gather)": (str(len(carried)), carried),
         "literal-key reads, all production code": (str(all_reads), []),
         "evaluate_run parameters": (str(len(typed["evaluate_run"])), typed["evaluate_run"]),
-        "kind protocol methods returning a dict": (str(len(typed["protocol"])), typed["protocol"]),
+        "kind protocol methods returning an untyped dict": (str(len(typed["protocol"])), typed["protocol"]),
         "`con` parameters not typed duck.Connection": (str(len(typed["con"])), typed["con"]),
         "the worker's head kinds typed `str`": (str(len(typed["head"])), typed["head"]),
     }

@@ -277,6 +277,20 @@ def test_the_files_read_a_batch_at_a_time_in_any_row_order_give_the_recomputatio
     assert [(e["row_index"], e["id"]) for e in got.examples] == [(e["row_index"], e["id"]) for e in want["examples"]]
 
 
+@pytest.mark.parametrize(
+    "vectors", [[[1.0, 2.0]] * 150 + [[1.0, 2.0, 3.0]], [[1.0, 2.0]] * 150 + [None]], ids=["a wider vector", "a null vector"]
+)
+def test_an_embeddings_file_with_a_vector_of_another_width_or_none_is_refused_naming_it(tmp_path, vectors):
+    reference = write_run(tmp_path, "reference", np.ones((151, 2), dtype=np.float32))
+    current = tmp_path / "current"
+    write_run(tmp_path, "current", np.ones((151, 2), dtype=np.float32))
+    table = pa.table({"row_index": pa.array(np.arange(151), pa.int64()), "id": pa.array([str(i) for i in range(151)]),
+                      "embedding": pa.array(vectors, pa.list_(pa.float32()))})  # fmt: skip
+    pq.write_table(table, current / "embeddings.parquet")
+    with pytest.raises(ValueError, match="embeddings.parquet: embeddings of different widths or null embeddings"):
+        representation.compare_runs(reference, RunFolder.from_uri(str(current)), SCORED)
+
+
 # -- the words ----------------------------------------------------------------------------------
 
 

@@ -49,6 +49,7 @@ from scorekeeper.metrics.document import (
     MetricsDocument,
     RecordedMetrics,
     ReferenceRecords,
+    SliceGroups,
 )
 from scorekeeper.metrics.registry import SliceMetric
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
@@ -142,7 +143,7 @@ class HeadEvaluation(Protocol):
         run with evaluated rows (docs/drift.md)."""
         ...
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
         """Per slice column {value: group}, and the group counts of columns with more groups than were kept."""
         ...
 

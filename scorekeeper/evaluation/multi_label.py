@@ -51,7 +51,7 @@ from scorekeeper.evaluation.estimate import bin_counts, calibration_by_label, ex
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.signals import RunSide, SignalViews
-from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.slices import as_parts, head_slices
 from scorekeeper.evaluation.statistics import paired_blocks as ph
 from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.evaluation.truth import STAGED_VALUE, match_truth, truth_table
@@ -62,10 +62,12 @@ from scorekeeper.metrics.document import (
     Drift,
     Estimated,
     GroundTruthSource,
+    LabelSliceGroup,
     MetricsDocument,
     MultiLabelMetrics,
     RecordedMetrics,
     ReferenceRecords,
+    SliceGroups,
 )
 from scorekeeper.metrics.registry import BY_NAME, SliceMetric, scalar_metrics
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
@@ -355,8 +357,9 @@ class MultiLabel:
         """calibration_by_label over the evaluated cells (`ml_cells`)."""
         return calibration_by_label(ev.con, "multilabel_calibration_by_label.sql", ev.labels)
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
-        return slice_breakdown(ev.con, ev.slice_columns)
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
+        groups, truncated = slice_breakdown(ev.con, ev.slice_columns)
+        return as_parts(groups, LabelSliceGroup), truncated
 
     def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
         return ratio_sides(ev.con, SLICE_ROWS)

@@ -33,7 +33,7 @@ from scorekeeper.evaluation.duck import Fragment, identifier, number, one_row, r
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.signals import RunSide, SignalViews
-from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.slices import as_parts, head_slices
 from scorekeeper.evaluation.statistics import paired_blocks as ph
 from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.evaluation.statistics.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
@@ -49,8 +49,10 @@ from scorekeeper.metrics.document import (
     RecordedMetrics,
     ReferenceRecords,
     RegressionMetrics,
+    RegressionSliceGroup,
     ResidualBin,
     ResidualBins,
+    SliceGroups,
 )
 from scorekeeper.metrics.registry import BY_NAME, Pairing, SliceMetric, compared_metrics, run_metrics, scalar_metrics
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
@@ -454,8 +456,9 @@ class Regression:
     def reference_records(self, ev: Evaluation) -> ReferenceRecords:
         return ReferenceRecords.model_validate(regression_records(ev.con, ev.labels))
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
-        return slice_breakdown(ev.con, ev.slice_columns)
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
+        groups, truncated = slice_breakdown(ev.con, ev.slice_columns)
+        return as_parts(groups, RegressionSliceGroup), truncated
 
     def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
         return ratio_sides(ev.con, SLICE_ROWS)

@@ -118,18 +118,22 @@ def open_parquet(f):
 
 
 def read_embeddings(run: Location) -> EmbeddingsFile:
-    """A run's embeddings.parquet: its row_index, ids and width (its vectors' values over its rows,
-    from the file's metadata; EmbeddingsFile.blocks checks every vector against it); the vectors
-    are read when measured."""
+    """A run's embeddings.parquet: its row_index, ids and width (its first vector's, the file's
+    value count checked against it; EmbeddingsFile.blocks checks every vector); the vectors are read
+    when measured. One line naming the problem when it is malformed."""
     path = run.join(RunFolder.EMBEDDINGS)
     with run.fs.open(path, "rb") as f:
         parquet = open_parquet(f)
         row_index = parquet.read(columns=["row_index"]).column(0).to_numpy().astype(np.int64)
         ids = parquet.read(columns=["id"]).column(0)
+        first = next(parquet.iter_batches(columns=["embedding"], batch_size=1), None)  # read a page at a time: the first row's page
+        width = len(first.column(0)[0]) if first is not None and first.num_rows and first.column(0)[0].is_valid else 0
         metadata = parquet.metadata
         leaf = next(k for k in range(metadata.num_columns) if metadata.schema.column(k).path.split(".")[0] == "embedding")
         values = sum(metadata.row_group(g).column(leaf).num_values for g in range(metadata.num_row_groups))
-    return EmbeddingsFile(run, path, row_index, ids, values // len(row_index) if len(row_index) else 0)
+    if values != width * len(row_index):  # a null vector counts one value, an empty list one too
+        raise ValueError(f"{path}: embeddings of different widths or null embeddings")
+    return EmbeddingsFile(run, path, row_index, ids, width)
 
 
 Sample = Embeddings | EmbeddingsFile

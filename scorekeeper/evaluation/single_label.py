@@ -68,6 +68,7 @@ from scorekeeper.metrics.document import (
     SingleLabelMetrics,
     SliceDelta,
     SliceGroup,
+    SliceGroups,
     ThresholdRow,
 )
 from scorekeeper.metrics.registry import BY_NAME, TOP_K_MAX, SliceMetric
@@ -160,7 +161,7 @@ class SingleLabel:
         """calibration_by_label over the `evaluated` rows (the accuracy estimate reads `calibration`)."""
         return calibration_by_label(ev.con, "calibration_by_label.sql", ev.labels)
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
         return _slices(ev.con, ev.slice_columns)
 
     def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
@@ -287,10 +288,11 @@ def _ranking_metrics(con: Connection, labels: list[str], evaluated: int) -> dict
     }
 
 
-def _slices(con: Connection, slice_columns: list[str]) -> tuple[dict, dict]:
+def _slices(con: Connection, slice_columns: list[str]) -> tuple[SliceGroups, dict[str, int]]:
     """Per slice column: {value: {rows, accuracy, accuracy_ci}} worst first, and the group counts of
     columns with more groups than were kept."""
-    slices, truncated = {}, {}
+    slices: SliceGroups = {}
+    truncated: dict[str, int] = {}
     for i, column in enumerate(slice_columns):
         rows = con.execute(sql("slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in rows if not is_null})

@@ -34,6 +34,7 @@ import numpy as np
 
 from scorekeeper.evaluation.duck import SLICE_GROUPS, null_group_key, sql
 from scorekeeper.evaluation.statistics.paired_tests import CHUNK, SEED
+from scorekeeper.metrics.document import SliceGroupPart, SliceGroups
 
 if TYPE_CHECKING:
     from scorekeeper.evaluation.duck import Connection
@@ -71,6 +72,11 @@ def head_slices(con: Connection, rows_query: str, group_fields: GroupFields, sli
         if total > len(groups):
             truncated[column] = int(total)
     return slices, truncated
+
+
+def as_parts(slices: dict[str, dict[str, dict]], part: type[SliceGroupPart]) -> SliceGroups:
+    """head_slices' groups as the kind's part of metrics.json `slices` (its group fields validated once)."""
+    return {column: {value: part.model_validate(fields) for value, fields in groups.items()} for column, groups in slices.items()}
 
 
 def _interval(rows: int, units: tuple[list, list]) -> list[float] | None:

@@ -134,6 +134,10 @@ class RegressionSliceGroup(Part):
     mae_ci: list[float] | None = None
 
 
+SliceGroupPart = SliceGroup | LabelSliceGroup | RegressionSliceGroup
+SliceGroups = dict[str, dict[str, SliceGroupPart]]  # metrics.json `slices`: per slice column, {value: group}
+
+
 # -- multi-label evaluation -----------------------------------------------------------------------------
 
 
@@ -776,7 +780,7 @@ class MetricsDocument(Part):
     unknown_labels: dict[str, int] | None = None
     unknown_label_rows: int | None = None
     null_text_rows: int | None = None
-    slices: dict[str, dict[str, SliceGroup | LabelSliceGroup | RegressionSliceGroup]] | None = None
+    slices: SliceGroups | None = None
     slices_truncated: dict[str, int] | None = None
     finished_at: str | None = None
     accuracy_ci: list[float] | None = None
