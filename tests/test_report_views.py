@@ -20,7 +20,7 @@ from tests.report_fixture import document, full_metrics
 
 PAGE = {"report.html.j2", "macros.html.j2"}  # the page that places the sections, and the number marks
 # Sections report.md does not have: the wrong labels are in its per-label section, the rest is report.html's.
-HTML_ONLY = {"wrong_labels", "thresholds", "errors", "history", "facts"}
+HTML_ONLY = {"wrong_labels", "thresholds", "errors", "history", "facts", "curves", "calibration", "label_calibration"}
 
 
 def _section_templates() -> list[str]:

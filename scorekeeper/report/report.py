@@ -22,7 +22,6 @@ from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.report import plots
 from scorekeeper.report.audit_report import audit_view
 from scorekeeper.report.comparison_report import comparison_view
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
@@ -32,6 +31,7 @@ from scorekeeper.report.length_report import length_markdown, length_view, long_
 from scorekeeper.report.per_class_report import per_class_view, unknown_labels_view
 from scorekeeper.report.per_label_report import per_label_view, wrong_labels_view
 from scorekeeper.report.per_output_report import per_output_view
+from scorekeeper.report.plots_report import calibration_view, curves_view, label_calibration_view
 from scorekeeper.report.render import (
     cards,
     ci,
@@ -111,6 +111,9 @@ SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] =
     "thresholds": lambda metrics, _facts: thresholds_view(metrics),
     "errors": lambda metrics, _facts: errors_view(metrics),
     "history": lambda metrics, _facts: history_view(metrics),
+    "curves": lambda metrics, _facts: curves_view(metrics),
+    "calibration": lambda metrics, _facts: calibration_view(metrics),
+    "label_calibration": lambda metrics, _facts: label_calibration_view(metrics),
     "groups": lambda metrics, _facts: groups_view(metrics.scoring),
     "facts": lambda metrics, facts: FactsView(tuple(run_facts(metrics, facts))),
     "unknown_labels": lambda metrics, _facts: unknown_labels_view(metrics),
@@ -153,9 +156,7 @@ def _environment():
 
 
 def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
-    from markupsafe import Markup
 
-    svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
     gates = gates_view(metrics)
     run = RunFacts.of(run_info)
     facts = run_facts(metrics, run)
@@ -165,11 +166,13 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
         .render(
             m=metrics,
             run=run,
-            svg=svgs,
             facts=render_html_section("facts", FactsView(tuple(facts))),
             thresholds=render_html_section("thresholds", thresholds_view(metrics)),
             errors=render_html_section("errors", errors_view(metrics)),
             history=render_html_section("history", history_view(metrics)),
+            curves=render_html_section("curves", curves_view(metrics)),
+            calibration=render_html_section("calibration", calibration_view(metrics)),
+            label_calibration=render_html_section("label_calibration", label_calibration_view(metrics)),
             headline_cards=cards(metrics),
             gates=gates,
             gates_section=render_html_section("gates", gates),
@@ -179,7 +182,6 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             unknown_labels=render_html_section("unknown_labels", unknown_labels_view(metrics)),
             comparison=render_html_section("comparison", comparison_view(metrics)),
             groups=render_html_section("groups", groups_view(metrics.scoring)),
-            max_curves=plots.MAX_CURVES,
             per_label=render_html_section("per_label", per_label_view(metrics)),
             wrong_labels=render_html_section("wrong_labels", wrong_labels_view(metrics)),
             per_output=render_html_section("per_output", per_output_view(metrics)),
