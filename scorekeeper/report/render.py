@@ -1,5 +1,5 @@
 """Text for people from a metrics document: number formats, the headline, the slices' order, the
-fan-out table and the plots. Shared by report.md, report.html (scorekeeper/report/report.py) and the
+fan-out groups' rows and the plots. Shared by report.md, report.html (scorekeeper/report/report.py) and the
 Prefect artifacts (tasks/artifacts.py); pure functions on the typed metrics document
 (scorekeeper/metrics/document.py) as metrics.json holds it (`MetricsDocument.finite`), importing
 nothing of the flow's steps.
