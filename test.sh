@@ -14,4 +14,4 @@ workers=${SCOREKEEPER_TEST_WORKERS:-2}
 if [ "$workers" = 0 ]; then
     exec .venv/bin/python -m pytest "${every_tier[@]}" "$@"
 fi
-exec .venv/bin/python -m pytest -n "$workers" --dist loadfile "${every_tier[@]}" "$@"
+exec .venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder "${every_tier[@]}" "$@"

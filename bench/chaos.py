@@ -311,15 +311,9 @@ class Machine:
 
     def die(self) -> None:
         """The machine is gone: its worker, flow runs and scoring processes stopped, then killed."""
-        import psutil
+        from tests.prefect_deployed import lose_at_once
 
-        family = self.family()
-        for how in ("suspend", "kill"):
-            for p in family:
-                try:
-                    getattr(p, how)()
-                except psutil.Error:
-                    pass
+        lose_at_once(self.family())
         self.process.wait()
 
     def stop(self) -> None:
@@ -524,19 +518,6 @@ def descendants(pid: int) -> list:
         return []
 
 
-def scoring_processes(processes: list) -> list:
-    import psutil
-
-    found = []
-    for p in processes:
-        try:
-            if "scorekeeper.worker" in " ".join(p.cmdline()):
-                found.append(p)
-        except psutil.Error:
-            pass
-    return found
-
-
 class Runner:
     def __init__(self, stack: Stack, root: Path, log):
         self.stack, self.root, self.log = stack, root, log
@@ -646,6 +627,8 @@ class Runner:
     def _victims(self, trial: Trial, process: subprocess.Popen) -> list:
         if trial.part in ("cli", "flow", "s3"):
             return [process]
+        from tests.prefect_deployed import scoring_processes
+
         if trial.part == "scoring":
             pool = descendants(process.pid) + [p for m in self.stack.machines.values() for p in m.family()] * (trial.config == "fanout")
             return scoring_processes(pool)

@@ -183,6 +183,7 @@ def labelled_multi_run(root: Path, name: str, rng: np.random.Generator, n: int, 
 
 def evaluate(run: Path, reference: Path | None = None, head: str = "single_label"):
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.report.publish import publish_complete
     from scorekeeper.run_folder import RunFolder, StagedManifest
     from scorekeeper.storage import Location
@@ -194,9 +195,11 @@ def evaluate(run: Path, reference: Path | None = None, head: str = "single_label
         null_text_rows=0, slice_columns=[], staging_key="",
     )  # fmt: skip
     document = evaluate_run(
-        RunFolder.from_uri(str(run)), LABELS if head == "single_label" else TOPICS, manifest, [], None, head,
-        drift_reference=Location.from_uri(str(reference)) if reference else None,
-    )  # fmt: skip
+        RunFolder.from_uri(str(run)),
+        LABELS if head == "single_label" else TOPICS,
+        manifest,
+        EvaluationSettings(head=head, drift_reference=Location.from_uri(str(reference)) if reference else None),
+    )
     publish_complete(RunFolder.from_uri(str(run)), {"metrics.json": document.to_json_bytes()}, "2026-12-01T00:00:00+00:00")
     return document
 

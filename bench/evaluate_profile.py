@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scorekeeper.evaluation import driver as evaluation  # noqa: E402
 from scorekeeper.evaluation import duck  # noqa: E402
+from scorekeeper.evaluation.settings import EvaluationSettings  # noqa: E402
 from scorekeeper.run_folder import RunFolder  # noqa: E402
 from scorekeeper.storage import Location  # noqa: E402
 
@@ -91,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                 run,
                 stored["labels"],
                 manifest,
-                slices,
-                truth_column=request.get("label_column") or "label",
-                drift_reference=drift_reference,
+                EvaluationSettings(
+                    slice_columns=slices, truth_column=request.get("label_column") or "label", drift_reference=drift_reference
+                ),
             )
             return time.perf_counter() - began, times, document
         finally:

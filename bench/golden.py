@@ -202,6 +202,7 @@ def _evaluate(runs: Path, name: str, head: str, baseline: str | None, gates: dic
     """What the evaluate step returns for this run (history and gates filled in)."""
     from scorekeeper.evaluation.driver import evaluate_run
     from scorekeeper.evaluation.history import run_history
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.gates import evaluate_gates
     from scorekeeper.run_folder import RunFolder
     from scorekeeper.storage import Location
@@ -220,10 +221,20 @@ def _evaluate(runs: Path, name: str, head: str, baseline: str | None, gates: dic
         recorded = recorded_reference(output.child(plan_reference)) if plan_reference else None
         labelling = LabelRequest(key=name, budget=LABEL_BUDGET, sampling=sampling, reference_name=plan_reference, reference=recorded)
     metrics = evaluate_run(
-        run, labels, _manifest(runs / name, truth_from_files), ["source"], output.child(baseline) if baseline else None,
-        head, thresholds, truth_column="rating", max_length=max_length,
-        drift_reference=output.child(reference) if reference else None, labelling=labelling,
-    )  # fmt: skip
+        run,
+        labels,
+        _manifest(runs / name, truth_from_files),
+        EvaluationSettings(
+            slice_columns=["source"],
+            baseline=output.child(baseline) if baseline else None,
+            head=head,
+            thresholds=thresholds,
+            truth_column="rating",
+            max_length=max_length,
+            drift_reference=output.child(reference) if reference else None,
+            labelling=labelling,
+        ),
+    )
     metrics.finished_at = FINISHED_AT
     metrics.history = run_history(output, name, metrics, run.read_json(RunFolder.PLAN))
     if gates:

@@ -26,6 +26,10 @@ What each row counts (production code is scorekeeper/, flows/ and tasks/):
   in production code, where `x`'s root name holds the run's facts, a recorded reference or the
   gather's result as a dict: one of CARRIERS below. The total of literal-key reads in production
   code is printed beside it for scale.
+- typed seams: `evaluate_run`'s parameters; methods of the kind protocol (`HeadEvaluation`) whose
+  return annotation is an untyped dict (a bare `dict`, or one holding `Any`); parameters named `con`
+  not annotated `Connection` (evaluation/duck.py's); in scorekeeper/worker/, parameters and fields
+  named `head` annotated `str`.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ CREATE = re.compile(r"\bCREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?(?:TA
 # The names that hold, as a dict, the run's facts (run_info, the request's public dict and the
 # gather's figures), a recorded reference run's metrics (recorded, reference, ref) or the gather's
 # result (gathered).
+# A return annotation that leaves the values untyped: a bare `dict`, or one holding `Any`.
+UNTYPED_DICT = re.compile(r"\bdict\b(?!\[)|\bAny\b")
 CARRIERS = {"run_info", "facts", "gathered", "recorded", "reference", "ref", "reference_metrics"}
 
 
@@ -74,7 +80,9 @@ def _kind_constants(node: ast.AST) -> list[str]:
 
 
 def kind_names(tree: ast.Module) -> list[tuple[int, str]]:
-    """tests/test_kind_spec.py's check: every place the module names a kind of head."""
+    """(line, what) for every place the module names a kind of head: a `HeadKind` member (through
+    any alias), `HeadKind("...")`, or a kind's spelling compared with, used as a key, looked up or
+    matched. tests/test_kind_spec.py holds the evaluation to it, and this bench counts it."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in KIND_MEMBERS:
@@ -82,7 +90,7 @@ def kind_names(tree: ast.Module) -> list[tuple[int, str]]:
         elif isinstance(node, ast.Call) and _called(node) == "HeadKind" and node.args and isinstance(node.args[0], ast.Constant):
             found.append((node.lineno, f"HeadKind({node.args[0].value!r})"))
         elif isinstance(node, ast.Compare):
-            found += [(node.lineno, f"compared with {c!r}") for side in (node.left, *node.comparators) for c in _kind_constants(side)]
+            found += [(node.lineno, f"a comparison with {c!r}") for side in (node.left, *node.comparators) for c in _kind_constants(side)]
         elif isinstance(node, ast.Dict):
             found += [(node.lineno, f"a key {c!r}") for key in node.keys if key is not None for c in _kind_constants(key)]
         elif isinstance(node, ast.Subscript):
@@ -193,10 +201,41 @@ def order_checked(root: Path) -> tuple[set[str], set[str]]:
     return set(), folders
 
 
+def seams(rel: str, tree: ast.Module) -> dict[str, list[str]]:
+    """The typed seams' places: evaluate_run's parameters, kind protocol methods returning a dict,
+    `con` parameters not typed as duck.Connection, the worker's head kinds held as strings."""
+    found: dict[str, list[str]] = {"evaluate_run": [], "protocol": [], "con": [], "head": []}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if node.name == "evaluate_run":
+                found["evaluate_run"] += [f"{rel}:{node.lineno}: {a.arg}" for a in arguments]
+            found["con"] += [f"{rel}:{node.lineno}: {node.name}" for a in arguments if a.arg == "con" and _annotation(a) != "Connection"]
+            if rel.startswith("scorekeeper/worker/"):
+                found["head"] += [
+                    f"{rel}:{node.lineno}: {node.name}({a.arg})" for a in arguments if a.arg == "head" and _annotation(a) == "str"
+                ]
+        if isinstance(node, ast.ClassDef) and node.name == "HeadEvaluation":
+            found["protocol"] += [
+                f"{rel}:{f.lineno}: {f.name}"
+                for f in node.body
+                if isinstance(f, ast.FunctionDef) and f.returns is not None and UNTYPED_DICT.search(ast.unparse(f.returns))
+            ]
+        if isinstance(node, ast.AnnAssign) and rel.startswith("scorekeeper/worker/") and ast.unparse(node.target) == "head":
+            if ast.unparse(node.annotation) == "str":
+                found["head"].append(f"{rel}:{node.lineno}: head field")
+    return found
+
+
+def _annotation(arg: ast.arg) -> str | None:
+    return ast.unparse(arg.annotation) if arg.annotation is not None else None
+
+
 def measure(root: Path) -> dict[str, tuple[str, list[str]]]:
     """Each row's figure and the places it counts."""
     modules = {_module_of(rel) for rel, _ in sources(root, ("scorekeeper",))}
     kinds, private, tables, lengths, carried, all_reads = [], [], [], [], [], 0
+    typed: dict[str, list[str]] = {"evaluate_run": [], "protocol": [], "con": [], "head": []}
     for rel, tree in sources(root, PRODUCTION):
         if rel.startswith(KIND_SCOPE) and rel not in KIND_MODULES:
             kinds += [f"{rel}:{line}: {what}" for line, what in kind_names(tree)]
@@ -208,6 +247,8 @@ def measure(root: Path) -> dict[str, tuple[str, list[str]]]:
         reads = key_reads(tree)
         all_reads += len(reads)
         carried += [f"{rel}:{line}: {name}[{key!r}]" for line, name, key in reads if name in CARRIERS]
+        for seam, places in seams(rel, tree).items():
+            typed[seam] += places
     checked, folders = order_checked(root)
     over60 = [text for n, text in sorted(lengths, reverse=True) if n > 60]
     over80 = [text for n, text in sorted(lengths, reverse=True) if n > 80]
@@ -221,6 +262,10 @@ def measure(root: Path) -> dict[str, tuple[str, list[str]]]:
         "functions over 80 lines": (str(len(over80)), over80),
         "string-key reads (run facts, references, gather)": (str(len(carried)), carried),
         "literal-key reads, all production code": (str(all_reads), []),
+        "evaluate_run parameters": (str(len(typed["evaluate_run"])), typed["evaluate_run"]),
+        "kind protocol methods returning an untyped dict": (str(len(typed["protocol"])), typed["protocol"]),
+        "`con` parameters not typed duck.Connection": (str(len(typed["con"])), typed["con"]),
+        "the worker's head kinds typed `str`": (str(len(typed["head"])), typed["head"]),
     }
 
 

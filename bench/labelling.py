@@ -43,6 +43,7 @@ from scorekeeper.evaluation import labelling  # noqa: E402
 from scorekeeper.evaluation.base import Evaluation  # noqa: E402
 from scorekeeper.evaluation.driver import evaluate_run  # noqa: E402
 from scorekeeper.evaluation.duck import sql  # noqa: E402
+from scorekeeper.evaluation.settings import EvaluationSettings  # noqa: E402
 from scorekeeper.evaluation.single_label import EVALUATION as SINGLE  # noqa: E402
 from scorekeeper.metrics.document import RecordedMetrics  # noqa: E402
 from scorekeeper.run_folder import RunFolder, StagedManifest  # noqa: E402
@@ -117,7 +118,7 @@ def manifest(n: int, label_type: str = "string") -> StagedManifest:
 def reference_records(root: Path, name: str, b: Backfill) -> RecordedMetrics:
     """The reference run's metrics.json, as evaluate_run records it (its calibration bins)."""
     run = write_run(root, name, b)
-    document = evaluate_run(run, b.labels, manifest(len(b.truth)), [])
+    document = evaluate_run(run, b.labels, manifest(len(b.truth)))
     return RecordedMetrics.parse(document.as_dict()) or RecordedMetrics()
 
 
@@ -308,7 +309,7 @@ def timing_runs(root: Path, n: int, head: str = "single_label") -> Path:
     from scorekeeper.report.publish import publish_complete
 
     labels, label_type = _head_labels(head)
-    document = evaluate_run(RunFolder.from_uri(str(reference)), labels, manifest(n, label_type), [], None, head)
+    document = evaluate_run(RunFolder.from_uri(str(reference)), labels, manifest(n, label_type), EvaluationSettings(head=head))
     publish_complete(RunFolder.from_uri(str(reference)), {"metrics.json": document.to_json_bytes()}, "2026-12-01T00:00:00+00:00")
     return make(root, "current", rng, n)
 
@@ -376,9 +377,11 @@ def _evaluate_once(root: Path, mode: str, n: int, budget: int, head: str = "sing
     before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
     evaluate_run(
-        RunFolder.from_uri(str(current)), labels, manifest(n, label_type), [], None, head,
-        drift_reference=Location.from_uri(str(reference)), labelling=None if mode == "without" else request,
-    )  # fmt: skip
+        RunFolder.from_uri(str(current)),
+        labels,
+        manifest(n, label_type),
+        EvaluationSettings(head=head, drift_reference=Location.from_uri(str(reference)), labelling=None if mode == "without" else request),
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

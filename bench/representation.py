@@ -2,25 +2,27 @@
 does it stay quiet without drift, does it find a new topic that section 12's signals miss, are its
 examples the new texts, and what do the fit and the flow process cost.
 
-    .venv/bin/python bench/representation.py replays [REPLAYS]   # no drift: 250, 1,000, 5,000, 20,000 rows per run
-    .venv/bin/python bench/representation.py shifts [REPLAYS]    # a new topic in 10/20/40% of the rows at 1,000 and 5,000
-    .venv/bin/python bench/representation.py fit                 # the fit at 20k + 20k rows of width 768
-    .venv/bin/python bench/representation.py memory [ROWS]       # the evaluate step's peak RSS at 3M rows, with and without the files
-    .venv/bin/python bench/representation.py                     # all three (40 replays each by default)
+    .venv/bin/python bench/representation.py replays [REPLAYS] [MODEL...]  # no drift: 250, 1,000, 5,000, 20,000 rows per run
+    .venv/bin/python bench/representation.py shifts [REPLAYS] [MODEL...]   # a new topic in 10/20/40% of the rows at 1,000 and 5,000
+    .venv/bin/python bench/representation.py check [MODEL]                # an assembled replay against two real runs
+    .venv/bin/python bench/representation.py fit                          # the fit at 20k + 20k rows of width 768
+    .venv/bin/python bench/representation.py memory [ROWS]                # the evaluate step's peak RSS at 3M rows, with and without the files
 
-Models: the demo's (./demo: all-MiniLM-L6-v2 with its LoRA adapter, merged; built by ./setup.sh)
-and a decoder (tests/models.py's tiny qwen2, random weights, its BPE tokenizer trained on the same
-texts). Data: scorekeeper/demo_data.py's held-out reviews (a pool of POOL rows); the shift's texts
-are reviews on a subject the demo never has (the product's environmental footprint: NEW_CLAUSES,
-the demo's openers and closers), each replacing a row of the same predicted label, the nearest
-token count and the nearest score, so the predicted label mix and the lengths stay as they were.
+Models (MODEL: demo, decoder): the demo's (./demo: all-MiniLM-L6-v2 with its LoRA adapter, unmerged,
+as the job scores it; built by ./setup.sh) and a decoder (tests/models.py's tiny qwen2, random
+weights, width 32, its BPE tokenizer trained on the held-out reviews). Data: scorekeeper/demo_data.py's
+held-out reviews (a pool of POOL rows) and reviews on a subject the demo never has (the product's
+environmental footprint: NEW_CLAUSES in demo_data's structure, NEW_POOL rows); a shifted run
+replaces a share of its rows by new-subject rows of the same predicted label, the same token count
+and a score within SCORE_GAP, so the predicted label mix and the lengths stay exactly as they were.
 
-The embeddings are SPEC 14's definition computed here with transformers (each row alone, unpadded:
-rows are batched by equal token length, so no padding exists): the final hidden state at position 0
-(encoder), at the last position (decoder, no pad token); logits from the same pass give the
-predicted label and score section 12's signals read. Each replay runs the drift step itself
-(scorekeeper/evaluation/drift.py with representation.measure and words.moved_of) on those tables.
-Seeds are fixed.
+Through the job: both pools are scored once by a real `scorekeeper run` (job_pool: the flow, the
+accelerate worker, the gather, embedding_rows covering every row), and every replay's runs are
+assembled from that run's files (a row's embedding, predicted label, score and lengths do not
+depend on the run it is in); each row's content tokens come from the worker's own function, checked
+to sum to the job's token_counts.parquet. `check` scores one replay's two runs for real and compares
+them with the assembled ones. Each replay runs the drift step's own code (drift.drift with
+representation.measure and words.moved_of) on the assembled tables. Seeds are fixed.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 POOL = 12_000  # held-out reviews embedded once; each replay draws two disjoint samples of them (with replacement past POOL / 2 rows)
-NEW_POOL = 6_000  # reviews on the new subject
+NEW_POOL = 18_000  # reviews on the new subject (a replaced row needs one of its label, length and score)
 SIZES = (250, 1_000, 5_000, 20_000)
 SHARES = (0.1, 0.2, 0.4)
 SHIFT_SIZES = (1_000, 5_000)
@@ -67,7 +69,8 @@ NEW_CLAUSES = {
 
 
 def new_topic_rows(n: int, seed: int) -> list[str]:
-    """Reviews on the new subject, built as the demo's are (an opener, a clause, a closer)."""
+    """Reviews on the new subject, built as demo_data's are (a clause, a second one joined in a
+    quarter of them, an opener in 40%, a closer in 35%), so their lengths cover the reviews'."""
     from scorekeeper import demo_data as dd
 
     rng = random.Random(seed)
@@ -76,9 +79,14 @@ def new_topic_rows(n: int, seed: int) -> list[str]:
         category = rng.choice(tuple(dd.CATEGORIES))
         item = rng.choice(dd.CATEGORIES[category])
         sentiment = rng.choice(("positive", "negative"))
-        clause = rng.choice(NEW_CLAUSES[sentiment]).format(item=item, n=rng.randint(2, 6))
-        parts = [rng.choice(dd._OPENERS).format(item=item), dd._sentence(clause)]
-        if rng.random() < 0.6:
+        body = rng.choice(NEW_CLAUSES[sentiment]).format(item=item, n=rng.randint(2, 6))
+        if rng.random() < 0.25:
+            other = rng.choice(("positive", "negative"))
+            body += rng.choice(dd._JOINERS[other == sentiment]) + rng.choice(NEW_CLAUSES[other]).format(item=item, n=rng.randint(2, 6))
+        parts = [dd._sentence(body)]
+        if rng.random() < 0.4:
+            parts.insert(0, rng.choice(dd._OPENERS).format(item=item))
+        if rng.random() < 0.35:
             parts.append(rng.choice(dd._CLOSERS[sentiment]))
         out.append(" ".join(parts))
     return out
@@ -95,77 +103,99 @@ def decoder_model(texts: list[str]) -> Path:
     return out
 
 
-def load(model: str):
-    import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    if model == "demo":
-        from peft import PeftModel
-
-        net = AutoModelForSequenceClassification.from_pretrained(str(ROOT / "demo" / "model"))
-        net = PeftModel.from_pretrained(net, str(ROOT / "demo" / "adapter")).merge_and_unload()
-        tokenizer = AutoTokenizer.from_pretrained(str(ROOT / "demo" / "model"))
-    else:
-        net = AutoModelForSequenceClassification.from_pretrained(model)
-        tokenizer = AutoTokenizer.from_pretrained(model)
-    if net.config.pad_token_id is None:  # no pad token: the head reads the last position (-1 is no token id)
-        net.config.pad_token_id = -1
-    net.eval()
-    torch.set_grad_enabled(False)
-    return net, tokenizer
+MODELS = {"demo": (str(ROOT / "demo" / "model"), str(ROOT / "demo" / "adapter")), "demo-base": (str(ROOT / "demo" / "model"), None)}
 
 
-def embed(model: str, texts: list[str], decoder: bool) -> dict:
-    """SPEC 14's embedding, the predicted label and score, tokens, unknown tokens and the content
-    tokens of every text, each scored alone (batches of equal length hold no padding)."""
-    import torch
+def scorekeeper_run(input_csv: Path, model: str, adapter: str | None, output: Path, name: str, *extra: str) -> Path:
+    """One real `scorekeeper run` (the flow, the accelerate worker, the gather, the evaluation) of a
+    CSV of `id`, `text` rows, scoring only; its run folder."""
+    import subprocess
 
-    net, tokenizer = load(model)
-    encoded = tokenizer(texts, return_special_tokens_mask=True)
-    ids, special = encoded["input_ids"], encoded["special_tokens_mask"]
-    width = net.config.hidden_size
-    out = {
-        "embedding": np.zeros((len(texts), width), np.float32),
-        "predicted": np.zeros(len(texts), np.int64),
-        "score": np.zeros(len(texts)),
-        "tokens": np.array([len(x) for x in ids], np.int32),
-        "unknown": np.array([sum(t == tokenizer.unk_token_id for t in x) for x in ids], np.int32),
-        "content": [[t for t, s in zip(x, m, strict=True) if not s] for x, m in zip(ids, special, strict=True)],
-    }
-    by_length: dict[int, list[int]] = {}
-    for i, x in enumerate(ids):
-        by_length.setdefault(len(x), []).append(i)
-    for rows in by_length.values():
-        for start in range(0, len(rows), 256):
-            batch = rows[start : start + 256]
-            inputs = torch.tensor([ids[i] for i in batch])
-            result = net(input_ids=inputs, attention_mask=torch.ones_like(inputs), output_hidden_states=True)
-            hidden = result.hidden_states[-1][:, -1 if decoder else 0]
-            probs = torch.softmax(result.logits.double(), -1)
-            out["embedding"][batch] = hidden.float().numpy()
-            out["predicted"][batch] = probs.argmax(-1).numpy()
-            out["score"][batch] = probs.max(-1).values.numpy()
-    out["vocab"] = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-    return out
+    command = [str(Path(sys.executable).parent / "scorekeeper"), "run", "--input-uri", str(input_csv), "--model-uri", model,
+               "--output-uri", str(output), "--run-name", name, "--id-column", "id", "--label-column", "none", *extra]  # fmt: skip
+    if adapter:
+        command += ["--adapter-uri", adapter]
+    subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return output / name
+
+
+def texts_of() -> tuple[list[str], list[str]]:
+    """The held-out pool's texts and the new subject's (seeds fixed)."""
+    from scorekeeper.demo_data import generate
+
+    return [r["text"] for r in generate(POOL, seed=101, split="test")], new_topic_rows(NEW_POOL, seed=202)
+
+
+def write_input(path: Path, ids: list[str], texts: list[str]) -> Path:
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text"])
+        writer.writerows(zip(ids, texts, strict=True))
+    return path
+
+
+def model_of(name: str, texts: list[str]) -> tuple[str, str | None]:
+    """(model, adapter) of a bench model: the demo's (with its adapter, or its base alone) or the decoder."""
+    return MODELS[name] if name in MODELS else (str(decoder_model(texts)), None)
+
+
+def job_pool(name: str) -> Path:
+    """Both pools (held-out reviews `r…`, then new-subject texts `n…`) scored once by the job with
+    embedding_rows covering every row: each row's embedding, predicted label, score and lengths are
+    the job's own (a row's do not depend on the run it is in). Cached under build/."""
+    reviews, new = texts_of()
+    out = ROOT / "build" / "bench-representation" / "runs"
+    run = out / f"pool-{name}"
+    if not (run / "complete.json").exists():
+        model, adapter = model_of(name, reviews + new)
+        source = write_input(ROOT / "build" / "bench-representation" / "pool" / "input.csv",
+                             [f"r{i:05d}" for i in range(len(reviews))] + [f"n{i:05d}" for i in range(len(new))], reviews + new)  # fmt: skip
+        start = time.perf_counter()
+        scorekeeper_run(source, model, adapter, out, run.name, "--embedding-rows", str(len(reviews) + len(new)))
+        print(f"{name}: the job scored the pool of {len(reviews) + len(new):,} texts in {time.perf_counter() - start:.0f} s", flush=True)
+    return run
 
 
 def pools(name: str) -> tuple[dict, dict, list[str]]:
-    """The held-out pool and the new-subject pool, embedded by model `name` (demo or decoder), cached."""
-    from scorekeeper.demo_data import generate
+    """The held-out pool and the new-subject pool as the job scored them (job_pool): embeddings,
+    predicted label, score, tokens and unknown tokens from its files; each row's content tokens by
+    the worker's own function (windows.content_tokens), checked to sum to the job's token_counts."""
+    import pyarrow.parquet as pq
 
-    reviews = [r["text"] for r in generate(POOL, seed=101, split="test")]
-    new = new_topic_rows(NEW_POOL, seed=202)
-    cache = ROOT / "build" / "bench-representation" / f"{name}-{POOL}-{NEW_POOL}.npz"
-    model = "demo" if name == "demo" else str(decoder_model(reviews + new))
-    if cache.exists():
-        data = np.load(cache, allow_pickle=True)
-        return data["reviews"].item(), data["new"].item(), reviews + new
-    start = time.perf_counter()
-    pool, new_pool = embed(model, reviews, name != "demo"), embed(model, new, name != "demo")
-    print(f"{name}: embedded {len(reviews) + len(new):,} texts in {time.perf_counter() - start:.0f} s", flush=True)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(cache, reviews=np.array(pool, dtype=object), new=np.array(new_pool, dtype=object))
-    return pool, new_pool, reviews + new
+    from scorekeeper.representation import count_tokens
+    from scorekeeper.worker.model import load_tokenizer
+    from scorekeeper.worker.windows import content_tokens
+
+    reviews, new_texts = texts_of()
+    run = job_pool(name)
+    predictions_ = pq.read_table(run / "predictions.parquet").sort_by("row_index")
+    embeddings = pq.read_table(run / "embeddings.parquet").sort_by("row_index")
+    n = len(reviews) + len(new_texts)
+    if predictions_.num_rows != n or embeddings.column("row_index").to_pylist() != list(range(n)):
+        raise SystemExit(f"{run}: the pool run does not cover its {n:,} rows")
+    matrix = np.asarray(embeddings.column("embedding").combine_chunks().flatten()).reshape(n, -1)
+    tokenizer = load_tokenizer(model_of(name, reviews + new_texts)[0], False)
+    contents = content_tokens(tokenizer, reviews + new_texts)
+    counts = pq.read_table(run / "report" / "token_counts.parquet").sort_by("token_id")
+    ids, sums = count_tokens(contents)
+    if ids.tolist() != counts.column("token_id").to_pylist() or sums.tolist() != counts.column("count").to_pylist():
+        raise SystemExit(f"{run}: the content tokens counted here differ from the job's token_counts.parquet")
+    vocab = dict(zip(counts.column("token_id").to_pylist(), counts.column("token").to_pylist(), strict=True))
+    labels = json.loads((run / "plan.json").read_text())["labels"]
+    columns = {
+        "embedding": matrix,
+        "predicted": predictions_.column("predicted_id").to_numpy(),
+        "score": predictions_.column("score").to_numpy(),
+        "tokens": predictions_.column("tokens").to_numpy(),
+        "unknown": predictions_.column("unknown_tokens").to_numpy(),
+    }
+    cut = len(reviews)
+    pool = {k: v[:cut] for k, v in columns.items()} | {"content": contents[:cut], "vocab": vocab, "labels": labels}
+    new = {k: v[cut:] for k, v in columns.items()} | {"content": contents[cut:]}
+    return pool, new, reviews + new_texts
 
 
 def predictions(pool: dict, new: dict, rows: np.ndarray, new_rows: dict[int, int], labels: list[str]) -> pa.Table:
@@ -231,32 +261,40 @@ def replay(pool: dict, new: dict, labels: list[str], vocab: list[str], reference
     return drift, moved, fit_s
 
 
-def matched_shift(pool: dict, new: dict, current: np.ndarray, share: float, rng: np.random.Generator) -> dict[int, int]:
-    """Positions of `current` replaced by new-subject rows: each by one of the same predicted label,
-    the nearest token count and, among those, the nearest score, so the run's predicted label mix,
-    lengths and scores stay about as they were."""
+SCORE_GAP = 0.02  # a new-subject row replaces a row only within this distance of its score
+
+
+def matched_shift(
+    pool: dict, new: dict, current: np.ndarray, share: float, rng: np.random.Generator, gap: float | None = SCORE_GAP
+) -> dict[int, int]:
+    """Positions of `current` replaced by new-subject rows: each by an unused one of the same
+    predicted label and the same token count whose score is the nearest, within SCORE_GAP; a
+    position with no such row keeps its own. So the run's predicted label mix and lengths stay
+    exactly as they were and its scores within SCORE_GAP: section 12's signals have nothing to see.
+    With `gap` None the score is not matched (the nearest is taken however far): the demo model
+    files the new subject under two of its five labels, so a matched share stops near 20%."""
     want = int(round(share * len(current)))
-    free = {label: list(rng.permutation(np.flatnonzero(new["predicted"] == label))) for label in np.unique(new["predicted"])}
+    free: dict[tuple[int, int], list[int]] = {}
+    for k in rng.permutation(len(new["predicted"])):
+        free.setdefault((int(new["predicted"][k]), int(new["tokens"][k])), []).append(int(k))
     out: dict[int, int] = {}
     for position in rng.permutation(len(current)):
         if len(out) == want:
             break
-        label = pool["predicted"][current[position]]
-        candidates = free.get(label) or []
+        row = current[position]
+        candidates = free.get((int(pool["predicted"][row]), int(pool["tokens"][row])))
         if not candidates:
             continue
-        row = current[position]
-        cand = np.array(candidates)
-        gap = np.abs(new["tokens"][cand].astype(np.int64) - int(pool["tokens"][row]))
-        near = np.flatnonzero(gap == gap.min())
-        best = int(near[np.argmin(np.abs(new["score"][cand[near]] - pool["score"][row]))])
-        out[int(position)] = int(candidates.pop(best))
+        distance = np.abs(new["score"][candidates] - pool["score"][row])
+        best = int(np.argmin(distance))
+        if gap is None or distance[best] <= gap:
+            out[int(position)] = candidates.pop(best)
     return out
 
 
 def replays(name: str, count: int) -> dict:
     pool, new, _ = pools(name)
-    labels, vocab = _labels(), _vocab(pool)
+    labels, vocab = pool["labels"], pool["vocab"]
     rng = np.random.default_rng(1)
     out = {}
     for n in SIZES:
@@ -287,15 +325,15 @@ def replays(name: str, count: int) -> dict:
 
 def shifts(name: str, count: int) -> dict:
     pool, new, _ = pools(name)
-    labels, vocab = _labels(), _vocab(pool)
+    labels, vocab = pool["labels"], pool["vocab"]
     rng = np.random.default_rng(2)
     out = {}
     for n in SHIFT_SIZES:
-        for share in SHARES:
+        for share, gap in [(share, SCORE_GAP) for share in SHARES] + [(SHARES[-1], None)]:
             alarms, old, shown, new_words, replaced, aucs = 0, 0, [], [], [], []
             for _ in range(count):
                 rows = rng.choice(len(pool["predicted"]), 2 * n, replace=False)
-                new_rows = matched_shift(pool, new, rows[n:], share, rng)
+                new_rows = matched_shift(pool, new, rows[n:], share, rng, gap)
                 drift, moved, _ = replay(pool, new, labels, vocab, rows[:n], rows[n:], new_rows)
                 rep = drift.signals["representation"]
                 alarms += bool(rep.drifted)
@@ -304,44 +342,122 @@ def shifts(name: str, count: int) -> dict:
                 new_words.append(sum(t.reference_count == 0 for t in moved))
                 replaced.append(len(new_rows) / n)
                 aucs.append(rep.auc)
-            key = f"{n}@{share}"
+            key = f"{n}@{share}" + ("" if gap is not None else " score not matched")
             out[key] = {"replays": count, "representation_alarms": alarms, "old_alarms": old, "examples_new_min": min(shown),
                         "examples_new_mean": float(np.mean(shown)), "moved_new_mean": float(np.mean(new_words)),
                         "replaced_share": float(np.mean(replaced)), "auc_mean": float(np.mean(aucs))}  # fmt: skip
             print(
-                f"{name} new topic in {100 * share:.0f}% ({100 * np.mean(replaced):.1f}% matched) of {n:,} rows: representation "
+                f"{name} new topic in {100 * share:.0f}% ({100 * np.mean(replaced):.1f}% matched{'' if gap is not None else ', score not matched'}) "
+                f"of {n:,} rows: representation "
                 f"alarmed in {alarms} of {count} (section 12's signals {old}); mean auc {np.mean(aucs):.3f}; new-topic texts among "
                 f"the 20 examples: min {min(shown)}, mean {np.mean(shown):.1f}; moved tokens never in the reference: mean "
                 f"{np.mean(new_words):.1f} of 20",
                 flush=True,
             )
-            if share == 0.2 and n == SHIFT_SIZES[0]:
+            if share == 0.2 and n == SHIFT_SIZES[0] and gap is not None:
                 print("   moved tokens (last replay):", ", ".join(f"{t.token} {t.log_ratio:+.1f}" for t in moved[:12]), flush=True)
     return out
 
 
-def fit(width: int = 768, rows: int = 20_000) -> dict:
-    """representation.measure at rows + rows of `width` (random values; a tenth of the current rows
-    moved), twice; the process's peak memory."""
+def fit(rows: int = 20_000) -> dict:
+    """representation.measure at rows + rows of width 768, real features: each row's embedding by the
+    demo model with its adapter (job_pool "demo") beside the same model's without it ("demo-base"),
+    both as the job wrote them; the runs drawn from the held-out reviews (with replacement), once
+    without drift and once with a fifth of the current rows new-subject texts. CPU time and wall
+    time of each measure, the machine's load average beside them."""
+    import os
     import resource
 
     from scorekeeper.evaluation.representation import Embeddings, measure
 
+    adapted, base = pools("demo"), pools("demo-base")
+    pool = np.hstack([adapted[0]["embedding"], base[0]["embedding"]])
+    new = np.hstack([adapted[1]["embedding"], base[1]["embedding"]])
     rng = np.random.default_rng(4)
-    runs = []
-    for shift in (0.0, 0.5):
-        x = rng.standard_normal((rows, width)).astype(np.float32)
-        x[: rows // 10, :8] += shift
-        runs.append(Embeddings(np.arange(rows, dtype=np.int64), pa.array(np.arange(rows)), x))
-    seconds = []
-    for _ in range(2):
-        start = time.perf_counter()
-        measured = measure(*runs)
-        seconds.append(time.perf_counter() - start)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"fit at {rows:,} + {rows:,} rows of width {width}: {min(seconds):.1f} s (runs {', '.join(f'{s:.1f}' for s in seconds)}); "
-          f"auc {measured.auc:.3f}; process peak {peak:.0f} MB", flush=True)  # fmt: skip
-    return {"seconds": min(seconds), "peak_mb": peak}
+    drawn = rng.choice(len(pool), 2 * rows)
+    reference = Embeddings(np.arange(rows, dtype=np.int64), pa.array(np.arange(rows)), pool[drawn[:rows]])
+    shifted = pool[drawn[rows:]].copy()
+    shifted[rng.choice(rows, rows // 5, replace=False)] = new[rng.choice(len(new), rows // 5)]
+    out = {}
+    for label, current in (("no drift", pool[drawn[rows:]]), ("a new subject in 20% of the rows", shifted)):
+        run = Embeddings(np.arange(rows, dtype=np.int64), pa.array(np.arange(rows)), np.ascontiguousarray(current))
+        wall, cpu = time.perf_counter(), time.process_time()
+        measured = measure(reference, run)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        load = os.getloadavg()[0]
+        out[label] = {"cpu_s": cpu, "wall_s": wall, "load": load, "auc": measured.auc}
+        print(f"fit at {rows:,} + {rows:,} rows of width {pool.shape[1]}, {label}: {cpu:.1f} s CPU, {wall:.1f} s wall "
+              f"(load average {load:.1f} on 2 cores); auc {measured.auc:.3f}", flush=True)  # fmt: skip
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def check(name: str = "demo", n: int = 1_000, share: float = 0.2) -> dict:
+    """An assembled replay against real job runs: a reference and a current run (a new subject in
+    `share` of its rows, matched as in `shifts`) of n rows each, scored by `scorekeeper run` (the
+    current one with --drift-reference), against the same pair assembled from the pool run
+    (run_of, predictions, replay): embeddings, predictions, token counts, the drift signals, the
+    representation signal and its examples, the moved tokens."""
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from scorekeeper.evaluation.representation import Measured, measure, read_embeddings
+    from scorekeeper.storage import Location
+
+    pool, new, texts = pools(name)
+    rng = np.random.default_rng(9)
+    rows = rng.choice(len(pool["predicted"]), 2 * n, replace=False)
+    new_rows = matched_shift(pool, new, rows[n:], share, rng)
+    drift, moved, _ = replay(pool, new, pool["labels"], pool["vocab"], rows[:n], rows[n:], new_rows)
+    model, adapter = model_of(name, texts)
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        runs = {}
+        for side, picked, replaced in (("reference", rows[:n], {}), ("current", rows[n:], new_rows)):
+            ids = [f"n{replaced[k]:05d}" if k in replaced else f"r{r:05d}" for k, r in enumerate(picked)]
+            body = [texts[POOL + replaced[k]] if k in replaced else texts[r] for k, r in enumerate(picked)]
+            extra = ("--drift-reference", "reference") if side == "current" else ()
+            runs[side] = scorekeeper_run(write_input(root / f"{side}.csv", ids, body), model, adapter, root / "runs", side, *extra)
+        for side, picked, replaced in (("reference", rows[:n], {}), ("current", rows[n:], new_rows)):
+            emb, counts = run_of(pool, new, picked, replaced)
+            real = pq.read_table(runs[side] / "embeddings.parquet").sort_by("row_index")
+            matrix = np.asarray(real.column("embedding").combine_chunks().flatten()).reshape(real.num_rows, -1)
+            assembled = predictions(pool, new, picked, replaced, pool["labels"])
+            job = pq.read_table(runs[side] / "predictions.parquet").sort_by("row_index")
+            tokens = pq.read_table(runs[side] / "report" / "token_counts.parquet")
+            out[side] = {
+                "rows": real.column("row_index").to_pylist() == emb.row_index.tolist(),
+                "embedding_max_abs_difference": float(np.abs(matrix - emb.matrix).max()),
+                "predicted_label_equal": job.column("predicted_label").to_pylist() == assembled.column("predicted_label").to_pylist(),
+                "score_max_abs_difference": float(np.abs(job.column("score").to_numpy() - assembled.column("score").to_numpy()).max()),
+                "lengths_equal": job.column("tokens").to_pylist() == assembled.column("tokens").to_pylist()
+                and job.column("unknown_tokens").to_pylist() == assembled.column("unknown_tokens").to_pylist(),
+                "token_counts_equal": dict(zip(tokens.column("token_id").to_pylist(), tokens.column("count").to_pylist(), strict=True))
+                == counts,
+            }
+        job_drift = json.loads((runs["current"] / "report" / "metrics.json").read_text())["drift"]
+        # the bench's measurement on the real runs' own files: the same code as the job's drift step
+        on_files = measure(
+            read_embeddings(Location.from_uri(str(runs["reference"]))), read_embeddings(Location.from_uri(str(runs["current"])))
+        )
+    rep, job_rep = drift.signals["representation"], job_drift["signals"]["representation"]
+    assert isinstance(on_files, Measured)
+    shown = [e.row_index for e in rep.examples]
+    out["drift"] = {
+        "drifted_equal": {k: v.drifted for k, v in drift.signals.items()} == {k: v["drifted"] for k, v in job_drift["signals"].items()},
+        "auc_assembled_job": [rep.auc, job_rep["auc"]],
+        "p_assembled_job": [rep.p, job_rep["p"]],
+        "examples_same_order": shown == [e["row_index"] for e in job_rep["examples"]],
+        "examples_in_both": len(set(shown) & {e["row_index"] for e in job_rep["examples"]}),
+        "moved_tokens_equal": [t.token for t in moved] == [t["token"] for t in job_drift["moved_tokens"]],
+        "job_files_remeasured_auc_difference": abs(on_files.auc - job_rep["auc"]),
+        "job_files_remeasured_examples_equal": [e["row_index"] for e in on_files.examples] == [e["row_index"] for e in job_rep["examples"]],
+    }
+    print(f"{name}: a {n:,}-row replay ({100 * share:.0f}% new subject) assembled from the pool run against two real runs: "
+          + json.dumps(out), flush=True)  # fmt: skip
+    return out
 
 
 def memory(n: int = 3_000_000, width: int = 768, sample: int = 20_000) -> dict:
@@ -389,21 +505,15 @@ def memory(n: int = 3_000_000, width: int = 768, sample: int = 20_000) -> dict:
     return out
 
 
-def _labels() -> list[str]:
-    from scorekeeper.demo_data import TOPICS
-
-    return list(TOPICS)
-
-
-def _vocab(pool: dict) -> list[str]:
-    return list(pool["vocab"])
-
-
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "all"
-    count = int(argv[1]) if len(argv) > 1 and what != "memory" else 40
+    count = int(argv[1]) if len(argv) > 1 and what in ("replays", "shifts", "all") else 40
+    models = argv[2:] or ["demo", "decoder"]
     results: dict = {}
-    for name in ("demo", "decoder"):
+    if what == "check":
+        for name in argv[1:] or ["demo"]:
+            results[f"{name}_check"] = check(name)
+    for name in models:
         if what in ("replays", "all"):
             results[f"{name}_replays"] = replays(name, count)
         if what in ("shifts", "all"):

@@ -10,7 +10,7 @@ of the project: the worker, the parameters and the metric registry all use it.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Final, Literal
 
 
 class HeadKind(StrEnum):
@@ -24,7 +24,7 @@ class HeadKind(StrEnum):
 # What a request or a metrics.json that names no head means: a single-label run (written before
 # heads had kinds). Every default kind is this one name.
 DEFAULT_HEAD = HeadKind.SINGLE_LABEL
-AUTO = "auto"  # the head parameter's default: the kind the model's config names
+AUTO: Final = "auto"  # the head parameter's default: the kind the model's config names
 # The head parameter's values: AUTO and every HeadKind (tests/test_heads_kinds.py holds the two together).
 HeadChoice = Literal["auto", "single_label", "multi_label", "regression"]
 HEAD_CHOICES: tuple[str, ...] = (AUTO, *HeadKind)

@@ -8,6 +8,7 @@ from prefect import task
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.history import history_and_left_out
 from scorekeeper.evaluation.labelling import label_request
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.long_text import LongTextCounts
 from scorekeeper.metrics.document import MetricsDocument
@@ -38,25 +39,9 @@ def evaluate_task(
     gather's scoring.long_text) gives the window length_impact splits the rows at; with `dtype` (the
     compute dtype used) it says how the run's embeddings were made (docs/drift.md)."""
     output = Location.from_uri(request.output_uri)
-    baseline_run = output.child(baseline) if baseline else None
-    metrics = evaluate_run(
-        context.run,
-        context.labels,
-        manifest,
-        request.slice_columns,
-        baseline_run,
-        context.head,
-        request.thresholds,
-        truth_column=", ".join(request.label_columns) if request.label_columns else request.label_column or "label",
-        log=run_logger("scorekeeper.evaluation"),
-        max_length=long_text.max_length if long_text else None,
-        label_columns=request.label_columns or None,
-        drift_reference=output.child(drift_reference) if drift_reference else None,
-        drift_min_psi=request.drift_min_psi,
-        labelling=label_request(request, context.run_id, context.run, drift_reference),
-        drift_min_auc=request.drift_min_auc,
-        scored_with={"dtype": dtype, "long_text": long_text.model_dump() if long_text else None},
-    )
+    labelling = label_request(request, context.run_id, context.run, drift_reference)
+    settings = EvaluationSettings.of(request, context.head, baseline, drift_reference, labelling, long_text, dtype)
+    metrics = evaluate_run(context.run, context.labels, manifest, settings, log=run_logger("scorekeeper.evaluation"))
     metrics.history, left_out = history_and_left_out(output, context.run_id, metrics, context.run.read_json(RunFolder.PLAN))
     if left_out:
         metrics.history_left_out = left_out

@@ -158,24 +158,30 @@ def gather_parts(run: RunFolder, records: Sequence[CommitRecord], id_type: pa.Da
     return {"embeddings": embedded, "token_counts": len(ids)}
 
 
-def _read_verified_part(run: RunFolder, record: CommitRecord, part: PartSeal) -> pa.Table:
-    """A file committed with a range's shard, as its commit record vouches for it (else the record is
-    withdrawn, so a rerun scores the range again)."""
+def _read_vouched(run: RunFolder, record: CommitRecord, name: str, what: str, sha256: str | None) -> bytes:
+    """The bytes of a file committed with a range (`what`: its shard, or a file beside it), as its
+    commit record vouches for them (sha256 None: a record too old to hold one); else the record is
+    withdrawn, so a rerun scores the range again."""
     try:
-        data = run.read_bytes(part.name)
+        data = run.read_bytes(name)
     except FileNotFoundError:
-        withdraw_commit(run, record, f"its file {part.name} is missing")
+        withdraw_commit(run, record, f"its {what} {name} is missing")
         raise GatherError(
-            f"range {record.range_index} [{record.start}, {record.end}) is committed but its file {part.name} is missing: "
+            f"range {record.range_index} [{record.start}, {record.end}) is committed but its {what} {name} is missing: "
             "its commit record is withdrawn; rerun with the same run name to score the range again"
         ) from None
-    if hashlib.sha256(data).hexdigest() != part.sha256:
-        withdraw_commit(run, record, f"its file {part.name} fails its checksum")
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        withdraw_commit(run, record, f"its {what} {name} fails its checksum")
         raise GatherError(
-            f"range {record.range_index} [{record.start}, {record.end}): its file {part.name} is not the file its commit "
+            f"range {record.range_index} [{record.start}, {record.end}): its {what} {name} is not the file its commit "
             "record vouches for (sha256 differs): the record is withdrawn; rerun with the same run name to score the range again"
         )
-    table = pq.read_table(pa.BufferReader(data))
+    return data
+
+
+def _read_verified_part(run: RunFolder, record: CommitRecord, part: PartSeal) -> pa.Table:
+    """A file committed with a range's shard, as its commit record vouches for it."""
+    table = pq.read_table(pa.BufferReader(_read_vouched(run, record, part.name, "file", part.sha256)))
     if table.num_rows != part.rows:
         raise GatherError(f"{part.name} holds {table.num_rows} rows, its commit record says {part.rows}")
     return table
@@ -191,20 +197,7 @@ def long_text_of(records: Sequence[CommitRecord]) -> LongTextCounts | None:
 
 
 def _read_verified_shard(run: RunFolder, record: CommitRecord):
-    try:
-        data = run.read_bytes(record.shard)
-    except FileNotFoundError:
-        withdraw_commit(run, record, f"its shard {record.shard} is missing")
-        raise GatherError(
-            f"range {record.range_index} [{record.start}, {record.end}) is committed but its shard {record.shard} is missing: "
-            "its commit record is withdrawn; rerun with the same run name to score the range again"
-        ) from None
-    if record.shard_sha256 is not None and hashlib.sha256(data).hexdigest() != record.shard_sha256:
-        withdraw_commit(run, record, f"its shard {record.shard} fails its checksum")
-        raise GatherError(
-            f"range {record.range_index} [{record.start}, {record.end}): its shard {record.shard} is not the file its commit "
-            "record vouches for (sha256 differs): the record is withdrawn; rerun with the same run name to score the range again"
-        )
+    data = _read_vouched(run, record, record.shard, "shard", record.shard_sha256)
     table = pq.read_table(pa.BufferReader(data))
     row_index = table.column("row_index").to_numpy()
     expected = np.arange(record.start, record.end, dtype=np.int64)

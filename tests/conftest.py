@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -57,6 +59,76 @@ def prefect_api():
         yield url
 
 
+# -- the order of the files ------------------------------------------------------------------
+# ./test.sh hands whole files to two xdist workers in collection order (--dist loadfile
+# --no-loadscope-reorder). A long file started last keeps one worker busy while the other idles,
+# so the files are collected longest first: by each test's duration in the last run that ran it
+# (pytest's cache, recorded below), else by its tier (an integration or slow test is a subprocess,
+# a server or a model: tens of seconds; a fast one well under one). The order of the tests inside a
+# file is kept.
+_DURATIONS = "scorekeeper/test_seconds"
+_GUESS_S = {True: 30.0, False: 0.3}
+_SEEN: dict[str, float] = {}
+
+
+def _recorded_seconds(config) -> dict[str, float]:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:  # an xdist worker: the controller's reading, so both collect alike
+        return workerinput.get(_DURATIONS) or {}
+    cache = getattr(config, "cache", None)
+    return cache.get(_DURATIONS, {}) if cache is not None else {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[_DURATIONS] = _recorded_seconds(node.config)
+
+
+def pytest_collection_modifyitems(config, items):
+    recorded = _recorded_seconds(config)
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def cost(tests: list) -> float:
+        heavy = lambda item: any(item.get_closest_marker(m) for m in ("integration", "slow"))  # noqa: E731
+        return sum(recorded.get(item.nodeid, _GUESS_S[heavy(item)]) for item in tests)
+
+    items[:] = [item for tests in sorted(files.values(), key=cost, reverse=True) for item in tests]
+
+
+def pytest_runtest_logreport(report):
+    """Each test's setup, call and teardown, summed (in xdist's controller: as the workers report them)."""
+    _SEEN[report.nodeid] = _SEEN.get(report.nodeid, 0.0) + report.duration
+
+
+# The files that ask for one of these session fixtures go to one xdist worker, as one unit: each
+# worker would otherwise start a server of its own (`deployed`: a `prefect server start` and
+# `prefect deploy`, about 30 CPU-s), and they share it one module after another as
+# tests/prefect_deployed.py describes. Found from the files' text: a function taking the fixture.
+_ONE_WORKER = ("deployed",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    units: dict[str, str] = {}
+
+    class SharedServers(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            if path not in units:
+                text = (config.rootpath / path).read_text() if (config.rootpath / path).is_file() else ""
+                asks = [name for name in _ONE_WORKER if re.search(rf"\bdef \w+\([^)]*\b{name}\b", text)]
+                units[path] = f"the files asking for {asks[0]}" if asks else path
+            return units[path]
+
+    return SharedServers(config, log)
+
+
 # -- leaving ----------------------------------------------------------------------------------
 _SESSION: dict[str, int] = {}
 
@@ -67,6 +139,9 @@ def pytest_sessionfinish(session, exitstatus):
     from tests import prefect_session
 
     _SESSION["exitstatus"] = int(exitstatus)
+    cache = getattr(session.config, "cache", None)
+    if _SEEN and cache is not None and not hasattr(session.config, "workerinput"):
+        cache.set(_DURATIONS, {**cache.get(_DURATIONS, {}), **{k: round(v, 2) for k, v in _SEEN.items()}})
     try:
         prefect_session.stop()
     finally:
@@ -88,7 +163,24 @@ def pytest_unconfigure(config):
 def golden_build(tmp_path_factory):
     """bench/golden.py's evaluations built once, through connections that check each SQL file's
     header as it runs (tests/sql_check.py): (the folder of published files, the SQL files run in order).
-    tests/test_golden.py compares the files with the snapshot, tests/test_sql_files.py the order."""
+    tests/test_golden.py compares the files with the snapshot, tests/test_evaluation_kinds.py reads
+    the documents, tests/test_sql_files.py the order. Once for the whole run: under xdist the first
+    worker to ask builds it into the run's shared temporary folder, holding a file lock, and the
+    other reads what it left (a build that failed leaves nothing, so the next asker builds again)."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out, order = shared / "golden" / "build", shared / "golden" / "ran.json"
+    with FileLock(str(shared / "golden.lock")):
+        if not order.is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            out.parent.mkdir(exist_ok=True)
+            order.write_text(json.dumps(_build_golden(out)))
+    return out, json.loads(order.read_text())
+
+
+def _build_golden(out) -> list[str]:
     from bench.golden import build
     from scorekeeper.evaluation import duck
     from tests.sql_check import Checked
@@ -97,8 +189,7 @@ def golden_build(tmp_path_factory):
     connect = duck.connect
     duck.connect = lambda fs=None: Checked(connect(fs), ran)
     try:
-        out = tmp_path_factory.mktemp("golden") / "build"
         build(out)
     finally:
         duck.connect = connect
-    return out, ran
+    return ran

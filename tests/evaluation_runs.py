@@ -40,7 +40,7 @@ def write_run(
     )  # fmt: skip
     metrics = None
     if complete:
-        document = evaluate_run(folder, labels, manifest, [])
+        document = evaluate_run(folder, labels, manifest)
         (run / "report").mkdir()
         (run / "report" / "metrics.json").write_bytes(document.to_json_bytes())
         seal_complete(folder)

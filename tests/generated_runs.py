@@ -157,14 +157,23 @@ def evaluate(
     run's at `max_length`)."""
     from scorekeeper.evaluation.driver import evaluate_run
     from scorekeeper.evaluation.history import history_and_left_out
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.gates import evaluate_gates
 
     run = RunFolder.from_uri(str(root / name))
     output = Location.from_uri(str(root))
     document = evaluate_run(
-        run, labels_of(head), manifest(root / name), ["source"] if slices else [], output.child(baseline) if baseline else None,
-        head, 0.5, max_length=max_length, drift_reference=output.child(reference) if reference else None,
-    )  # fmt: skip
+        run,
+        labels_of(head),
+        manifest(root / name),
+        EvaluationSettings(
+            slice_columns=["source"] if slices else [],
+            baseline=output.child(baseline) if baseline else None,
+            head=head,
+            max_length=max_length,
+            drift_reference=output.child(reference) if reference else None,
+        ),
+    )
     document.history, _ = history_and_left_out(output, name, document, run.read_json(RunFolder.PLAN))
     if gates:
         document.gates = evaluate_gates(gates, document)

@@ -95,6 +95,36 @@ def stop_process_group(process: subprocess.Popen, first: signal.Signals) -> None
             continue
 
 
+def scoring_processes(processes: list) -> list:
+    """Those of `processes` (psutil.Process) that are the job's scoring processes (scorekeeper.worker);
+    gone ones are passed over."""
+    import psutil
+
+    found = []
+    for p in processes:
+        try:
+            if "scorekeeper.worker" in " ".join(p.cmdline()):
+                found.append(p)
+        except psutil.Error:
+            pass
+    return found
+
+
+def lose_at_once(processes: list) -> None:
+    """A machine is gone: every one of `processes` (psutil.Process) stopped before any is killed.
+    Killed one by one, a survivor could see its child die and report it (a worker: "Process exited
+    with status code: -9" as the group's crash; a group flow run: its scoring process's SIGKILL),
+    which a lost machine never does."""
+    import psutil
+
+    for how in ("suspend", "kill"):
+        for p in processes:
+            try:
+                getattr(p, how)()
+            except psutil.Error:
+                pass
+
+
 def readme_pool_commands() -> list[list[str]]:
     """The `prefect work-pool create` lines of README.md's Deployments section, as arguments."""
     section = (REPO / "README.md").read_text().split("## Deployments (Prefect)", 1)[1].split("\n## ", 1)[0]

@@ -18,6 +18,7 @@ from scorekeeper.errors import InputError
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.duck import NULL_GROUP
 from scorekeeper.evaluation.history import completed_runs, run_history
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.evaluation.statistics.paired_tests import accuracy_test, mcnemar_exact
 from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.params import ScoreRequest
@@ -61,7 +62,7 @@ def write_run(
     location = Location.from_uri(str(run))
     manifest = staged_manifest(n, "int64" if isinstance(ids[0], int) else "string")
     if complete:
-        metrics = evaluate_run(location, LABELS, manifest, [f"s{i}" for i in range(len(slices or []))])
+        metrics = evaluate_run(location, LABELS, manifest, EvaluationSettings(slice_columns=[f"s{i}" for i in range(len(slices or []))]))
         if finished_at:
             metrics.finished_at = finished_at
         # as the report step publishes it: metrics.json, then the completion record
@@ -97,7 +98,7 @@ def test_comparison_reports_exactly_the_flipped_rows(tmp_path):
     group = np.random.default_rng(1).choice(np.array(["a", "b", "None", None], dtype=object), size=n).tolist()
     base, _ = write_run(tmp_path, "base", before, truth, slices=[group])
     run, manifest = write_run(tmp_path, "cand", after, truth, slices=[group], complete=False)
-    m = evaluate_run(run, LABELS, manifest, ["group"], baseline=base).as_dict()
+    m = evaluate_run(run, LABELS, manifest, EvaluationSettings(slice_columns=["group"], baseline=base)).as_dict()
     c = m["comparison"]
     base_metrics = json.loads((tmp_path / "base" / "report" / "metrics.json").read_text())
 
@@ -160,7 +161,7 @@ def test_runs_over_other_inputs_are_matched_on_ids(tmp_path):
         id_column="rid",
         complete=False,
     )
-    c = evaluate_run(run, LABELS, manifest, [], baseline=base).as_dict()["comparison"]
+    c = evaluate_run(run, LABELS, manifest, EvaluationSettings(baseline=base)).as_dict()["comparison"]
     kept = set(order.tolist())
     assert c["matched_on"] == "id" and c["rows_compared"] == 100
     assert c["flipped"] == {"right_to_wrong": len(r2w & kept), "wrong_to_right": len(w2r & kept), "other": len(other & kept)}
@@ -271,7 +272,7 @@ def test_history_and_comparison_over_object_storage(moto, tmp_path):
     output = Location.from_uri(f"s3://{bucket}/runs", **moto.storage_options())
 
     assert [r["run_id"] for r in completed_runs(output)] == ["base"]
-    m = evaluate_run(output.child("cand"), LABELS, manifest, [], baseline=output.child("base")).as_dict()
+    m = evaluate_run(output.child("cand"), LABELS, manifest, EvaluationSettings(baseline=output.child("base"))).as_dict()
     assert m["comparison"]["flipped"] == {"right_to_wrong": len(r2w), "wrong_to_right": len(w2r), "other": len(other)}
     assert [h.run_id for h in run_history(output, "cand", RecordedMetrics.parse(m), {})] == ["base", "cand"]
 
@@ -285,7 +286,7 @@ def test_a_baseline_written_before_fields_existed_is_compared_on_what_it_has(tmp
     early = {k: v for k, v in json.loads(path.read_text()).items() if k not in {"head", "roc_auc", "average_precision", "finished_at"}}
     publish_complete(RunFolder.from_uri(str(tmp_path / "base")), {"metrics.json": json.dumps(early).encode()}, "2026-01-01")
     run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
-    c = evaluate_run(run, LABELS, manifest, [], baseline=base).as_dict()["comparison"]
+    c = evaluate_run(run, LABELS, manifest, EvaluationSettings(baseline=base)).as_dict()["comparison"]
     assert c["deltas"]["roc_auc_macro"] is None and c["deltas"]["average_precision_macro"] is None
     assert c["deltas"]["accuracy"] == pytest.approx(c["accuracy_delta_paired"]) and c["deltas"]["macro_f1"] is not None
     assert [h["run_id"] for h in completed_runs(Location.from_uri(str(tmp_path)))] == ["base"]

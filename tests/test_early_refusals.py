@@ -166,6 +166,7 @@ def _run_with_a_plan(tmp_path):
     from scorekeeper.evaluation import labelling
     from scorekeeper.evaluation.driver import evaluate_run
     from scorekeeper.evaluation.labelling import LabelRequest
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.report.publish import publish_complete
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -176,7 +177,7 @@ def _run_with_a_plan(tmp_path):
     pq.write_table(pq.read_table(night / "work" / "input.parquet").drop(["label"]), night / "work" / "input.parquet")
     run = RunFolder.from_uri(str(night))
     request = LabelRequest(key="night", budget=40, sampling="active")
-    document = evaluate_run(run, golden.SENTIMENT, golden._manifest(night), [], None, "single_label", 0.5, labelling=request)
+    document = evaluate_run(run, golden.SENTIMENT, golden._manifest(night), EvaluationSettings(labelling=request))
     files = {labelling.PLAN_FILE: run.read_bytes(labelling.PLAN_WORK), "metrics.json": document.to_json_bytes()}
     publish_complete(run, files, "2026-12-03T00:00:00+00:00")
     return night, set(pq.read_table(night / "report" / "label_plan.parquet").column("id").to_pylist())

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorekeeper.evaluation.driver import evaluate_run
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.report.publish import publish_complete
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
@@ -37,9 +38,13 @@ def evaluate(root: Path, name: str, head: str, reference: str | None = None):
     run = Location.from_uri(str(root / name))
     labels = json.loads((root / name / "plan.json").read_text())["labels"]
     document = evaluate_run(
-        RunFolder.from_uri(str(root / name)), labels, golden._manifest(root / name), ["source"], None, head, 0.5,
-        drift_reference=Location.from_uri(str(root)).child(reference) if reference else None,
-    )  # fmt: skip
+        RunFolder.from_uri(str(root / name)),
+        labels,
+        golden._manifest(root / name),
+        EvaluationSettings(
+            slice_columns=["source"], head=head, drift_reference=Location.from_uri(str(root)).child(reference) if reference else None
+        ),
+    )
     # published as a run publishes: its completion record seals what a later run reads
     publish_complete(RunFolder.from_uri(str(root / name)), {"metrics.json": document.to_json_bytes()}, "2026-12-01T00:00:00+00:00")
     assert run.exists("predictions.parquet")

@@ -34,7 +34,7 @@ from scorekeeper.run_folder import CommitRecord, cut_ranges
 from scorekeeper.scoring_summary import GroupSummary, ScoringSummary
 from scorekeeper.tasks.fan_out import PENDING_GRACE_S, GroupRun, spans, split_groups
 from tests.helpers import make_rows, probabilities, run_flow, write_rows
-from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, stop_process_group
+from tests.prefect_deployed import PREFECT, REPO, AwsCredentialsShape, PrefectServer, lose_at_once, scoring_processes, stop_process_group
 from tests.s3server import MotoServer
 
 GROUP_POOL = "scorekeeper-groups"
@@ -188,31 +188,13 @@ class Machine:
 
     def scoring_processes(self) -> list[psutil.Process]:
         try:
-            children = psutil.Process(self.process.pid).children(recursive=True)
+            return scoring_processes(psutil.Process(self.process.pid).children(recursive=True))
         except psutil.Error:
             return []
-        found = []
-        for p in children:
-            try:
-                if "scorekeeper.worker" in " ".join(p.cmdline()):
-                    found.append(p)
-            except psutil.Error:
-                pass
-        return found
 
     def die(self) -> None:
-        """The machine is gone: the worker, its flow runs and their scoring processes, at once.
-
-        Every process is stopped before any is killed: killed one by one, a survivor could see its
-        child die and report it (the worker: "Process exited with status code: -9" as the group's
-        crash; a group flow run: its scoring process's SIGKILL), which a lost machine never does."""
-        family = psutil.Process(self.process.pid).children(recursive=True) + [psutil.Process(self.process.pid)]
-        for how in ("suspend", "kill"):
-            for p in family:
-                try:
-                    getattr(p, how)()
-                except psutil.Error:
-                    pass
+        """The machine is gone: the worker, its flow runs and their scoring processes, at once."""
+        lose_at_once(psutil.Process(self.process.pid).children(recursive=True) + [psutil.Process(self.process.pid)])
         self.process.wait()
         self._log.close()
 

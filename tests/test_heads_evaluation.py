@@ -187,6 +187,7 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     import shutil
 
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.evaluation.statistics.paired_tests import mcnemar_exact
     from scorekeeper.report.publish import publish_complete
     from scorekeeper.run_folder import RunFolder
@@ -207,9 +208,9 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     publish_complete(RunFolder(sealed.fs, sealed.path), {"metrics.json": (other / "report" / "metrics.json").read_bytes()}, "2026-01-01")
 
     request, context, manifest, _ = open_run_and_plan(id_column="review_id", label_column="labels", run_name="ml", **common)
-    comparison = evaluate_run(context.run, context.labels, manifest, [], Location.from_uri(str(other)), head="multi_label").as_dict()[
-        "comparison"
-    ]
+    comparison = evaluate_run(
+        context.run, context.labels, manifest, EvaluationSettings(baseline=Location.from_uri(str(other)), head="multi_label")
+    ).as_dict()["comparison"]
     after = this.predictions.column("predicted_labels").to_pylist()
     kept = [i for i in range(14) if i != 7]
     right = lambda predicted, i: set(predicted) == set(truth[i])  # noqa: E731

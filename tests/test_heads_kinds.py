@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from scorekeeper.cli import build_parser, request_options
 from scorekeeper.errors import InputError, ModelError
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import check_head_options, resolve_head, threshold_vector
 from scorekeeper.params import SCORING_PARAMETERS, STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.worker.outputs import HeadOutputs, activate
@@ -98,10 +99,10 @@ def test_head_options_are_checked_against_the_models_labels():
 
 def test_outputs_per_kind_in_float64():
     logits = torch.tensor([[0.0, 2.0, -1.0], [3.0, -3.0, 0.5]], dtype=torch.float32)
-    assert torch.equal(activate("single_label", logits), torch.softmax(logits.double(), -1))
-    assert torch.equal(activate("multi_label", logits), torch.sigmoid(logits.double()))
-    assert torch.equal(activate("regression", logits), logits.double())
-    assert activate("regression", logits).dtype == torch.float64
+    assert torch.equal(activate(HeadKind.SINGLE_LABEL, logits), torch.softmax(logits.double(), -1))
+    assert torch.equal(activate(HeadKind.MULTI_LABEL, logits), torch.sigmoid(logits.double()))
+    assert torch.equal(activate(HeadKind.REGRESSION, logits), logits.double())
+    assert activate(HeadKind.REGRESSION, logits).dtype == torch.float64
 
 
 def _rows(n: int) -> pa.Table:
@@ -110,7 +111,7 @@ def _rows(n: int) -> pa.Table:
 
 def test_multi_label_table_predicts_strictly_above_each_threshold():
     probabilities = np.array([[0.5, 0.3, 0.9], [0.50000001, 0.2999, 0.1], [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
-    outputs = HeadOutputs.of("multi_label", LABELS, {"spam": 0.3})
+    outputs = HeadOutputs.of(HeadKind.MULTI_LABEL, LABELS, {"spam": 0.3})
     assert outputs.thresholds.tolist() == threshold_vector({"spam": 0.3}, LABELS) == [0.5, 0.3, 0.5]
     table = outputs.table(_rows(4), probabilities)
     assert table.column_names == ["row_index", "id", "predicted_labels", "probabilities"]
@@ -127,16 +128,16 @@ def test_multi_label_table_over_random_outputs_matches_a_row_by_row_rule():
         labels = [f"l{j}" for j in range(k)]
         probabilities = rng.choice([0.0, 0.25, 0.5, 0.75, 1.0], size=(n, k)) if rng.random() < 0.5 else rng.random((n, k))
         thresholds = {name: float(rng.choice([0.0, 0.25, 0.5, 1.0])) for name in labels if rng.random() < 0.5}
-        table = HeadOutputs.of("multi_label", labels, thresholds).table(_rows(n), probabilities)
+        table = HeadOutputs.of(HeadKind.MULTI_LABEL, labels, thresholds).table(_rows(n), probabilities)
         expected = [[name for j, name in enumerate(labels) if row[j] > thresholds.get(name, 0.5)] for row in probabilities]
         assert table.column("predicted_labels").to_pylist() == expected
 
 
 def test_regression_table_one_output_and_several():
-    one = HeadOutputs.of("regression", ["score"], 0.5).table(_rows(2), np.array([[1.5], [-2.25]]))
+    one = HeadOutputs.of(HeadKind.REGRESSION, ["score"], 0.5).table(_rows(2), np.array([[1.5], [-2.25]]))
     assert one.column_names == ["row_index", "id", "prediction"] and one.schema.field("prediction").type == pa.float64()
     assert one.column("prediction").to_pylist() == [1.5, -2.25]
-    several = HeadOutputs.of("regression", ["a", "b"], 0.5).table(_rows(2), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    several = HeadOutputs.of(HeadKind.REGRESSION, ["a", "b"], 0.5).table(_rows(2), np.array([[1.0, 2.0], [3.0, 4.0]]))
     assert several.schema.field("prediction").type == pa.list_(pa.float64())
     assert several.column("prediction").to_pylist() == [[1.0, 2.0], [3.0, 4.0]]
 
@@ -192,11 +193,13 @@ def test_paired_error_changes_from_block_sums():
 def test_the_finite_score_check_reads_every_heads_table():
     from scorekeeper.worker.shards import non_finite_rows
 
-    multi = HeadOutputs.of("multi_label", LABELS, 0.5).table(_rows(3), np.array([[0.1, 0.9, 0.5], [np.nan, 0.2, 0.3], [0.0, 1.0, 1.0]]))
+    multi = HeadOutputs.of(HeadKind.MULTI_LABEL, LABELS, 0.5).table(
+        _rows(3), np.array([[0.1, 0.9, 0.5], [np.nan, 0.2, 0.3], [0.0, 1.0, 1.0]])
+    )
     assert non_finite_rows(multi).tolist() == [1]
-    one = HeadOutputs.of("regression", ["score"], 0.5).table(_rows(3), np.array([[1.0], [np.inf], [-2.0]]))
+    one = HeadOutputs.of(HeadKind.REGRESSION, ["score"], 0.5).table(_rows(3), np.array([[1.0], [np.inf], [-2.0]]))
     assert non_finite_rows(one).tolist() == [1]
-    several = HeadOutputs.of("regression", ["a", "b"], 0.5).table(_rows(2), np.array([[1.0, np.nan], [3.0, 4.0]]))
+    several = HeadOutputs.of(HeadKind.REGRESSION, ["a", "b"], 0.5).table(_rows(2), np.array([[1.0, np.nan], [3.0, 4.0]]))
     assert non_finite_rows(several).tolist() == [0]
 
 

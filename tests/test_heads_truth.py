@@ -194,6 +194,7 @@ def test_truth_matching_of_label_columns_says_what_they_are(tmp_path, heads):
     import numpy as np
 
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.worker.outputs import multi_label_table
 
     (tmp_path / "columns.csv").write_text("text,toxic,spam,off_topic,praise\na,1,1,0,0\nb,0,0,0,0\nc,0,1,0,0\nd,0,0,0,1\n")
@@ -207,6 +208,6 @@ def test_truth_matching_of_label_columns_says_what_they_are(tmp_path, heads):
         multi_label_table(rows, probabilities, context.labels, np.full(len(context.labels), 0.5)),
         tmp_path / "out" / "r" / "predictions.parquet",
     )
-    evaluated = evaluate_run(context.run, context.labels, manifest, [], head="multi_label", label_columns=LABELS)
+    evaluated = evaluate_run(context.run, context.labels, manifest, EvaluationSettings(head="multi_label", label_columns=LABELS))
     assert evaluated.truth_matching.column_type == "label_columns" and evaluated.truth_matching.rule == "name"
-    assert evaluate_run(context.run, context.labels, manifest, [], head="multi_label").truth_matching.column_type == "text"
+    assert evaluate_run(context.run, context.labels, manifest, EvaluationSettings(head="multi_label")).truth_matching.column_type == "text"

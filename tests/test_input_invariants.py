@@ -22,6 +22,7 @@ import pytest
 from scorekeeper.cli import summary_line
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.driver import check_truth, evaluate_run
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.staging.listing import list_input
@@ -153,7 +154,7 @@ def test_a_text_column_whose_values_mean_different_labels_by_name_and_by_id_is_r
     with pytest.raises(InputError, match=r"ground-truth column 'stars' holds both label names and label ids, .*" + re.escape(shown)):
         check_truth(folder, DIGIT_NAMES, manifest, "stars")
     with pytest.raises(InputError, match="would resolve differently by name and by id"):
-        evaluate_run(folder, DIGIT_NAMES, manifest, [])
+        evaluate_run(folder, DIGIT_NAMES, manifest)
 
 
 def test_label_names_and_ids_in_one_text_column_are_matched_by_name_else_id_when_no_value_has_two_meanings(tmp_path):
@@ -186,7 +187,9 @@ def test_compare_to_the_same_weights_with_labels_spelled_differently_shows_no_fl
     folder, manifest, _ = write_run(
         tmp_path, "cand", probs, ["negative", "neutral", "positive"], pa.array(truth, pa.int64()), complete=False
     )
-    comparison = evaluate_run(folder, ["negative", "neutral", "positive"], manifest, [], baseline=base).as_dict()["comparison"]
+    comparison = evaluate_run(folder, ["negative", "neutral", "positive"], manifest, EvaluationSettings(baseline=base)).as_dict()[
+        "comparison"
+    ]
     assert comparison["flipped"] == {"right_to_wrong": 0, "wrong_to_right": 0, "other": 0}
     assert comparison["mcnemar_p"] == 1.0 and comparison["accuracy_delta_paired"] == 0.0 == comparison["deltas"]["accuracy"]
     assert comparison["truth_matching"]["rule"] == "id"

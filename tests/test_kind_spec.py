@@ -15,6 +15,7 @@ import inspect
 import re
 from pathlib import Path
 
+from bench import house
 from scorekeeper.evaluation import base
 from scorekeeper.head_kind import HeadKind
 
@@ -22,40 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 SCOPE = [ROOT / "scorekeeper" / "evaluation", ROOT / "scorekeeper" / "report", ROOT / "tasks", ROOT / "flows"]
 # The kinds' own modules and the registry that maps HeadKind to them.
 KIND_MODULES = {ROOT / "scorekeeper" / "evaluation" / f"{name}.py" for name in (*(k.value for k in HeadKind), "kinds")}
-MEMBERS = {k.name for k in HeadKind}
-SPELLINGS = {k.value for k in HeadKind}
 
 
 def kind_names(source: str) -> list[tuple[int, str]]:
-    """(line, what) for every place `source` names a kind of head."""
-    tree = ast.parse(source)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in MEMBERS:
-            found.append((node.lineno, f"HeadKind.{node.attr}"))
-        elif isinstance(node, ast.Call) and _called(node) == "HeadKind" and node.args and isinstance(node.args[0], ast.Constant):
-            found.append((node.lineno, f"HeadKind({node.args[0].value!r})"))
-        elif isinstance(node, ast.Compare):
-            for side in (node.left, *node.comparators):
-                for constant in _constants(side):
-                    found.append((node.lineno, f"a comparison with {constant!r}"))
-        elif isinstance(node, ast.Dict):
-            found += [(node.lineno, f"a key {c!r}") for key in node.keys if key is not None for c in _constants(key)]
-        elif isinstance(node, ast.Subscript):
-            found += [(node.lineno, f"a lookup of {c!r}") for c in _constants(node.slice)]
-        elif isinstance(node, ast.match_case):
-            found += [(node.pattern.lineno, f"a case {c!r}") for c in _constants(node.pattern)]
-    return sorted(found)
-
-
-def _called(node: ast.Call) -> str | None:
-    func = node.func
-    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-
-
-def _constants(node: ast.AST) -> list[str]:
-    """The kinds' spellings among the string constants of `node` (a tuple or set of them too)."""
-    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and n.value in SPELLINGS]
+    """(line, what) for every place `source` names a kind of head (bench/house.py's walk, which
+    counts the same places in any commit's tree)."""
+    return house.kind_names(ast.parse(source))
 
 
 def test_the_check_finds_every_way_of_naming_a_kind():
@@ -81,6 +54,7 @@ match head:
         "a lookup of 'single_label'",
         "a case 'regression'",
     ]
+    assert house.KIND_MEMBERS == {k.name: k.value for k in HeadKind}  # the walk knows every kind, spelt as HeadKind spells it
     free = 'kind = evaluation_for(head)\nsections = kind.report.sections\nlog.info("a regression head")\nx = HeadKind(head)\n'
     assert kind_names(free) == []
 

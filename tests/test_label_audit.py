@@ -35,7 +35,7 @@ def confident_learning(given: np.ndarray, probs: np.ndarray):
 
 def audit_of(tmp_path, probs, truth, name="run"):
     run, manifest = write_run(tmp_path, name, probs, truth, complete=False)
-    return evaluate_run(run, LABELS, manifest, []).as_dict()
+    return evaluate_run(run, LABELS, manifest).as_dict()
 
 
 def test_the_audit_is_the_confident_joint_off_its_diagonal(tmp_path):

@@ -26,6 +26,7 @@ from scorekeeper.evaluation import labelling
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.duck import sql
 from scorekeeper.evaluation.labelling import LabelRequest
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.metrics.document import RecordedMetrics
 from scorekeeper.report.publish import publish_complete
 from scorekeeper.run_folder import RunFolder
@@ -54,7 +55,10 @@ def evaluate(root: Path, name: str, kind: str, labelling_request: LabelRequest |
     run = RunFolder.from_uri(str(root / name))
     drift = Location.from_uri(str(root / drift_reference)) if drift_reference else None
     document = evaluate_run(
-        run, labels, golden._manifest(root / name), [], None, head_of(kind), 0.5, drift_reference=drift, labelling=labelling_request
+        run,
+        labels,
+        golden._manifest(root / name),
+        EvaluationSettings(head=head_of(kind), drift_reference=drift, labelling=labelling_request),
     )
     files = {"metrics.json": document.to_json_bytes()}
     if document.label_plan is not None:

@@ -325,6 +325,7 @@ def _wilson(x: int, n: int) -> list[float]:
 @given(seed=st.integers(0, 10_000), n=st.integers(4, 60), max_length=st.integers(5, 40))
 def test_length_impact_is_accuracy_within_and_over_the_window(tmp_path_factory, seed, n, max_length):
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from tests.evaluation_runs import write_run
 
     rng = np.random.default_rng(seed)
@@ -338,7 +339,7 @@ def test_length_impact_is_accuracy_within_and_over_the_window(tmp_path_factory, 
     predictions = predictions.append_column("tokens", pa.array(tokens.astype(np.int32)))
     predictions = predictions.append_column("unknown_tokens", pa.array(np.zeros(n, dtype=np.int32)))
     pq.write_table(predictions, run.path + "/predictions.parquet")
-    document = evaluate_run(run, labels, manifest, [], max_length=max_length).as_dict()
+    document = evaluate_run(run, labels, manifest, EvaluationSettings(max_length=max_length)).as_dict()
     over = tokens > max_length
     if not over.any():
         assert "length_impact" not in document
@@ -354,7 +355,7 @@ def test_length_impact_is_accuracy_within_and_over_the_window(tmp_path_factory, 
         else:
             assert impact[side]["accuracy"] is None
     # without the run's max length (or the tokens column) there is nothing to split
-    assert "length_impact" not in evaluate_run(run, labels, manifest, []).as_dict()
+    assert "length_impact" not in evaluate_run(run, labels, manifest).as_dict()
 
 
 class _OddFrame(_FakeTokenizer):
@@ -387,6 +388,7 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
     import re
 
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.long_text import LongTextCounts
     from scorekeeper.report.report import render_html, render_markdown
     from scorekeeper.scoring_summary import ScoringSummary
@@ -406,7 +408,7 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
     def scored(long_text: dict) -> ScoringSummary:
         return ScoringSummary.measured(30, 700, 700, 0, 1.0, long_text=LongTextCounts(**long_text))
 
-    document = evaluate_run(run, labels, manifest, [], max_length=16)
+    document = evaluate_run(run, labels, manifest, EvaluationSettings(max_length=16))
     document.scoring = scored(long_text)
     metrics = document.as_dict()
     info = {"run_id": "r", "input_uri": "in", "model_uri": "m", "mode": "replica", "num_processes": 1}
@@ -424,7 +426,7 @@ def test_the_report_shows_what_the_length_costs_and_nothing_when_nothing_is_over
     assert metrics["length_impact"]["over"]["rows"] == 10 and "| over the window | 10 |" in md
     assert "long texts" in html and "chunk: 10 of the 30 rows scored are longer than the window of 14" in html
     # a truncate run with nothing over the window: no section, no fact
-    document = evaluate_run(run, labels, manifest, [], max_length=64)
+    document = evaluate_run(run, labels, manifest, EvaluationSettings(max_length=64))
     document.scoring = scored(
         long_text | {"mode": "truncate", "rows_over_length": 0, "chunks": None, "rows_capped": None, "windows_per_row": None}
     )

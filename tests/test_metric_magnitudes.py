@@ -127,6 +127,7 @@ def _scaled_regression_runs(root, scale: float):
 
     from bench.golden import _manifest, _regression
     from scorekeeper.evaluation.driver import evaluate_run
+    from scorekeeper.evaluation.settings import EvaluationSettings
     from scorekeeper.run_folder import RunFolder
     from scorekeeper.storage import Location
     from tests.evaluation_runs import seal_complete
@@ -138,11 +139,13 @@ def _scaled_regression_runs(root, scale: float):
             scaled = pa.array(np.asarray(table.column(column).to_numpy(), dtype=np.float64) * scale)
             pq.write_table(table.set_column(table.schema.get_field_index(column), column, scaled), root / name / file)
     runs = {name: RunFolder.from_uri(str(root / name)) for name in ("a", "b")}
-    a = evaluate_run(runs["a"], ["stars"], _manifest(root / "a"), [], head="regression")
+    a = evaluate_run(runs["a"], ["stars"], _manifest(root / "a"), EvaluationSettings(head="regression"))
     (root / "a" / "report").mkdir()
     (root / "a" / "report" / "metrics.json").write_bytes(a.to_json_bytes())
     seal_complete(runs["a"])
-    b = evaluate_run(runs["b"], ["stars"], _manifest(root / "b"), [], Location.from_uri(str(root / "a")), head="regression")
+    b = evaluate_run(
+        runs["b"], ["stars"], _manifest(root / "b"), EvaluationSettings(baseline=Location.from_uri(str(root / "a")), head="regression")
+    )
     return a, b
 
 

@@ -50,7 +50,7 @@ def test_metrics_match_scikit_learn(tmp_path, seed, label_type):
     probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
     labels = [LABELS[t] for t in truth] if label_type == "name" else truth.tolist()
     run, manifest = _write_run(tmp_path, probs, labels)
-    m = evaluate_run(run, LABELS, manifest, []).as_dict()
+    m = evaluate_run(run, LABELS, manifest).as_dict()
 
     pred = probs.argmax(1)
     t_names = np.array([LABELS[t] for t in truth])
@@ -75,7 +75,7 @@ def test_metrics_match_scikit_learn(tmp_path, seed, label_type):
 def test_unknown_and_missing_labels_are_counted(tmp_path):
     probs = np.array([[0.9, 0.05, 0.03, 0.02], [0.1, 0.8, 0.05, 0.05], [0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1]])
     run, manifest = _write_run(tmp_path, probs, ["cat", "hamster", None, "7"])
-    m = evaluate_run(run, LABELS, manifest, []).as_dict()
+    m = evaluate_run(run, LABELS, manifest).as_dict()
     assert m["evaluated"] == 3 and m["unmatched_predictions"] == 1
     assert m["unknown_labels"] == {"hamster": 1, "7": 1}
     # scikit-learn semantics: unknown labels are classes the model never predicts (f1 = 0)
@@ -88,5 +88,5 @@ def test_unknown_and_missing_labels_are_counted(tmp_path):
 def test_integer_label_ids_and_digit_strings_map_to_model_labels(tmp_path):
     probs = np.array([[0.9, 0.05, 0.03, 0.02], [0.1, 0.8, 0.05, 0.05]])
     run, manifest = _write_run(tmp_path, probs, ["0", "1"])
-    m = evaluate_run(run, LABELS, manifest, []).as_dict()
+    m = evaluate_run(run, LABELS, manifest).as_dict()
     assert m["accuracy"] == 1.0 and m["unknown_labels"] == {}

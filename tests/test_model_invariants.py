@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scorekeeper.errors import ModelError
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.model_folder import check_model_folder, check_safetensors_folder, tensors
 from scorekeeper.run_folder import IndexRange
 from scorekeeper.worker.families import find_family
@@ -253,7 +254,7 @@ def test_loading_a_model_prints_no_progress_bar(models, capfd):
     assert "Loading weights" not in capfd.readouterr().err
 
 
-@pytest.mark.parametrize("head", ["single_label", "multi_label", "regression"])
+@pytest.mark.parametrize("head", list(HeadKind))
 def test_a_logit_that_is_not_finite_beside_finite_ones_is_refused(head):
     """-inf beside finite logits: softmax gives a finite 0, sigmoid a finite 0; the row is refused anyway."""
     from scorekeeper.run_folder import IndexRange

@@ -18,6 +18,7 @@ from sklearn.metrics import average_precision_score, f1_score, roc_auc_score
 from scorekeeper.evaluation import single_label as evaluation
 from scorekeeper.evaluation.base import LOG_LOSS_EPS
 from scorekeeper.evaluation.driver import evaluate_run
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.evaluation.single_label import ECE_BINS, score_tests
 from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.gates import evaluate_gates
@@ -312,7 +313,7 @@ def test_holm_keeps_null_slices_from_looking_significant(tmp_path):
     group = [f"g{i % 40:02d}" for i in range(n)]
     base, _ = write_run(tmp_path, "base", before, truth, slices=[group])
     run, manifest = write_run(tmp_path, "cand", after, truth, slices=[group], complete=False)
-    c = evaluate_run(run, LABELS, manifest, ["group"], baseline=base).as_dict()["comparison"]
+    c = evaluate_run(run, LABELS, manifest, EvaluationSettings(slice_columns=["group"], baseline=base)).as_dict()["comparison"]
     tests = c["slice_tests"]["group"]
     assert set(tests) == set(c["slice_deltas"]["group"]) and len(tests) == 40
     raw = [t["p"] for t in tests.values()]
@@ -330,7 +331,7 @@ def test_every_delta_of_the_comparison_carries_its_test(tmp_path):
     truth, before, after = two_models(600, len(LABELS), seed=12)
     base, _ = write_run(tmp_path, "base", before, truth)
     run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
-    m = evaluate_run(run, LABELS, manifest, [], baseline=base).as_dict()
+    m = evaluate_run(run, LABELS, manifest, EvaluationSettings(baseline=base)).as_dict()
     c = m["comparison"]
     assert list(c["metric_tests"]) == list(c["deltas"])
     methods = {k: t["method"] for k, t in c["metric_tests"].items()}
@@ -376,7 +377,7 @@ def test_a_significant_macro_f1_drop_fails_where_mcnemar_sees_nothing(tmp_path):
     truth, before, after = _lost_class_pair()
     base, _ = write_run(tmp_path, "base", before, truth)
     run, manifest = write_run(tmp_path, "cand", after, truth, complete=False)
-    m = evaluate_run(run, LABELS, manifest, [], baseline=base).as_dict()
+    m = evaluate_run(run, LABELS, manifest, EvaluationSettings(baseline=base)).as_dict()
     c = m["comparison"]
     assert c["flipped"]["right_to_wrong"] == c["flipped"]["wrong_to_right"] == 40 and c["mcnemar_p"] == 1.0
     assert c["deltas"]["accuracy"] == pytest.approx(0.0, abs=1e-12)

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from scorekeeper.errors import GateFailed
+from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import ScoreRequest
 from scorekeeper.scoring_summary import PrecisionCheck
 from scorekeeper.worker.precision import compare, rows_to_check, sample_positions
@@ -35,11 +36,11 @@ def test_the_sample_spans_the_length_range_and_is_a_function_of_the_range():
 def test_the_figures_per_head_and_merged_over_processes():
     reference = np.array([[0.6, 0.4], [0.3, 0.7], [0.5001, 0.4999]])
     reduced = np.array([[0.61, 0.39], [0.3, 0.7], [0.4999, 0.5001]])
-    single = compare("single_label", reduced, reference)
+    single = compare(HeadKind.SINGLE_LABEL, reduced, reference)
     assert single == {"rows": 3, "max_probability_difference": pytest.approx(0.01), "changed_predictions": 1}
-    multi = compare("multi_label", reduced, reference, np.array([0.5, 0.65]))
+    multi = compare(HeadKind.MULTI_LABEL, reduced, reference, np.array([0.5, 0.65]))
     assert multi["changed_label_decisions"] == 1 and "changed_predictions" not in multi  # row 2's first label crossed 0.5
-    assert compare("regression", reduced[:, :1] * 10, reference[:, :1] * 10) == {
+    assert compare(HeadKind.REGRESSION, reduced[:, :1] * 10, reference[:, :1] * 10) == {
         "rows": 3,
         "max_prediction_difference": pytest.approx(0.1),
     }

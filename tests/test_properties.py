@@ -40,6 +40,7 @@ from sklearn.metrics import accuracy_score, f1_score
 
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.driver import evaluate_run
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.params import ScoreRequest
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.tasks.read import read_inputs
@@ -213,9 +214,9 @@ def test_truth_is_matched_by_one_rule_per_column(labels, data, fmt, seed):
         rule = reference_rule(ref_kind, ref_values, labels)
         if rule is None:
             with pytest.raises(InputError, match="would resolve differently by name and by id"):
-                evaluate_run(run, labels, manifest, [])
+                evaluate_run(run, labels, manifest)
             return
-        metrics = evaluate_run(run, labels, manifest, []).as_dict()
+        metrics = evaluate_run(run, labels, manifest).as_dict()
 
     assert metrics["truth_matching"]["rule"] == rule and metrics["truth_matching"]["column_type"] == ref_kind
     rows = [i for i, v in enumerate(ref_values) if v is not None]
@@ -258,7 +259,7 @@ def test_paired_delta_is_the_difference_of_the_accuracies(labels, data, seed, sa
         try:
             base, _, base_metrics = write_run(Path(tmp), "base", before, other_labels, truth)
             run, manifest, _ = write_run(Path(tmp), "cand", after, labels, truth, complete=False)
-            metrics = evaluate_run(run, labels, manifest, [], baseline=base).as_dict()
+            metrics = evaluate_run(run, labels, manifest, EvaluationSettings(baseline=base)).as_dict()
         except InputError as exc:
             assert "would resolve differently by name and by id" in str(exc)
             assume(False)

@@ -20,6 +20,7 @@ from sklearn.metrics import (
 
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.duck import NULL_GROUP
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.evaluation.single_label import THRESHOLDS
 from scorekeeper.run_folder import RunFolder
 from tests.helpers import staged_manifest
@@ -86,7 +87,7 @@ def test_ranking_metrics_match_scikit_learn(tmp_path, seed):
     unknown = rng.random(n) < 0.05  # labels the model cannot predict: misses, left out of AUC/AP
     names = ["hamster" if u else name for u, name in zip(unknown, names)]
     run, manifest = write_run(tmp_path, probs, names)
-    m = evaluate_run(run, LABELS, manifest, []).as_dict()
+    m = evaluate_run(run, LABELS, manifest).as_dict()
 
     pred = probs.argmax(1)
     correct = (pred == truth) & ~unknown
@@ -167,7 +168,7 @@ def test_curves_are_thinned_to_about_a_hundred_points(tmp_path):
     truth = rng.integers(0, 3, size=n)
     probs = random_scores(rng, n, 3, truth, decimals=6)
     run, manifest = write_run(tmp_path, probs, [LABELS[t] for t in truth], labels=LABELS[:3])
-    m = evaluate_run(run, LABELS[:3], manifest, []).as_dict()
+    m = evaluate_run(run, LABELS[:3], manifest).as_dict()
     for name in LABELS[:3]:
         roc = m["curves"]["roc"][name]
         assert 50 < len(roc["fpr"]) <= 101
@@ -182,7 +183,7 @@ def test_one_class_in_the_truth_and_two_labels(tmp_path):
     labels there is no top-k accuracy."""
     probs = np.array([[0.9, 0.1], [0.4, 0.6], [0.7, 0.3], [0.7, 0.3]])
     run, manifest = write_run(tmp_path, probs, ["cat"] * 4, labels=LABELS[:2])
-    m = evaluate_run(run, LABELS[:2], manifest, []).as_dict()
+    m = evaluate_run(run, LABELS[:2], manifest).as_dict()
     assert m["roc_auc"] == {"macro": None, "per_class": {"cat": None, "dog": None}}
     assert m["average_precision"] == {"macro": 1.0, "per_class": {"cat": 1.0, "dog": None}}
     assert m["top_k_accuracy"] == {}
@@ -199,7 +200,7 @@ def test_slices_keep_null_apart_from_text_spelled_none(tmp_path):
     group[0], group[1] = None, "None"  # both present whatever the draw
     single = ["only"] * n  # a one-value slice: one group holding every row
     run, manifest = write_run(tmp_path, probs, [LABELS[t] for t in truth], slices=[group, single])
-    m = evaluate_run(run, LABELS, manifest, ["group", "single"]).as_dict()
+    m = evaluate_run(run, LABELS, manifest, EvaluationSettings(slice_columns=["group", "single"])).as_dict()
     correct = probs.argmax(1) == truth
 
     by_group = m["slices"]["group"]
@@ -221,7 +222,7 @@ def test_slices_keep_null_apart_from_text_spelled_none(tmp_path):
 def test_null_group_key_never_collides_with_a_value(tmp_path):
     probs = np.array([[0.9, 0.1], [0.4, 0.6], [0.7, 0.3]])
     run, manifest = write_run(tmp_path, probs, ["cat", "cat", "dog"], labels=LABELS[:2], slices=[[None, NULL_GROUP, NULL_GROUP]])
-    m = evaluate_run(run, LABELS[:2], manifest, ["s"]).as_dict()
+    m = evaluate_run(run, LABELS[:2], manifest, EvaluationSettings(slice_columns=["s"])).as_dict()
     assert m["slices"]["s"][NULL_GROUP]["rows"] == 2
     assert m["slices"]["s"][NULL_GROUP + " [null]"]["rows"] == 1
 
@@ -231,7 +232,7 @@ def test_many_slice_groups_keep_the_largest_and_say_so(tmp_path):
     probs = np.tile([[0.8, 0.2]], (n, 1))
     values = [str(i % 60) if i < 120 else "big" for i in range(n)]  # 61 groups, "big" has 80 rows
     run, manifest = write_run(tmp_path, probs, ["cat"] * n, labels=LABELS[:2], slices=[values])
-    m = evaluate_run(run, LABELS[:2], manifest, ["v"]).as_dict()
+    m = evaluate_run(run, LABELS[:2], manifest, EvaluationSettings(slice_columns=["v"])).as_dict()
     assert len(m["slices"]["v"]) == 50 and m["slices"]["v"]["big"]["rows"] == 80
     assert m["slices_truncated"] == {"v": 61}
 
@@ -239,6 +240,6 @@ def test_many_slice_groups_keep_the_largest_and_say_so(tmp_path):
 def test_scoring_only_run_has_no_ranking_fields(tmp_path):
     probs = np.array([[0.9, 0.1], [0.4, 0.6]])
     run, manifest = write_run(tmp_path, probs, [None, None], labels=LABELS[:2])
-    m = evaluate_run(run, LABELS[:2], manifest, []).as_dict()
+    m = evaluate_run(run, LABELS[:2], manifest).as_dict()
     assert m["evaluated"] == 0
     assert all(m.get(k) is None for k in ("roc_auc", "average_precision", "accuracy_ci", "thresholds", "curves", "comparison"))

@@ -211,13 +211,13 @@ def test_changed_ground_truth_is_evaluated_again(tmp_path, caplog):
     params = dict(id_column="review_id", ground_truth_uri=str(truth), label_column="gold")
     request, run, manifest = _stage(tmp_path, tmp_path / "in.csv", **params)
     _predict(run, LABELS, [0] * 12)  # every row predicted "negative"
-    assert evaluate_run(run, LABELS, manifest, []).as_dict()["accuracy"] == 1.0
+    assert evaluate_run(run, LABELS, manifest).as_dict()["accuracy"] == 1.0
 
     write_rows(truth, [{"review_id": r["review_id"], "gold": "positive"} for r in rows])  # same path, new content
     with caplog.at_level(logging.WARNING):
         request, run, manifest = _stage(tmp_path, tmp_path / "in.csv", **params)
     assert "the ground truth changed since the last attempt" in caplog.text and "gt.csv" in caplog.text
-    assert evaluate_run(run, LABELS, manifest, []).as_dict()["accuracy"] == 0.0
+    assert evaluate_run(run, LABELS, manifest).as_dict()["accuracy"] == 0.0
 
 
 # -- 3. ids keep their spelling ------------------------------------------------------------------
@@ -232,7 +232,7 @@ def test_csv_ids_keep_their_spelling(tmp_path, caplog):
     assert staged.column("id").to_pylist()[:3] == ["001", "002", "003"]
     assert manifest.id_type == manifest.ground_truth.id_type == "string"
     _predict(run, LABELS, [LABELS.index(r["label"]) for r in rows])
-    metrics = evaluate_run(run, LABELS, manifest, []).as_dict()
+    metrics = evaluate_run(run, LABELS, manifest).as_dict()
     assert (metrics["evaluated"], metrics["accuracy"], metrics["missing_predictions"]) == (50, 1.0, 0)
 
     # `7` and `007` are two ids, not duplicates.
@@ -251,7 +251,7 @@ def test_integer_ids_against_text_ids_say_how_many_matched(tmp_path, caplog):
     assert manifest.id_type == "int64" and manifest.ground_truth.id_type == "string"  # Parquet keeps its type
     _predict(run, LABELS, [2, 2, 2, 2])
     with caplog.at_level(logging.WARNING):
-        metrics = evaluate_run(run, LABELS, manifest, []).as_dict()
+        metrics = evaluate_run(run, LABELS, manifest).as_dict()
     assert "compared as text; 0 of 4 ground-truth rows matched an input id" in caplog.text
     assert metrics["evaluated"] == 0 and metrics["ground_truth_rows"] == 4 and not metrics["scoring_only"]
     line = summary_line({"run_id": "r", "rows": 4, "run_uri": "out/r", "metrics": metrics})
@@ -267,7 +267,7 @@ def test_a_label_column_with_no_label_of_the_model_is_said_in_the_summary(tmp_pa
     write_rows(tmp_path / "in.csv", rows)
     _, run, manifest = _stage(tmp_path, tmp_path / "in.csv", id_column="rid")
     _predict(run, LABELS, [0, 1, 2])
-    metrics = evaluate_run(run, LABELS, manifest, []).as_dict()
+    metrics = evaluate_run(run, LABELS, manifest).as_dict()
     assert metrics["unknown_label_rows"] == metrics["evaluated"] == 3 and metrics["accuracy"] == 0.0
     line = summary_line({"run_id": "r", "rows": 3, "run_uri": "out/r", "metrics": metrics})
     assert "WARNING: no ground-truth value of the 3 evaluated rows is a label of the model" in line

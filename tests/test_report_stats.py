@@ -10,6 +10,7 @@ import pytest
 from markupsafe import escape
 
 from scorekeeper.evaluation.driver import evaluate_run
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.gates import evaluate_gates
 from scorekeeper.report.report import render_html, render_markdown
 from scorekeeper.tasks.artifacts import comparison_rows, summary_markdown
@@ -27,7 +28,7 @@ def compared(tmp_path_factory):
     group = [["web", "app", "mail"][i % 3] for i in range(600)]
     base, _ = write_run(tmp, "base", before, truth, slices=[group])
     run, manifest = write_run(tmp, "cand", after, truth, slices=[group], complete=False)
-    document = evaluate_run(run, LABELS, manifest, ["source"], baseline=base)
+    document = evaluate_run(run, LABELS, manifest, EvaluationSettings(slice_columns=["source"], baseline=base))
     document.gates = evaluate_gates({"macro_f1_drop": "<=0.001 if significant", "accuracy": ">=0.1"}, document)
     return document.as_dict()
 

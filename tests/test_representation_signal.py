@@ -260,6 +260,37 @@ def test_every_sample_agrees_with_the_reference_implementation(runs):
         assert got.judged is (min(want["rows"]["reference"]["test"], want["rows"]["current"]["test"]) >= 100)
 
 
+def test_the_files_read_a_batch_at_a_time_in_any_row_order_give_the_recomputations_signal(tmp_path, monkeypatch):
+    """The signal reads embeddings.parquet twice, a batch at a time (the fit rows into the float64
+    matrix, then the test rows to score): batches that cut the file anywhere and rows in no order
+    place every vector where the recomputation has it."""
+    rng = np.random.default_rng(8)
+    rx, cx = rng.standard_normal((300, 4)).astype(np.float32), rng.standard_normal((280, 4)).astype(np.float32)
+    cx[:90, 1] += 1.5
+    ri, ci = rng.choice(5_000, 300, replace=False), rng.choice(5_000, 280, replace=False)
+    reference, current = write_run(tmp_path, "reference", rx, row_index=ri), write_run(tmp_path, "current", cx, row_index=ci)
+    want = ref.representation(tmp_path / "reference" / "embeddings.parquet", tmp_path / "current" / "embeddings.parquet", {})
+    monkeypatch.setattr(representation, "READ_ROWS", 7)
+    got = representation.compare_runs(reference, current, SCORED)
+    assert isinstance(got, representation.Measured) and got.rows == want["rows"]
+    assert math.isclose(got.auc, want["auc"], abs_tol=1e-6) and math.isclose(got.p, want["p"], rel_tol=1e-3)
+    assert [(e["row_index"], e["id"]) for e in got.examples] == [(e["row_index"], e["id"]) for e in want["examples"]]
+
+
+@pytest.mark.parametrize(
+    "vectors", [[[1.0, 2.0]] * 150 + [[1.0, 2.0, 3.0]], [[1.0, 2.0]] * 150 + [None]], ids=["a wider vector", "a null vector"]
+)
+def test_an_embeddings_file_with_a_vector_of_another_width_or_none_is_refused_naming_it(tmp_path, vectors):
+    reference = write_run(tmp_path, "reference", np.ones((151, 2), dtype=np.float32))
+    current = tmp_path / "current"
+    write_run(tmp_path, "current", np.ones((151, 2), dtype=np.float32))
+    table = pa.table({"row_index": pa.array(np.arange(151), pa.int64()), "id": pa.array([str(i) for i in range(151)]),
+                      "embedding": pa.array(vectors, pa.list_(pa.float32()))})  # fmt: skip
+    pq.write_table(table, current / "embeddings.parquet")
+    with pytest.raises(ValueError, match="embeddings.parquet: embeddings of different widths or null embeddings"):
+        representation.compare_runs(reference, RunFolder.from_uri(str(current)), SCORED)
+
+
 # -- the words ----------------------------------------------------------------------------------
 
 

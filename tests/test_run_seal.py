@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.driver import evaluate_run
 from scorekeeper.evaluation.history import completed_runs, history_and_left_out
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.params import ScoreRequest
 from scorekeeper.representation import embeddings_table
 from scorekeeper.run_folder import RunFolder
@@ -71,7 +72,9 @@ def test_complete_json_seals_the_outputs_a_later_run_reads(tmp_path):
 def test_changed_rows_in_predictions_are_refused_by_compare_to_and_by_the_comparison(tmp_path):
     """100 rows changed after completion (same row count): refused, not 100 "flips"."""
     base, new, manifest = _runs(tmp_path)
-    assert evaluate_run(new, LABELS, manifest, [], Location.from_uri(base.uri)).comparison.flipped.right_to_wrong == 0
+    assert (
+        evaluate_run(new, LABELS, manifest, EvaluationSettings(baseline=Location.from_uri(base.uri))).comparison.flipped.right_to_wrong == 0
+    )
 
     def flip(table: pa.Table) -> pa.Table:  # the first 100 rows now predict the other label
         columns = {name: table.column(name).to_pylist() for name in table.column_names}
@@ -88,7 +91,7 @@ def test_changed_rows_in_predictions_are_refused_by_compare_to_and_by_the_compar
         resolve_baseline(_request(tmp_path, "base"), "new")
     assert "\n" not in str(refused.value)
     with pytest.raises(InputError, match=f"({sha}|{bytes_differ})"):
-        evaluate_run(new, LABELS, manifest, [], Location.from_uri(base.uri))  # checked again where it is read
+        evaluate_run(new, LABELS, manifest, EvaluationSettings(baseline=Location.from_uri(base.uri)))  # checked again where it is read
 
 
 def test_a_predictions_file_cut_to_half_its_rows_is_refused_naming_both_counts(tmp_path):

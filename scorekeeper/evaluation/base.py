@@ -8,7 +8,7 @@ the kind is a method or attribute of it, asked by a kind-free step:
     method / attribute   returns                                       asked by
     truth_table          the `truth` table; its source, column kind    driver.evaluate_run, driver.check_truth
     check_truth          the truth's rule (TruthMatching) or None      driver.check_truth (the read step)
-    metrics              the kind's fields of metrics.json             driver.evaluate_run
+    metrics              the kind's fields of metrics.json (KindMetrics) driver.evaluate_run
     reference_records    what a later run's estimate reads of this run driver.evaluate_run
     slices               per slice column {value: group}, truncated    driver.evaluate_run
     length_sides         the headline metric within/over the window    length_impact.length_impact
@@ -35,12 +35,22 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from scorekeeper.head_kind import HeadKind
-from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.document import (
+    Comparison,
+    Drift,
+    Estimated,
+    GroundTruthSource,
+    KindMetrics,
+    MetricsDocument,
+    RecordedMetrics,
+    ReferenceRecords,
+    SliceGroups,
+)
 from scorekeeper.metrics.registry import SliceMetric
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
@@ -123,16 +133,17 @@ class HeadEvaluation(Protocol):
         refused), or None where it has none; an InputError for a truth the head cannot take."""
         ...
 
-    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
-        """The kind's fields of metrics.json (`evaluated` among them), over its evaluated rows."""
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> KindMetrics:
+        """The kind's fields of metrics.json (`evaluated` among them), over its evaluated rows: its
+        part of the document (metrics/document.py: SingleLabelMetrics, MultiLabelMetrics, RegressionMetrics)."""
         ...
 
-    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+    def reference_records(self, ev: Evaluation) -> ReferenceRecords:
         """What a later run's estimate reads of this run (metrics.json fields), once `metrics` has
         run with evaluated rows (docs/drift.md)."""
         ...
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
         """Per slice column {value: group}, and the group counts of columns with more groups than were kept."""
         ...
 

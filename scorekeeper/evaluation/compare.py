@@ -17,13 +17,13 @@ import logging
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.base import Evaluation
-from scorekeeper.evaluation.duck import Fragment, number, parquet_view, sql, statement
+from scorekeeper.evaluation.duck import Fragment, number, one_row, parquet_view, sql, statement
 from scorekeeper.evaluation.statistics import families
 from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.head_kind import HeadKind
@@ -32,6 +32,9 @@ from scorekeeper.metrics.registry import Metric, Pairing, compared_metrics, valu
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 log = logging.getLogger(__name__)
 
@@ -59,15 +62,13 @@ def same_input(plan: dict, other_plan: dict) -> bool:
     return [f.get("fingerprint") for f in plan.get("files", [])] == [f.get("fingerprint") for f in other_plan.get("files", [])]
 
 
-def open_other(con, run: Location, other: Location) -> tuple[Literal["row_index", "id"], Keys]:
+def open_other(con: Connection, run: Location, other: Location) -> tuple[Literal["row_index", "id"], Keys]:
     """The other run's predictions as the view `other`, and how rows are matched: ("row_index" or
     "id", (other's join column, this run's staged join column)) for `o` = other, `s` = staged."""
     parquet_view(con, "other", other, RunFolder.PREDICTIONS)
     if same_input(run.read_json(RunFolder.PLAN), other.read_json(RunFolder.PLAN)):
         return "row_index", (Fragment("o.row_index"), Fragment("s.row_index"))
-    types = {
-        str(t) for t in con.execute("SELECT (SELECT typeof(id) FROM staged LIMIT 1), (SELECT typeof(id) FROM other LIMIT 1)").fetchone()
-    }
+    types = {str(t) for t in one_row(con.execute("SELECT (SELECT typeof(id) FROM staged LIMIT 1), (SELECT typeof(id) FROM other LIMIT 1)"))}
     if len(types) > 1:
         return "id", (Fragment("o.id::VARCHAR"), Fragment("s.id::VARCHAR"))
     return "id", (Fragment("o.id"), Fragment("s.id"))
@@ -124,13 +125,13 @@ def other_labels(other_metrics: RecordedMetrics) -> list[str] | None:
 # -- the SQL side of the kinds' paired tests ------------------------------------------------------------
 
 
-def row_mean_tests(con, table: str, head: HeadKind) -> dict[str, dict]:
+def row_mean_tests(con: Connection, table: str, head: HeadKind) -> dict[str, dict]:
     """The paired normal test of each metric of `head` that is a mean over rows (the registry's
     Pairing.ROW_MEAN), from its column of per-row differences (this - other) in `table`; a column
     that is null in every row (a metric the other run's outputs cannot give) is untested."""
     tests = {}
     for name in (m.name for m in compared_metrics(head) if m.compared is Pairing.ROW_MEAN):
-        n, mean, variance = con.execute(statement("SELECT count({c}), avg({c}), var_samp({c}) FROM {t}", c=name, t=table)).fetchone()
+        n, mean, variance = one_row(con.execute(statement("SELECT count({c}), avg({c}), var_samp({c}) FROM {t}", c=name, t=table)))
         tests[name] = pt.paired_normal(int(n), mean, variance)
     return tests
 
@@ -147,7 +148,7 @@ def dense(keys: np.ndarray, codes: dict, index: tuple[np.ndarray, ...], values: 
     return out
 
 
-def block_codes(con, table: str, key: Fragment) -> dict:
+def block_codes(con: Connection, table: str, key: Fragment) -> dict:
     """Each block key of `table` numbered, in order."""
     return {
         k: i
@@ -155,7 +156,7 @@ def block_codes(con, table: str, key: Fragment) -> dict:
     }
 
 
-def paired_sample(con, table: str, key: Fragment | str, columns: tuple[str, str, str], positions: list[int]) -> list[tuple]:
+def paired_sample(con: Connection, table: str, key: Fragment | str, columns: tuple[str, str, str], positions: list[int]) -> list[tuple]:
     """The rows of `table` at `positions` (paired_sample.sql): the row-sample bootstrap's sample."""
     first, second, third = columns
     query = sql("paired_sample.sql", table=table, key=key, first=first, second=second, third=third)

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from scorekeeper.evaluation.duck import parquet_view, sql
+from scorekeeper.evaluation.duck import one_row, parquet_view, sql
 from scorekeeper.evaluation.representation import MIN_TEST_ROWS, TEXT_CHARS, Measured
 from scorekeeper.evaluation.signals import OwnSignals, RunSide, Signal, SignalViews
 from scorekeeper.metrics.document import (
@@ -47,6 +48,9 @@ from scorekeeper.metrics.document import (
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 DEFAULT_MIN_PSI = 0.1
 DEFAULT_MIN_AUC = 0.55  # drift_min_auc: the representation signal's floor
@@ -76,7 +80,7 @@ def drifted_inputs(drift: Drift | None) -> list[str]:
     return [name for name in (drift.drifted if drift is not None else []) if is_input_signal(name)]
 
 
-def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) -> RunSide:
+def open_reference(con: Connection, reference: Location, slice_columns: Sequence[str] = ()) -> RunSide:
     """The reference run's predictions (and, when this run has `slice_columns`, its staged input, when
     it is still there and holds one row per prediction) as views on `con`, once the run vouches for
     the files read here (scorekeeper/run_seal.py: checked as they are now, not only when the run started)."""
@@ -90,7 +94,7 @@ def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) 
     elif slice_columns:
         # work/ is not sealed: its slice columns are used only when it still holds the predicted rows
         parquet_view(con, "reference_staged", reference, RunFolder.STAGED_INPUT)
-        if con.execute(sql("drift_staged_rows.sql")).fetchone()[0] == 0:
+        if one_row(con.execute(sql("drift_staged_rows.sql")))[0] == 0:
             staged = "reference_staged"
             slices = {column: f"slice_{i}" for i, column in enumerate(request.get("slice_columns") or [])}
         else:
@@ -99,18 +103,18 @@ def open_reference(con, reference: Location, slice_columns: Sequence[str] = ()) 
     return RunSide("reference", "reference_predictions", columns, plan.get("labels") or [], staged, slices, unstaged)
 
 
-def current_side(con, labels: list[str], slice_columns: list[str]) -> RunSide:
+def current_side(con: Connection, labels: list[str], slice_columns: list[str]) -> RunSide:
     """This run as the evaluation's connection holds it (`predictions`, `staged`)."""
     slices = {column: f"slice_{i}" for i, column in enumerate(slice_columns)}
     return RunSide("current", "predictions", columns_of(con, "predictions"), labels, "staged", slices)
 
 
-def columns_of(con, view: str) -> frozenset[str]:
+def columns_of(con: Connection, view: str) -> frozenset[str]:
     return frozenset(d[0] for d in con.execute(sql("drift_columns.sql", view=view)).description)
 
 
 def signal_views(
-    con, kind: OwnSignals, reference: RunSide, current: RunSide, slice_columns: Sequence[str]
+    con: Connection, kind: OwnSignals, reference: RunSide, current: RunSide, slice_columns: Sequence[str]
 ) -> tuple[list[Signal], dict[str, str]]:
     """Every signal both runs supply as a view of its values (the kind's own as it says: a
     multi-label run's per-label signals counted at once into `drift_categorical_counts` instead);
@@ -149,20 +153,20 @@ def merged(values) -> list[float]:
     return sorted(set(float(v) for v in values))
 
 
-def quantile_edges(con, view: str, m: int) -> list[float]:
+def quantile_edges(con: Connection, view: str, m: int) -> list[float]:
     """The merged deciles of the m non-null reference values of `view` by DuckDB's discrete quantile."""
     if m == 0:
         return []
     # quantile_disc(q) is the value at 1-based rank ceil(q m); q = (rank - 0.5) / m puts that rank
     # half a row away from any rounding of q m.
     quantiles = [(r - 0.5) / m for r in decile_ranks(m)]
-    return merged(con.execute(sql("drift_deciles.sql", values=view), {"quantiles": quantiles}).fetchone()[0])
+    return merged(one_row(con.execute(sql("drift_deciles.sql", values=view), {"quantiles": quantiles}))[0])
 
 
-def reference_edges(con, view: str) -> list[float]:
+def reference_edges(con: Connection, view: str) -> list[float]:
     """A numeric signal's bin edges: the merged deciles of the reference's non-null values in `view`
     (empty when it has none)."""
-    return quantile_edges(con, view, int(con.execute(sql("drift_reference_range.sql", values=view)).fetchone()[0]))
+    return quantile_edges(con, view, int(one_row(con.execute(sql("drift_reference_range.sql", values=view)))[0]))
 
 
 def padded(edges: list[float]) -> list[float]:
@@ -170,10 +174,10 @@ def padded(edges: list[float]) -> list[float]:
     return edges + [math.inf] * (DECILES - 1 - len(edges))
 
 
-def few_values(con, signal: Signal) -> bool:
+def few_values(con: Connection, signal: Signal) -> bool:
     """Whether a numeric signal looks to hold few distinct values (at most 1 / GROUPED of SAMPLE of its
     values, the first the scan returns, are distinct): only which way it is counted depends on it."""
-    distinct, values = con.execute(sql("drift_sample_distinct.sql", values=signal.view), {"sample": SAMPLE}).fetchone()
+    distinct, values = one_row(con.execute(sql("drift_sample_distinct.sql", values=signal.view), {"sample": SAMPLE}))
     return int(distinct) * GROUPED <= int(values)
 
 
@@ -193,7 +197,7 @@ def bucket_scales(edges: list[float], low: float | None, high: float | None) -> 
     return anchors, scales
 
 
-def numeric_signal(con, signal: Signal) -> tuple[list[float], float | None]:
+def numeric_signal(con: Connection, signal: Signal) -> tuple[list[float], float | None]:
     """One numeric signal's edges and KS statistic (None when either run has no non-null value),
     its rows per bin into `drift_numeric_counts`, the same numbers either way it is counted
     (tests/test_drift.py checks both against the reference implementation):
@@ -205,32 +209,32 @@ def numeric_signal(con, signal: Signal) -> tuple[list[float], float | None]:
       (drift_ks_sorted.sql, when those buckets hold most values)."""
     if few_values(con, signal):
         con.execute(sql("drift_value_counts.sql", values=signal.view))
-        m, n = (int(x) for x in con.execute(sql("drift_value_totals.sql")).fetchone())
-        edges = merged(con.execute(sql("drift_value_deciles.sql"), {"ranks": decile_ranks(m)}).fetchone()[0]) if m else []
+        m, n = (int(x) for x in one_row(con.execute(sql("drift_value_totals.sql"))))
+        edges = merged(one_row(con.execute(sql("drift_value_deciles.sql"), {"ranks": decile_ranks(m)}))[0]) if m else []
         con.execute(sql("drift_value_bins.sql"), {"signal": signal.name, "padded": padded(edges)})
         if m == 0 or n == 0:
             return edges, None
-        return edges, int(con.execute(sql("drift_ks_grouped.sql"), {"m": m, "n": n}).fetchone()[0]) / (m * n)
-    m, low, high = con.execute(sql("drift_reference_range.sql", values=signal.view)).fetchone()
+        return edges, int(one_row(con.execute(sql("drift_ks_grouped.sql"), {"m": m, "n": n}))[0]) / (m * n)
+    m, low, high = one_row(con.execute(sql("drift_reference_range.sql", values=signal.view)))
     m = int(m)
     edges = quantile_edges(con, signal.view, m)
     anchors, scales = bucket_scales(edges, low, high)
     placing = {"padded": padded(edges), "anchors": anchors, "scales": scales, "k": KS_BUCKETS}
     con.execute(sql("drift_buckets.sql", values=signal.view), placing)
     con.execute(sql("drift_bucket_bins.sql"), {"signal": signal.name, "k": KS_BUCKETS})
-    n = int(con.execute(sql("drift_bucket_totals.sql")).fetchone()[0])
+    n = int(one_row(con.execute(sql("drift_bucket_totals.sql")))[0])
     if m == 0 or n == 0:
         return edges, None
     con.execute(sql("drift_ks_bounds.sql"), {"m": m, "n": n})
-    gap, candidates, candidate_values = (int(x) for x in con.execute(sql("drift_ks_low.sql")).fetchone())
+    gap, candidates, candidate_values = (int(x) for x in one_row(con.execute(sql("drift_ks_low.sql"))))
     if 2 * candidate_values > m + n:  # most values would be sorted anyway (runs alike value for value): sort them all
-        gap = int(con.execute(sql("drift_ks_sorted.sql", values=signal.view), {"m": m, "n": n}).fetchone()[0])
+        gap = int(one_row(con.execute(sql("drift_ks_sorted.sql", values=signal.view), {"m": m, "n": n}))[0])
     elif candidates:
-        gap = max(gap, int(con.execute(sql("drift_ks_refine.sql", values=signal.view), placing | {"m": m, "n": n}).fetchone()[0]))
+        gap = max(gap, int(one_row(con.execute(sql("drift_ks_refine.sql", values=signal.view), placing | {"m": m, "n": n}))[0]))
     return edges, gap / (m * n)
 
 
-def count_bins(con, signals: Sequence[Signal]) -> tuple[dict[str, list[float]], dict[str, float | None]]:
+def count_bins(con: Connection, signals: Sequence[Signal]) -> tuple[dict[str, list[float]], dict[str, float | None]]:
     """Both runs' rows per bin of every signal into `drift_numeric_counts` and
     `drift_categorical_counts`, one signal at a time; the numeric signals' edges (also as the table
     `drift_edges`) and KS statistics."""
@@ -268,7 +272,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def drift(
-    con,
+    con: Connection,
     kind: OwnSignals,
     reference: RunSide,
     current: RunSide,
@@ -285,7 +289,7 @@ def drift(
     views, skipped = signal_views(con, kind, reference, current, slice_columns)
     edges, ks = count_bins(con, views)
     con.execute(sql("drift_bins.sql"), {"max_values": MAX_VALUES})
-    rows = {side.side: int(con.execute(sql("drift_rows.sql", source=side.predictions)).fetchone()[0]) for side in (reference, current)}
+    rows = {side.side: int(one_row(con.execute(sql("drift_rows.sql", source=side.predictions)))[0]) for side in (reference, current)}
     m, n = rows["reference"], rows["current"]
     stats = {signal: (int(b), float(psi)) for signal, b, _, _, psi in con.execute(sql("drift_psi.sql")).fetchall()}
     bins = bin_rows(con, edges, m, n)
@@ -338,7 +342,7 @@ def drift(
     )
 
 
-def bin_rows(con, edges: dict[str, list[float]], m: int, n: int) -> dict[str, list[DriftBin]]:
+def bin_rows(con: Connection, edges: dict[str, list[float]], m: int, n: int) -> dict[str, list[DriftBin]]:
     """Every signal's bins (drift_bin_rows.sql) with their edges (numeric signals) and both runs'
     counts and shares (m, n: the runs' rows)."""
     bins: dict[str, list[DriftBin]] = {}
@@ -364,7 +368,7 @@ def bin_rows(con, edges: dict[str, list[float]], m: int, n: int) -> dict[str, li
     return bins
 
 
-def representation_signal(con, current: RunSide, measured: Measured, p_holm: float, min_auc: float) -> RepresentationSignal:
+def representation_signal(con: Connection, current: RunSide, measured: Measured, p_holm: float, min_auc: float) -> RepresentationSignal:
     """drift.signals.representation: judged when both runs have MIN_TEST_ROWS test rows; the
     examples' texts from this run's staged input (none without one)."""
     texts: dict[int, str | None] = {}

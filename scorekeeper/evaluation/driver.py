@@ -17,20 +17,21 @@ from __future__ import annotations
 import logging
 import posixpath
 from datetime import UTC, datetime
+from typing import Any
 
 from scorekeeper.evaluation.base import Coverage, Evaluation, HeadEvaluation, Logger
-from scorekeeper.evaluation.drift import DEFAULT_MIN_AUC, DEFAULT_MIN_PSI
 from scorekeeper.evaluation.duck import connect_run, parquet_view, sql
 from scorekeeper.evaluation.estimate import monitor
 from scorekeeper.evaluation.kinds import evaluation_for
-from scorekeeper.evaluation.labelling import LabelRequest, label_run
+from scorekeeper.evaluation.labelling import label_run
 from scorekeeper.evaluation.length_impact import length_impact
+from scorekeeper.evaluation.representation import compare_runs
+from scorekeeper.evaluation.settings import EvaluationSettings
 from scorekeeper.evaluation.truth import label_table
 from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
-from scorekeeper.storage import Location
 
 # The views and tables the driver makes before any SQL file runs (tests/test_sql_files.py).
 INPUTS = ("predictions", "staged", "labels", "ground_truth")
@@ -53,58 +54,57 @@ def evaluate_run(
     run: RunFolder,
     labels: list[str],
     manifest: StagedManifest,
-    slice_columns: list[str],
-    baseline: Location | None = None,
-    head: HeadKind = DEFAULT_HEAD,
-    thresholds: float | dict[str, float] = 0.5,
-    truth_column: str = "label",
+    settings: EvaluationSettings | None = None,
     log: Logger | None = None,
-    max_length: int | None = None,
-    label_columns: list[str] | None = None,
-    drift_reference: Location | None = None,
-    drift_min_psi: float = DEFAULT_MIN_PSI,
-    labelling: LabelRequest | None = None,
-    drift_min_auc: float = DEFAULT_MIN_AUC,
-    scored_with: dict | None = None,
 ) -> MetricsDocument:
-    """metrics.json's content for a run whose head is `head`, the history and gates not yet filled
-    in; `baseline` is a completed run to compare with; `truth_column` is the user's name of the
-    ground-truth column (for messages); `log` the run's logger (the module's by default);
-    `max_length` the length the run was scored at (scoring.long_text), for `length_impact`.
-    `label_columns` the 0/1 columns the ground truth came from, when it did (truth_matching says so).
-    `drift_reference` a completed run to measure drift and estimate performance against.
-    `labelling` the labelling plan to draw (or the pinned one) and estimate from (labelling.py).
-    `scored_with` the scoring facts the gather reports (dtype, long_text): whether this run's
-    embeddings compare with the drift reference's (representation.py)."""
-    kind = evaluation_for(head)
+    """metrics.json's content for a run whose model's labels are `labels`, as `settings` ask (the
+    head's kind, slices, thresholds, the baseline to compare with, the window, the drift reference,
+    the labelling plan: settings.py; None: a plain evaluation), the history and gates not yet filled
+    in; `log` the run's logger (the module's by default)."""
+    s = settings or EvaluationSettings()
+    kind = evaluation_for(s.head)
+    # SPEC 14's signal before the connection fills: its fit matrix (about 120 MB at 20,000 + 20,000
+    # rows of width 768) is freed before DuckDB's buffers grow (bench/representation.py memory)
+    representation = compare_runs(s.drift_reference, run, s.scored_with) if s.drift_reference is not None else None
     con = open_evaluation(run, labels)
     try:
-        ev = Evaluation(con, run, labels, manifest, slice_columns, thresholds, truth_column, log or logging.getLogger(__name__))
+        ev = Evaluation(con, run, labels, manifest, s.slice_columns, s.thresholds, s.truth_column, log or logging.getLogger(__name__))
         source, column = kind.truth_table(ev)
         missing, unmatched, scored = con.execute(sql("coverage.sql")).fetchone()
         truth_rows = con.execute("SELECT count(*) FROM truth").fetchone()[0]
         coverage = Coverage(source, column, int(truth_rows), int(missing), int(unmatched), int(scored))
-        fields = kind.metrics(ev, coverage)
-        if fields["evaluated"]:
-            fields |= kind.reference_records(ev)
-        slices, truncated = kind.slices(ev) if fields["evaluated"] else ({}, {})
-        if max_length is not None and fields["evaluated"]:
-            impact = length_impact(ev, kind, max_length)
+        metrics = kind.metrics(ev, coverage)
+        fields = metrics.fields()
+        if metrics.evaluated:
+            fields |= kind.reference_records(ev).fields()
+        slices, truncated = kind.slices(ev) if metrics.evaluated else ({}, {})
+        if s.max_length is not None and metrics.evaluated:
+            impact = length_impact(ev, kind, s.max_length)
             if impact is not None:  # only when evaluated rows are over the window
                 fields = fields | {"length_impact": impact}
         document = _document(kind, labels, manifest, coverage, fields | {"slices": slices, "slices_truncated": truncated})
-        if baseline is not None and document.evaluated:
-            document.comparison = kind.comparison(ev, baseline, document)
-        if label_columns and document.truth_matching is not None:  # staged as names, given as one 0/1 column per label
+        if s.baseline is not None and document.evaluated:
+            document.comparison = kind.comparison(ev, s.baseline, document)
+        if s.label_columns and document.truth_matching is not None:  # staged as names, given as one 0/1 column per label
             document.truth_matching = document.truth_matching.model_copy(update={"column_type": ColumnKind.LABEL_COLUMNS})
-        if drift_reference is not None:
-            name = posixpath.basename(drift_reference.path.rstrip("/"))
+        if s.drift_reference is not None:
+            name = posixpath.basename(s.drift_reference.path.rstrip("/"))
             document.drift, document.estimated = monitor(
-                con, kind, labels, slice_columns, drift_reference, name, drift_min_psi, run, scored_with, drift_min_auc
+                con,
+                kind,
+                labels,
+                s.slice_columns,
+                s.drift_reference,
+                name,
+                s.drift_min_psi,
+                run,
+                s.scored_with,
+                s.drift_min_auc,
+                representation,
             )
-        if labelling is not None:
+        if s.labelling is not None:
             from_files = source == "ground_truth_uri"
-            document.label_plan, prediction_powered = label_run(ev, kind, labelling, coverage.scored, from_files)
+            document.label_plan, prediction_powered = label_run(ev, kind, s.labelling, coverage.scored, from_files)
             if prediction_powered is not None:
                 document.prediction_powered = prediction_powered
     finally:
@@ -112,7 +112,9 @@ def evaluate_run(
     return document
 
 
-def _document(kind: HeadEvaluation, labels: list[str], manifest: StagedManifest, coverage: Coverage, fields: dict) -> MetricsDocument:
+def _document(
+    kind: HeadEvaluation, labels: list[str], manifest: StagedManifest, coverage: Coverage, fields: dict[str, Any]
+) -> MetricsDocument:
     """metrics.json's content from the run's coverage and the kind's `fields`, finished now."""
     return MetricsDocument.model_validate(
         {

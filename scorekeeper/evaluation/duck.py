@@ -93,7 +93,7 @@ def parquet_uri(run: Location, rel: str) -> str:
     return run.uri + "/" + rel if not is_local(run.fs) else run.join(rel)
 
 
-def parquet_view(con, view: str, run: Location, rel: str) -> None:
+def parquet_view(con: Connection, view: str, run: Location, rel: str) -> None:
     """The temp view `view` of the file `rel` of `run` (its URI a value, in the connection's variable
     `parquet_<view>`, never SQL text). Made by execute(), as every statement of the evaluation is:
     the relation API of DuckDB (its read_parquet, then create_view) refuses to run while the last

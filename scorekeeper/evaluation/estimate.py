@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING
 
 from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation.base import ECE_BINS
-from scorekeeper.evaluation.duck import sql
-from scorekeeper.metrics.document import CalibrationBin, Drift, Estimated, LabelBinCount, RecordedMetrics
+from scorekeeper.evaluation.duck import one_row, sql
+from scorekeeper.metrics.document import CalibrationBin, Drift, Estimated, LabelBinCount, RecordedMetrics, ReferenceRecords
 
 if TYPE_CHECKING:
     from scorekeeper.evaluation.base import HeadEvaluation
+    from scorekeeper.evaluation.duck import Connection
 
 Z95 = 1.959963984540054
 ASSUMPTIONS = (
@@ -45,16 +46,16 @@ def label_bins(rows: list[tuple], labels: list[str]) -> dict[str, list[LabelBinC
     return out
 
 
-def calibration_by_label(con, query: str, labels: list[str]) -> dict[str, dict[str, list[LabelBinCount]]]:
+def calibration_by_label(con: Connection, query: str, labels: list[str]) -> ReferenceRecords:
     """A classifier's calibration_by_label, by the kind's `query` over its evaluated rows or cells."""
-    return {"calibration_by_label": label_bins(con.execute(sql(query), {"bins": ECE_BINS}).fetchall(), labels)}
+    return ReferenceRecords(calibration_by_label=label_bins(con.execute(sql(query), {"bins": ECE_BINS}).fetchall(), labels))
 
 
 # -- the estimate of a run against a reference ------------------------------------------------------------
 
 
 def estimate(
-    con, kind: HeadEvaluation, labels: list[str], reference: RecordedMetrics, reference_name: str, rows: int, drift: Drift
+    con: Connection, kind: HeadEvaluation, labels: list[str], reference: RecordedMetrics, reference_name: str, rows: int, drift: Drift
 ) -> Estimated:
     """metrics.json `estimated` of the run on `con` (its `predictions` view) from the reference's
     recorded calibration; `drift` is this run's drift (the regression estimate reads its bins)."""
@@ -89,14 +90,16 @@ class ExpectedF1:
     counts_r: list[list[float]]
     counts_t: list[list[float]]
 
-    def macro_ci(self, con, renormalised: bool) -> list[float] | None:
+    def macro_ci(self, con: Connection, renormalised: bool) -> list[float] | None:
         return f1_interval(con, self.macro, macro_gradients(self.cells), self.counts_r, self.counts_t, renormalised)
 
-    def micro_ci(self, con, renormalised: bool) -> list[float] | None:
+    def micro_ci(self, con: Connection, renormalised: bool) -> list[float] | None:
         return f1_interval(con, self.micro, micro_gradients(self.cells), self.counts_r, self.counts_t, renormalised)
 
 
-def expected_f1(con, query: str, by_label: dict[str, list[LabelBinCount]], labels: list[str], params: dict | None = None) -> ExpectedF1:
+def expected_f1(
+    con: Connection, query: str, by_label: dict[str, list[LabelBinCount]], labels: list[str], params: dict | None = None
+) -> ExpectedF1:
     """The expected F1 of this run that the kind's `query` (estimate_cells from the reference's
     calibration_by_label) gives; `renormalised` in the intervals: the kind's q sum to 1 over labels."""
     counts_r, counts_t = bin_counts(by_label, labels)
@@ -146,7 +149,7 @@ def micro_gradients(cells: list[tuple[float, float, float]]) -> tuple[list[float
 
 
 def f1_interval(
-    con,
+    con: Connection,
     value: float | None,
     gradients: tuple[list[float], list[float]],
     counts_r: list[list[float]],
@@ -179,14 +182,16 @@ def bin_counts(by_label: dict[str, list[LabelBinCount]] | None, labels: list[str
     return [[float(c.rows) for c in b] for b in bins], [[float(c.truth) for c in b] for b in bins]
 
 
-def expected_totals(con, counts_r: list[list[float]], counts_t: list[list[float]]) -> bool:
+def expected_totals(con: Connection, counts_r: list[list[float]], counts_t: list[list[float]]) -> bool:
     """Whether this connection's estimate made estimate_totals (each label's expected TP, FP, FN over
     every scored row) from these counts of the reference (bin_counts'): a labelling plan drawn
     against the same reference reads them instead of computing them again."""
-    (same,) = con.execute(
-        "SELECT coalesce(getvariable('estimate_rows') = ?::DOUBLE[][] AND getvariable('estimate_truth') = ?::DOUBLE[][], false)",
-        [[[float(x) for x in r] for r in counts_r], [[float(x) for x in r] for r in counts_t]],
-    ).fetchone()
+    (same,) = one_row(
+        con.execute(
+            "SELECT coalesce(getvariable('estimate_rows') = ?::DOUBLE[][] AND getvariable('estimate_truth') = ?::DOUBLE[][], false)",
+            [[[float(x) for x in r] for r in counts_r], [[float(x) for x in r] for r in counts_t]],
+        )
+    )
     return bool(same)
 
 
@@ -195,20 +200,20 @@ def reference_bins(calibration: list[CalibrationBin] | None) -> dict[int, tuple[
     return {c.bin: (c.rows, round((c.accuracy or 0.0) * c.rows)) for c in calibration or []}
 
 
-def accuracy_estimate(con, calibration: list[CalibrationBin], n: int) -> tuple[float, list[float]]:
+def accuracy_estimate(con: Connection, calibration: list[CalibrationBin], n: int) -> tuple[float, list[float]]:
     """Accuracy = sum_b n_b a_b / n with a_b = (correct_b + s_b) / (rows_b + 1), and its interval."""
     accuracy, variance = _accuracy_parts(con, calibration, n)
     half = Z95 * math.sqrt(variance)
     return accuracy, [max(0.0, accuracy - half), min(1.0, accuracy + half)]
 
 
-def accuracy_variance(con, calibration: list[CalibrationBin], n: int) -> float:
+def accuracy_variance(con: Connection, calibration: list[CalibrationBin], n: int) -> float:
     """The variance of the estimated accuracy (accuracy_ci's): the label-free estimate's own, which
     the prediction-powered estimate_bias test adds (docs/labelling.md)."""
     return _accuracy_parts(con, calibration, n)[1]
 
 
-def _accuracy_parts(con, calibration: list[CalibrationBin], n: int) -> tuple[float, float]:
+def _accuracy_parts(con: Connection, calibration: list[CalibrationBin], n: int) -> tuple[float, float]:
     ref = reference_bins(calibration)
     accuracy = var_ref = var_run = 0.0
     for b, n_b, s_b in con.execute(sql("estimate_score_bins.sql"), {"bins": ECE_BINS}).fetchall():
@@ -229,7 +234,7 @@ def f1_from_expected(cells: list[tuple[float, float, float]]) -> tuple[float | N
 
 
 def monitor(
-    con,
+    con: Connection,
     kind: HeadEvaluation,
     labels: list[str],
     slice_columns: list[str],
@@ -239,16 +244,19 @@ def monitor(
     run=None,
     scored_with: dict | None = None,
     min_auc: float = d.DEFAULT_MIN_AUC,
+    representation=None,
 ):
     """(drift, estimated) of the run on `con` (its `predictions` and `staged` views) against the
     completed run `reference` (a Location). With `run` (this run's folder; `scored_with` its scoring
-    section as the gather has it: dtype, long_text), SPEC 14's representation signal and moved tokens too."""
+    section as the gather has it: dtype, long_text), SPEC 14's representation signal and moved tokens
+    too; `representation` the signal when the caller measured it already (representation.compare_runs)."""
     from scorekeeper.evaluation.representation import compare_runs
     from scorekeeper.evaluation.words import moved_tokens
 
     ref_side = d.open_reference(con, reference, slice_columns)
     current = d.current_side(con, labels, slice_columns)
-    representation = compare_runs(reference, run, scored_with) if run is not None else None
+    if representation is None and run is not None:
+        representation = compare_runs(reference, run, scored_with)
     drift = d.drift(con, kind, ref_side, current, slice_columns, reference_name, min_psi, representation, min_auc)
     if run is not None:
         moved = moved_tokens(con, reference, run)

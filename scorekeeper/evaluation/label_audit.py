@@ -11,16 +11,19 @@ orders the rows a person should look at first.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from scorekeeper.evaluation.duck import sql
 from scorekeeper.metrics.document import AuditRow, LabelAudit
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 AUDIT_ROWS = 50  # suspected rows kept in metrics.json, largest margin first
 METHOD: Final = "confident_learning"
 
 
-def label_audit(con, labels: list[str], excerpt_chars: int) -> LabelAudit | None:
+def label_audit(con: Connection, labels: list[str], excerpt_chars: int) -> LabelAudit | None:
     """The audit over a connection holding `evaluated`, `predictions`, `staged`, `labels`; None when
     no evaluated row has a label the model knows."""
     con.execute(sql("label_audit.sql"))

@@ -37,6 +37,7 @@ from scorekeeper.run_seal import refuse_unverified
 from scorekeeper.storage import Location
 
 if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
     from scorekeeper.params import ScoreRequest
 
 Z95 = 1.959963984540054
@@ -251,7 +252,7 @@ def prediction_powered(ev, kind, request: LabelRequest, model: LabelFreeModel, s
     return document, outside
 
 
-def set_variables(con, **values: Any) -> None:
+def set_variables(con: Connection, **values: Any) -> None:
     """DuckDB variables pp_NAME (read by the label-free SQL's views as getvariable('pp_NAME')): bool,
     int, list of numbers, list of lists of numbers, or list of text."""
     for name, value in values.items():
@@ -321,12 +322,12 @@ def label_request(request: ScoreRequest, run_id: str, run: RunFolder, drift_refe
     )
 
 
-def has_table(con, name: str) -> bool:
-    (found,) = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchone()
+def has_table(con: Connection, name: str) -> bool:
+    (found,) = one_row(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]))
     return bool(found)
 
 
-def empty_targets(con) -> None:
+def empty_targets(con: Connection) -> None:
     """pp_labelled and pp_targets of a run without ground truth: no row."""
     con.execute(sql("plan_no_truth.sql"))
 

@@ -17,6 +17,8 @@ evaluated rows has rows 0 and null values. Computed in SQL over the evaluated ro
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from scorekeeper.evaluation.base import Evaluation, HeadEvaluation, LengthSide
@@ -24,10 +26,13 @@ from scorekeeper.evaluation.duck import sql
 from scorekeeper.evaluation.slices import SLICE_UNITS, ratio_interval
 from scorekeeper.metrics.registry import length_metric
 
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
+
 SIDES = {False: "within", True: "over"}
 
 
-def has_lengths(con) -> bool:
+def has_lengths(con: Connection) -> bool:
     """Whether the run's predictions carry the `tokens` column (runs scored before it do not)."""
     names = [row[0] for row in con.execute("DESCRIBE predictions").fetchall()]
     return "tokens" in names
@@ -51,7 +56,7 @@ def length_impact(ev: Evaluation, kind: HeadEvaluation, max_length: int) -> dict
     }
 
 
-def proportion_sides(con) -> dict[bool, LengthSide]:
+def proportion_sides(con: Connection) -> dict[bool, LengthSide]:
     """A share of right rows per side (single-label accuracy) over the `evaluated` rows, with
     Wilson's interval (sql/shared/wilson.sql), as the slices compute it."""
     con.execute(sql("wilson.sql"))
@@ -60,7 +65,7 @@ def proportion_sides(con) -> dict[bool, LengthSide]:
     }
 
 
-def ratio_sides(con, rows_query: str) -> dict[bool, LengthSide]:
+def ratio_sides(con: Connection, rows_query: str) -> dict[bool, LengthSide]:
     """A ratio of sums per side over the kind's slice rows (`rows_query` makes head_slice_rows: num
     and den per row), with the slices' percentile bootstrap interval (slices.ratio_interval)."""
     con.execute(sql(rows_query))

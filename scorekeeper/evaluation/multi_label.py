@@ -19,7 +19,7 @@ multilabel_resampled_tests); what every kind shares is compare.py's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,21 +46,35 @@ from scorekeeper.evaluation.compare import (
     paired_sample,
     row_mean_tests,
 )
-from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, ovr_table, records, sql, statement
+from scorekeeper.evaluation.duck import MICRO_LABEL, Fragment, literal, one_row, ovr_table, records, sql, statement
 from scorekeeper.evaluation.estimate import bin_counts, calibration_by_label, expected_f1, expected_totals, recorded_bins
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.signals import RunSide, SignalViews
-from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.slices import as_parts, head_slices
 from scorekeeper.evaluation.statistics import paired_blocks as ph
 from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.evaluation.truth import STAGED_VALUE, match_truth, truth_table
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.heads import threshold_vector
-from scorekeeper.metrics.document import Comparison, Drift, Estimated, GroundTruthSource, MetricsDocument, RecordedMetrics
+from scorekeeper.metrics.document import (
+    Comparison,
+    Drift,
+    Estimated,
+    GroundTruthSource,
+    LabelSliceGroup,
+    MetricsDocument,
+    MultiLabelMetrics,
+    RecordedMetrics,
+    ReferenceRecords,
+    SliceGroups,
+)
 from scorekeeper.metrics.registry import BY_NAME, SliceMetric, scalar_metrics
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8-f measures it"
 
@@ -69,7 +83,7 @@ TUNING_SPLIT = "md5 of the id's text: first hex digit 0-7 tunes the threshold, 8
 MULTILABEL_SCALARS = tuple(m.name for m in scalar_metrics(HeadKind.MULTI_LABEL))
 
 
-def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
+def multilabel_metrics(con: Connection, labels: list[str], thresholds: list[float]) -> dict:
     """Every multi_label key of the contract over `ml_rows`, with the report's data beside them."""
     if len(thresholds) != len(labels):
         raise ValueError(f"{len(thresholds)} thresholds for {len(labels)} labels")
@@ -119,12 +133,12 @@ def multilabel_metrics(con, labels: list[str], thresholds: list[float]) -> dict:
     }
 
 
-def _ranking(con, counts: list[tuple]) -> tuple[dict, dict, float | None, float | None]:
+def _ranking(con: Connection, counts: list[tuple]) -> tuple[dict, dict, float | None, float | None]:
     """Per label ROC-AUC and average precision (None for a label without positives or negatives), and
     the micro ones (None where the pooled cells have none), over ml_ovr."""
     defined = {name: 0 < support < cells for name, _, _, _, _, support, cells, *_ in counts}
     ranking = con.execute(sql("ranking.sql", ovr="ml_ovr", labels="ml_labels")).fetchall()
-    micro = con.execute(sql("ranking.sql", ovr="ml_ovr", labels=MICRO_LABEL)).fetchone()
+    micro = one_row(con.execute(sql("ranking.sql", ovr="ml_ovr", labels=MICRO_LABEL)))
     pooled_support, pooled_cells = sum(c[5] for c in counts), sum(c[6] for c in counts)
     micro_defined = 0 < pooled_support < pooled_cells
     roc = {name: finite_number(auc) if defined[name] else None for name, auc, _ in ranking}
@@ -151,7 +165,7 @@ def _per_label(counts: list[tuple], tuned: list[tuple], evaluated: int) -> dict[
     return per_label
 
 
-def _calibration(con, labels: list[str]) -> tuple[dict, dict]:
+def _calibration(con: Connection, labels: list[str]) -> tuple[dict, dict]:
     """Per label the reliability bins, and ECE per label averaged (macro) and over every cell (micro)."""
     bins: dict[int, list] = {}
     for label_id, b, n, conf, freq in con.execute(sql("multilabel_calibration.sql"), {"bins": ECE_BINS}).fetchall():
@@ -174,7 +188,7 @@ def _calibration(con, labels: list[str]) -> tuple[dict, dict]:
     return calibration, {"macro": macro, "micro": ece_of(-1), "per_label": dict(zip(labels, per_label))}
 
 
-def _curves(con) -> dict:
+def _curves(con: Connection) -> dict:
     """ROC and precision-recall points per label, thinned as the single-label curves are (curves.sql)."""
     curves: dict[str, dict] = {"roc": {}, "pr": {}}
     for name, curve, x, y in con.execute(sql("curves.sql", ovr="ml_ovr", labels="ml_labels")).fetchall():
@@ -186,11 +200,12 @@ def _curves(con) -> dict:
     return curves
 
 
-def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | None) -> dict:
+def _multi_label(con: Connection, keys: tuple[Fragment, Fragment], positions: list[int] | None) -> dict:
     con.execute(sql("paired_multilabel.sql", other_key=keys[0], this_key=keys[1]))
     con.execute(sql("paired_multilabel_cells.sql"), {"positions": positions or []})
-    rows, r2w, w2r, other = con.execute(
-        """
+    rows, r2w, w2r, other = one_row(
+        con.execute(
+            """
         WITH exact AS (
             SELECT row_index, bool_and(right_before) AS right_before, bool_and(right_after) AS right_after
             FROM ml_paired_cells GROUP BY row_index
@@ -201,7 +216,8 @@ def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | No
                count(*) FILTER (WHERE NOT right_before AND NOT right_after AND list_sort(p.before) <> list_sort(p.after))
         FROM exact JOIN ml_paired AS p ON p.row_index = exact.row_index
         """
-    ).fetchone()
+        )
+    )
     per_label = {}
     for name, b, c in con.execute(
         """
@@ -225,11 +241,11 @@ def _multi_label(con, keys: tuple[Fragment, Fragment], positions: list[int] | No
     }
 
 
-def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, dict]:
+def multilabel_resampled_tests(con: Connection, rows: int, with_scores: bool) -> dict[str, dict]:
     """The multi-label tests that are not per-row means, over ml_paired_cells: F1, precision and
     recall averages and (with both runs' probabilities) ECE by the block bootstrap, ROC-AUC by
     DeLong, average precision by the row-sample bootstrap (scorekeeper/evaluation/statistics/paired_blocks.py)."""
-    labels = con.execute("SELECT count(*) FROM labels").fetchone()[0]
+    labels = one_row(con.execute("SELECT count(*) FROM labels"))[0]
     width = labels * len(ph.COUNT_FIELDS)
     blocks, resamples = ph.block_plan(rows, width)
     key = block_key(rows, blocks)
@@ -256,9 +272,9 @@ def multilabel_resampled_tests(con, rows: int, with_scores: bool) -> dict[str, d
         cells = statement("(SELECT label_id, {prob} AS score, truth FROM ml_paired_cells)", prob=f"prob_{side}")
         con.execute(ovr_table(f"ml_paired_ovr_{side}", sql("multilabel_ovr.sql", cells=cells)))
         per_label = con.execute(sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels="ml_labels")).fetchall()
-        micro = con.execute(sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels=MICRO_LABEL)).fetchone()
+        micro = one_row(con.execute(sql("ranking.sql", ovr=f"ml_paired_ovr_{side}", labels=MICRO_LABEL)))
         ranking[side] = [(auc, ap) for _, auc, ap in [*per_label, micro]]
-    macro_delta, macro_squares, micro_delta, micro_squares = con.execute(sql("paired_multilabel_delong.sql")).fetchone()
+    macro_delta, macro_squares, micro_delta, micro_squares = one_row(con.execute(sql("paired_multilabel_delong.sql")))
     tests["roc_auc_macro"] = ph.delong_influence(macro_delta, macro_squares)
     tests["roc_auc_micro"] = ph.delong_influence(micro_delta, micro_squares)
     # average precision: defined where the ROC-AUC is (a label with positives and negatives)
@@ -301,7 +317,7 @@ def slice_group(rows: int, num: float, den: float, exact: int, wilson, ci) -> di
     }
 
 
-def slice_breakdown(con, slice_columns: list[str]) -> tuple[dict, dict]:
+def slice_breakdown(con: Connection, slice_columns: list[str]) -> tuple[dict, dict]:
     """metrics.json `slices` and `slices_truncated` of a multi-label run (over `ml_cells`)."""
     return head_slices(con, SLICE_ROWS, slice_group, slice_columns)
 
@@ -324,7 +340,7 @@ class MultiLabel:
         """The rule of the list elements (`truth_elements`), as a single-label column's."""
         return match_truth(ev.con, column, ev.labels, ev.truth_column, quiet=True, truth="truth_elements") if column else None
 
-    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> MultiLabelMetrics:
         """The multi-label metrics; the list elements are matched to the labels by the column's one
         rule (truth.py, as a single-label column is), recorded as `truth_matching`. Each label's
         threshold is in per_label."""
@@ -334,18 +350,16 @@ class MultiLabel:
         )
         con.execute(sql("multi_label_evaluated.sql", rule=literal(matching.rule if matching else TruthRule.ID)))
         unknown = {str(name): int(n) for name, n in con.execute(sql("multi_label_unknown.sql")).fetchall()}
-        return {
-            "truth_matching": matching,
-            "unknown_labels": unknown,
-            "unknown_label_rows": sum(unknown.values()),
-        } | multilabel_metrics(con, labels, threshold_vector(ev.thresholds, labels))
+        fields = {"truth_matching": matching, "unknown_labels": unknown, "unknown_label_rows": sum(unknown.values())}
+        return MultiLabelMetrics.model_validate(fields | multilabel_metrics(con, labels, threshold_vector(ev.thresholds, labels)))
 
-    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+    def reference_records(self, ev: Evaluation) -> ReferenceRecords:
         """calibration_by_label over the evaluated cells (`ml_cells`)."""
         return calibration_by_label(ev.con, "multilabel_calibration_by_label.sql", ev.labels)
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
-        return slice_breakdown(ev.con, ev.slice_columns)
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
+        groups, truncated = slice_breakdown(ev.con, ev.slice_columns)
+        return as_parts(groups, LabelSliceGroup), truncated
 
     def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
         return ratio_sides(ev.con, SLICE_ROWS)
@@ -361,7 +375,7 @@ class MultiLabel:
         views.con.execute(sql("drift_labels.sql"), {"ids": [i for i, _ in shared], "names": [n for _, n in shared]})
         views.con.execute(sql("drift_positive_counts.sql", **views.sources))
 
-    def estimate(self, con, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
+    def estimate(self, con: Connection, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         """Macro- and micro-F1 from the reference's calibration_by_label."""
         by_label = recorded_bins(estimated, reference)
         if by_label is not None:

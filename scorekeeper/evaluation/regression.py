@@ -22,18 +22,18 @@ from __future__ import annotations
 import logging
 import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scorekeeper.evaluation import drift as d
 from scorekeeper.evaluation.base import EXCERPT_CHARS, Coverage, Evaluation, KindReport, LengthSide, finite_number
 from scorekeeper.evaluation.compare import Keys, Paired, block_codes, block_key, compare, dense, paired_sample, row_mean_tests
-from scorekeeper.evaluation.duck import Fragment, identifier, number, records, sql, statement
+from scorekeeper.evaluation.duck import Fragment, identifier, number, one_row, records, sql, statement
 from scorekeeper.evaluation.labelling import LabelFreeModel, PlanMetric, empty_targets, has_table, set_variables
 from scorekeeper.evaluation.length_impact import ratio_sides
 from scorekeeper.evaluation.signals import RunSide, SignalViews
-from scorekeeper.evaluation.slices import head_slices
+from scorekeeper.evaluation.slices import as_parts, head_slices
 from scorekeeper.evaluation.statistics import paired_blocks as ph
 from scorekeeper.evaluation.statistics import paired_tests as pt
 from scorekeeper.evaluation.statistics.paired_tests import RESAMPLES as BOOTSTRAP_RESAMPLES
@@ -47,12 +47,19 @@ from scorekeeper.metrics.document import (
     GroundTruthSource,
     MetricsDocument,
     RecordedMetrics,
+    ReferenceRecords,
+    RegressionMetrics,
+    RegressionSliceGroup,
     ResidualBin,
     ResidualBins,
+    SliceGroups,
 )
 from scorekeeper.metrics.registry import BY_NAME, Pairing, SliceMetric, compared_metrics, run_metrics, scalar_metrics
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 SCATTER_POINTS = 3000  # past this many rows the predicted-vs-true plot is a 2-D histogram
 
@@ -91,7 +98,7 @@ def unscale(value, scale: float, power: int = 1) -> float | None:
     return result
 
 
-def regression_metrics(con, outputs: list[str]) -> dict:
+def regression_metrics(con: Connection, outputs: list[str]) -> dict:
     """Every regression key of the contract over `reg_rows`: the mean over outputs at the top level,
     each output's values under `per_output`, and the report's data beside them."""
     _regression_input(con, len(outputs))
@@ -117,7 +124,7 @@ def regression_metrics(con, outputs: list[str]) -> dict:
     }
 
 
-def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
+def regression_values(con: Connection, cells: str, outputs: int) -> dict[int, dict]:
     """Every regression scalar (and mape_rows) per output id over `cells`, a table in reg_cells'
     shape (row_index, output_id, truth, prediction): the run's own rows, or a comparison's paired rows."""
     per_output = {i: dict.fromkeys(REGRESSION_SCALARS) | {"mape_rows": 0} for i in range(outputs)}
@@ -140,7 +147,7 @@ def regression_values(con, cells: str, outputs: int) -> dict[int, dict]:
     return per_output
 
 
-def _regression_input(con, outputs: int) -> None:
+def _regression_input(con: Connection, outputs: int) -> None:
     """The view reg_input: reg_rows with prediction and truth as lists (a scalar column wrapped) and a text column."""
     types = {name: kind for name, kind, *_ in con.execute("DESCRIBE reg_rows").fetchall()}
 
@@ -158,7 +165,7 @@ def _regression_input(con, outputs: int) -> None:
         raise ValueError(f"reg_rows: rows {[r for (r,) in bad]} do not hold one prediction and one truth per output ({outputs})")
 
 
-def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
+def _regression_plots(con: Connection, outputs: list[str], evaluated: int) -> dict:
     """The data of the regression report's plots and tables, per output name."""
     residuals: dict[str, dict] = {}
     for output_id, lo, hi, b, n in con.execute(sql("regression_residuals.sql"), {"bins": RESIDUAL_BINS}).fetchall():
@@ -201,14 +208,14 @@ def _regression_plots(con, outputs: list[str], evaluated: int) -> dict:
     return {"residual_histogram": residuals, "predicted_vs_true": scatter, "calibration_deciles": deciles, "largest_errors": largest}
 
 
-def regression_resampled_tests(con, outputs: int, own: list[dict] | None = None) -> dict[str, dict]:
+def regression_resampled_tests(con: Connection, outputs: int, own: list[dict] | None = None) -> dict[str, dict]:
     """The regression tests that are not per-row means, over reg_paired_complete: the block
     bootstrap of sums and maxima, the row-sample bootstrap of the rank statistics; each delta is
     the metric's own SQL (regression_values) over the paired rows, this - other.
     `own`: this run's per-output values, given when the paired rows are every row it evaluated
     (then they are its values over the paired rows, and its Kendall SQL need not run again)."""
 
-    rows = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
+    rows = one_row(con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete"))[0]
     if not rows:
         return {}
     values = {}
@@ -284,12 +291,14 @@ def paired_error_changes(sums: np.ndarray) -> dict:
     }
 
 
-def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
+def _regression(con: Connection, keys: tuple[Fragment, Fragment], outputs: int, metrics: MetricsDocument) -> dict:
     at = Fragment("[l.label_id + 1]" if outputs > 1 else "")
     con.execute(sql("paired_regression.sql", at=at, other_key=keys[0], this_key=keys[1]))
-    rows, top = con.execute(
-        "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
-    ).fetchone()
+    rows, top = one_row(
+        con.execute(
+            "SELECT count(DISTINCT row_index), max(greatest(abs(y), coalesce(abs(after), 0), coalesce(abs(before), 0))) FROM reg_paired"
+        )
+    )
     result: dict = {"rows_compared": int(rows)}
     if not rows:
         return result
@@ -322,7 +331,7 @@ def _regression(con, keys: tuple[Fragment, Fragment], outputs: int, metrics: Met
     con.execute(sql("paired_regression_rows.sql"), {"outputs": outputs})
     tests = row_mean_tests(con, "reg_paired_rows", HeadKind.REGRESSION)
     con.execute(sql("paired_regression_complete.sql"), {"outputs": outputs})
-    complete = con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete").fetchone()[0]
+    complete = one_row(con.execute("SELECT count(DISTINCT row_index) FROM reg_paired_complete"))[0]
     own = [dict(v) for v in (metrics.per_output or {}).values()] if complete == metrics.evaluated and metrics.per_output else None
     tests |= regression_resampled_tests(con, outputs, own)
     if outputs == 1:
@@ -345,7 +354,7 @@ def regression_signal(outputs: list[str], i: int) -> str:
     return "prediction" if len(outputs) == 1 else f"prediction:{outputs[i]}"
 
 
-def regression_records(con, outputs: list[str]) -> dict[str, Any]:
+def regression_records(con: Connection, outputs: list[str]) -> dict[str, Any]:
     """A regression run's residual_bins per output: the `prediction` signal's bins of its own
     predictions (its merged deciles, as a later run's drift step makes them) and the evaluated
     cells' MAE in each."""
@@ -414,7 +423,7 @@ def slice_group(rows: int, num: float, den: float, exact: int, wilson, ci) -> di
     return {"rows": rows, "mae": num / den, "mae_ci": ci}
 
 
-def slice_breakdown(con, slice_columns: list[str]) -> tuple[dict, dict]:
+def slice_breakdown(con: Connection, slice_columns: list[str]) -> tuple[dict, dict]:
     """metrics.json `slices` and `slices_truncated` of a regression run (over `reg_cells`)."""
     return head_slices(con, SLICE_ROWS, slice_group, slice_columns)
 
@@ -439,16 +448,17 @@ class Regression:
         check_regression_truth(ev.con, ev.labels, ev.truth_column)
         return None
 
-    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> RegressionMetrics:
         check_regression_truth(ev.con, ev.labels, ev.truth_column)  # checked before scoring too; a resumed run's truth again
         ev.con.execute(sql("regression_evaluated.sql"))
-        return regression_metrics(ev.con, ev.labels)
+        return RegressionMetrics.model_validate(regression_metrics(ev.con, ev.labels))
 
-    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
-        return regression_records(ev.con, ev.labels)
+    def reference_records(self, ev: Evaluation) -> ReferenceRecords:
+        return ReferenceRecords.model_validate(regression_records(ev.con, ev.labels))
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
-        return slice_breakdown(ev.con, ev.slice_columns)
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
+        groups, truncated = slice_breakdown(ev.con, ev.slice_columns)
+        return as_parts(groups, RegressionSliceGroup), truncated
 
     def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
         return ratio_sides(ev.con, SLICE_ROWS)
@@ -466,7 +476,7 @@ class Regression:
             positions = {"reference_index": number(reference.labels.index(name) + 1), "current_index": number(i + 1)}
             views.view(f"prediction:{name}", "drift_prediction_output.sql", True, **positions)
 
-    def estimate(self, con, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
+    def estimate(self, con: Connection, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         residual_estimate(estimated, reference, labels, drift)
 
     # -- section 13: the targets and label-free predictions of the prediction-powered metrics --------

@@ -17,15 +17,18 @@ Skipped, naming why, unless both runs wrote embeddings of one width under the sa
 and scoring settings (the compute dtype, long_text and its parameters, max_length). The Holm
 adjustment and the verdict are drift.py's (the signal joins section 12's family there).
 
-Memory: the two samples (about embedding_rows rows each, whatever the run's size) are held as
-float32; only the fit rows become one float64 matrix, standardised in place (the deviations a block
-of columns at a time); the test rows are standardised and scored a block of rows at a time. No
-per-row Python objects but the 20 examples'.
+Memory: of the two samples (about embedding_rows rows each, whatever the run's size) only the fit
+rows are held, as one float64 matrix filled from the files a parquet batch at a time and
+standardised in place (the deviations a block of columns at a time); it is freed before the files
+are read again and the test rows standardised and scored a batch at a time. At 20,000 + 20,000
+sampled rows of width 768 that matrix (about 120 MB) is the signal's whole footprint. No per-row
+Python objects but the 20 examples'.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,8 +48,7 @@ MIN_TEST_ROWS = 100  # fewer test rows than this in either run: not judged
 # bench/README.md's figure.
 FIT_THREADS = 1
 BLOCK = 64  # columns standardised at a time (numpy's std makes a copy of what it is given)
-BLOCK_ROWS = 4096  # test rows standardised and scored at a time
-READ_ROWS = 2048  # embeddings.parquet's rows read at a time
+READ_ROWS = 256  # embeddings.parquet's rows read (and test rows scored) at a time: 2,048 held 25 MB more at width 768
 Z = 1.959963984540054  # the 97.5% normal quantile of auc_ci
 LONG_TEXT_PARAMETERS = {"truncate": (), "head_tail": ("head_tokens",), "chunk": ("chunk_overlap", "chunk_aggregate", "max_chunks")}
 
@@ -59,39 +61,82 @@ def fit_rows(row_index: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Embeddings:
-    """One run's embeddings.parquet, rows in row_index order: the matrix is float32 as written."""
+    """One run's embeddings held in memory (bench/representation.py builds them): rows in any order."""
 
     row_index: np.ndarray  # int64
-    ids: Any  # a pyarrow array, row_index order
+    ids: Any  # a pyarrow array, in the matrix's row order
     matrix: np.ndarray  # (rows, width) float32
 
+    @property
+    def width(self) -> int:
+        return int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0
 
-def read_embeddings(run: Location) -> Embeddings:
-    """A run's embeddings.parquet in row_index order, read a batch at a time into one float32 matrix
-    (no second copy of the file in memory); one line naming the problem when it is malformed."""
-    import pyarrow.compute as pc
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, the rows' float32 vectors) a block of READ_ROWS rows at a time."""
+        for start in range(0, len(self.row_index), READ_ROWS):
+            yield start, self.matrix[start : start + READ_ROWS]
+
+
+@dataclass(frozen=True)
+class EmbeddingsFile:
+    """One run's embeddings.parquet: its row_index and ids read, its vectors read a batch at a time
+    whenever `blocks` is iterated (the measurement reads them twice: the fit rows into the float64
+    fit matrix, then, once that is freed, the test rows to score them), so no float32 copy of the
+    file is held beside the fit matrix."""
+
+    location: Location
+    path: str
+    row_index: np.ndarray  # int64, in the file's row order
+    ids: Any  # a pyarrow array, in the file's row order
+    width: int  # 0 when the file holds no rows
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, the rows' float32 vectors) a parquet batch at a time: a view of the batch's
+        values (no copy); one line naming the problem when a vector is null or of another width."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        start = 0
+        with self.location.fs.open(self.path, "rb") as f:
+            for batch in open_parquet(f).iter_batches(columns=["embedding"], batch_size=READ_ROWS):
+                column = batch.column(0)
+                lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
+                if column.null_count or (lengths != self.width).any():
+                    raise ValueError(f"{self.path}: embeddings of different widths or null embeddings")
+                values = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+                yield start, values.reshape(len(column), self.width)
+                start += len(column)
+        pa.default_memory_pool().release_unused()  # the batches' pages back to the system, not kept by the allocator
+
+
+def open_parquet(f):
+    """A parquet file read a page at a time (buffered, not pre-buffered): without that, reading a
+    column of a file written as one row group holds the whole column chunk (the file's vectors)."""
     import pyarrow.parquet as pq
 
+    return pq.ParquetFile(f, pre_buffer=False, buffer_size=1 << 20)
+
+
+def read_embeddings(run: Location) -> EmbeddingsFile:
+    """A run's embeddings.parquet: its row_index, ids and width (its first vector's, the file's
+    value count checked against it; EmbeddingsFile.blocks checks every vector); the vectors are read
+    when measured. One line naming the problem when it is malformed."""
     path = run.join(RunFolder.EMBEDDINGS)
     with run.fs.open(path, "rb") as f:
-        parquet = pq.ParquetFile(f)
-        n = parquet.metadata.num_rows
+        parquet = open_parquet(f)
         row_index = parquet.read(columns=["row_index"]).column(0).to_numpy().astype(np.int64)
         ids = parquet.read(columns=["id"]).column(0)
-        matrix, start = np.zeros((0, 0), dtype=np.float32), 0
-        for batch in parquet.iter_batches(columns=["embedding"], batch_size=READ_ROWS):
-            column = batch.column(0)
-            lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False)
-            if start == 0:
-                matrix = np.empty((n, int(lengths[0]) if len(lengths) else 0), dtype=np.float32)
-            if column.null_count or (lengths != matrix.shape[1]).any():
-                raise ValueError(f"{path}: embeddings of different widths or null embeddings")
-            matrix[start : start + len(column)] = pc.list_flatten(column).to_numpy(zero_copy_only=False).reshape(len(column), -1)
-            start += len(column)
-    if len(row_index) > 1 and not (np.diff(row_index) > 0).all():  # the gather writes them in row_index order
-        order = np.argsort(row_index, kind="stable")
-        row_index, ids, matrix = row_index[order], ids.take(order), matrix[order]
-    return Embeddings(row_index, ids, matrix)
+        first = next(parquet.iter_batches(columns=["embedding"], batch_size=1), None)  # read a page at a time: the first row's page
+        width = len(first.column(0)[0]) if first is not None and first.num_rows and first.column(0)[0].is_valid else 0
+        metadata = parquet.metadata
+        leaf = next(k for k in range(metadata.num_columns) if metadata.schema.column(k).path.split(".")[0] == "embedding")
+        values = sum(metadata.row_group(g).column(leaf).num_values for g in range(metadata.num_row_groups))
+    if values != width * len(row_index):  # a null vector counts one value, an empty list one too
+        raise ValueError(f"{path}: embeddings of different widths or null embeddings")
+    return EmbeddingsFile(run, path, row_index, ids, width)
+
+
+Sample = Embeddings | EmbeddingsFile
 
 
 def scoring_facts(plan: dict, request: dict, scoring: dict | None) -> dict[str, Any]:
@@ -146,7 +191,17 @@ def hanley_mcneil(auc: float, n1: int, n0: int) -> list[float]:
     return [max(0.0, auc - Z * se), min(1.0, auc + Z * se)]
 
 
-def measure(reference: Embeddings, current: Embeddings) -> Measured | str:
+def slots(row_index: np.ndarray, chosen: np.ndarray, first: int = 0) -> np.ndarray:
+    """Each row's place among the `chosen` rows in row_index order, counted from `first` (-1 where
+    not chosen): where a row read in the file's order goes in the fit matrix or the test scores."""
+    positions = np.flatnonzero(chosen)
+    positions = positions[np.argsort(row_index[positions], kind="stable")]
+    out = np.full(len(row_index), -1, dtype=np.int64)
+    out[positions] = np.arange(first, first + len(positions))
+    return out
+
+
+def measure(reference: Sample, current: Sample) -> Measured | str:
     """The signal of `current` against `reference`, or why it cannot be measured."""
     from scipy.stats import mannwhitneyu
     from sklearn.linear_model import LogisticRegression
@@ -156,19 +211,22 @@ def measure(reference: Embeddings, current: Embeddings) -> Measured | str:
     empty = [side for side, run in (("reference", reference), ("current", current)) if not len(run.row_index)]
     if empty:
         return f"the {' and the '.join(empty)} run's embeddings.parquet holds no rows (embedding_rows 0)"
-    if reference.matrix.shape[1] != current.matrix.shape[1]:
-        return f"the runs' embeddings differ in width ({reference.matrix.shape[1]} in the reference, {current.matrix.shape[1]} here)"
+    if reference.width != current.width:
+        return f"the runs' embeddings differ in width ({reference.width} in the reference, {current.width} here)"
     fit = {"reference": fit_rows(reference.row_index), "current": fit_rows(current.row_index)}
     rows = {side: {"fit": int(f.sum()), "test": int((~f).sum())} for side, f in fit.items()}
     empty = [f"{side} {part}" for side in rows for part in ("fit", "test") if rows[side][part] == 0]
     if empty:
         return f"no {' and no '.join(empty)} rows in the embeddings' samples (too few rows)"
-    # the fit rows as one float64 matrix (reference then current, each in row_index order), standardised
-    # in place; the test rows stay float32 and are standardised a block at a time when scored
+    # the fit rows as one float64 matrix (reference then current, each in row_index order), filled a
+    # batch at a time and standardised in place; freed before the test rows are read and scored
     sizes = [rows["reference"]["fit"], rows["current"]["fit"], rows["reference"]["test"], rows["current"]["test"]]
-    x = np.empty((sizes[0] + sizes[1], reference.matrix.shape[1]), dtype=np.float64)
-    x[: sizes[0]] = reference.matrix[fit["reference"]]
-    x[sizes[0] :] = current.matrix[fit["current"]]
+    x = np.empty((sizes[0] + sizes[1], reference.width), dtype=np.float64)
+    for run, side, first in ((reference, "reference", 0), (current, "current", sizes[0])):
+        place = slots(run.row_index, fit[side], first)
+        for start, block in run.blocks():
+            at = place[start : start + len(block)]
+            x[at[at >= 0]] = block[at >= 0]
     mean = x.mean(axis=0)
     sd = np.concatenate([x[:, j : j + BLOCK].std(axis=0) for j in range(0, x.shape[1], BLOCK)])  # ddof 0, a block of columns at a time
     sd[sd == 0] = 1.0
@@ -178,20 +236,23 @@ def measure(reference: Embeddings, current: Embeddings) -> Measured | str:
     with threadpool_limits(FIT_THREADS):
         model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=1000).fit(x, y_fit)
     del x
-
-    def decision(run: Embeddings, test: np.ndarray) -> np.ndarray:
-        index = np.flatnonzero(test)
-        parts = [(run.matrix[index[k : k + BLOCK_ROWS]].astype(np.float64) - mean) / sd for k in range(0, len(index), BLOCK_ROWS)]
-        return np.concatenate([model.decision_function(part) for part in parts])
-
-    scores = np.concatenate([decision(reference, ~fit["reference"]), decision(current, ~fit["current"])])
+    scores = np.empty(sizes[2] + sizes[3])  # the test rows' decision function: reference's then current's, row_index order
+    for run, side, first in ((reference, "reference", 0), (current, "current", sizes[2])):
+        place = slots(run.row_index, ~fit[side], first)
+        for start, block in run.blocks():
+            at = place[start : start + len(block)]
+            if (at >= 0).any():
+                scores[at[at >= 0]] = model.decision_function((block[at >= 0].astype(np.float64) - mean) / sd)
     ref_scores, cur_scores = scores[: sizes[2]], scores[sizes[2] :]
     auc = float(roc_auc_score(np.r_[np.zeros(sizes[2]), np.ones(sizes[3])], scores))
     p = float(mannwhitneyu(cur_scores, ref_scores, alternative="greater").pvalue)
-    test_index = current.row_index[~fit["current"]]
-    test_ids = current.ids.take(np.flatnonzero(~fit["current"]))
+    test_positions = np.flatnonzero(~fit["current"])
+    test_positions = test_positions[np.argsort(current.row_index[test_positions], kind="stable")]
+    test_index = current.row_index[test_positions]
     order = np.lexsort((test_index, -cur_scores))[:EXAMPLES]
-    examples = [{"row_index": int(test_index[k]), "id": test_ids[int(k)].as_py(), "score": float(cur_scores[k])} for k in order]
+    examples = [
+        {"row_index": int(test_index[k]), "id": current.ids[int(test_positions[k])].as_py(), "score": float(cur_scores[k])} for k in order
+    ]
     return Measured(auc, hanley_mcneil(auc, sizes[3], sizes[2]), p, rows, examples)
 
 

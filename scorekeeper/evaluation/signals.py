@@ -5,9 +5,12 @@ values (docs/drift.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from scorekeeper.evaluation.duck import sql
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class SignalViews:
     """The signals being made on `con`, in order, and the ones skipped with the reason: what a kind's
     `drift_signals` adds its own to (base.HeadEvaluation)."""
 
-    con: Any
+    con: Connection
     sources: dict[str, str]  # the macros `reference` and `current`: each run's predictions view
     signals: list[Signal] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)

@@ -9,7 +9,7 @@ The SQL lives in sql/single_label/ (and sql/shared/, sql/truth/). Only canonical
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -63,15 +63,21 @@ from scorekeeper.metrics.document import (
     GroundTruthSource,
     MetricsDocument,
     RecordedMetrics,
+    ReferenceRecords,
     ScoreHistogram,
+    SingleLabelMetrics,
     SliceDelta,
     SliceGroup,
+    SliceGroups,
     ThresholdRow,
 )
 from scorekeeper.metrics.registry import BY_NAME, TOP_K_MAX, SliceMetric
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching, TruthRule
 from scorekeeper.run_folder import RunFolder, StagedGroundTruth, StagedManifest
 from scorekeeper.storage import Location
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +107,7 @@ class SingleLabel:
     def check_truth(self, ev: Evaluation, column: ColumnKind | None) -> TruthMatching | None:
         return match_truth(ev.con, column, ev.labels, ev.truth_column, quiet=True) if column else None
 
-    def metrics(self, ev: Evaluation, coverage: Coverage) -> dict[str, Any]:
+    def metrics(self, ev: Evaluation, coverage: Coverage) -> SingleLabelMetrics:
         con, labels, manifest = ev.con, ev.labels, ev.manifest
         con.execute(sql("wilson.sql"))
         matching = match_truth(con, coverage.column, labels, ev.truth_column, log=ev.log) if coverage.column else None
@@ -128,33 +134,34 @@ class SingleLabel:
         ece = sum(n * abs(acc - conf) for _, n, conf, acc in bins) / evaluated if evaluated else None
         unknown = {name: int(n) for name, n in con.execute(sql("unknown_labels.sql")).fetchall()}
         ranking = _ranking_metrics(con, labels, int(evaluated)) if evaluated else {}
-        return {
-            "evaluated": int(evaluated),
-            "truth_matching": matching,
-            "accuracy": finite_number(accuracy),
-            "macro_f1": finite_number(macro_f1),
-            "weighted_f1": finite_number(weighted_f1),
-            "log_loss": finite_number(log_loss),
-            "log_loss_rows": int(log_loss_rows),
-            "ece": finite_number(ece),
-            "ece_bins": ECE_BINS,
-            "calibration": [
+        audit: dict[str, Any] = {"label_audit": label_audit(con, labels, EXCERPT_CHARS)} if evaluated else {}
+        return SingleLabelMetrics(
+            evaluated=int(evaluated),
+            truth_matching=matching,
+            accuracy=finite_number(accuracy),
+            macro_f1=finite_number(macro_f1),
+            weighted_f1=finite_number(weighted_f1),
+            log_loss=finite_number(log_loss),
+            log_loss_rows=int(log_loss_rows),
+            ece=finite_number(ece),
+            ece_bins=ECE_BINS,
+            calibration=[
                 CalibrationBin(bin=int(b), lower=b / ECE_BINS, upper=(b + 1) / ECE_BINS, rows=int(n), confidence=conf, accuracy=acc)
                 for b, n, conf, acc in bins
             ],
-            "per_class": per_class,
-            "confusion": confusion,
-            "unknown_labels": unknown,
-            "unknown_label_rows": sum(unknown.values()),
+            per_class=per_class,
+            confusion=confusion,
+            unknown_labels=unknown,
+            unknown_label_rows=sum(unknown.values()),
             **ranking,
-            **({"label_audit": label_audit(con, labels, EXCERPT_CHARS)} if evaluated else {}),
-        }
+            **audit,
+        )
 
-    def reference_records(self, ev: Evaluation) -> dict[str, Any]:
+    def reference_records(self, ev: Evaluation) -> ReferenceRecords:
         """calibration_by_label over the `evaluated` rows (the accuracy estimate reads `calibration`)."""
         return calibration_by_label(ev.con, "calibration_by_label.sql", ev.labels)
 
-    def slices(self, ev: Evaluation) -> tuple[dict, dict]:
+    def slices(self, ev: Evaluation) -> tuple[SliceGroups, dict[str, int]]:
         return _slices(ev.con, ev.slice_columns)
 
     def length_sides(self, ev: Evaluation) -> dict[bool, LengthSide]:
@@ -168,7 +175,7 @@ class SingleLabel:
         views.view("predicted_label", "drift_predicted_label.sql", False)
         views.view("score", "drift_score.sql", True)
 
-    def estimate(self, con, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
+    def estimate(self, con: Connection, estimated: Estimated, labels: list[str], reference: RecordedMetrics, drift: Drift) -> None:
         """Accuracy with its interval from the reference's `calibration`, macro-F1 from its calibration_by_label."""
         by_label = recorded_bins(estimated, reference)
         if by_label is None:
@@ -226,10 +233,10 @@ class SingleLabel:
 EVALUATION = SingleLabel()
 
 
-def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
+def _ranking_metrics(con: Connection, labels: list[str], evaluated: int) -> dict[str, Any]:
     """The docs/contracts.md section 8 fields and the report's extra fields, over the `evaluated` table."""
-    right = con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated").fetchone()[0]
-    accuracy_ci = con.execute("SELECT wilson(?, ?)", [right, evaluated]).fetchone()[0]
+    right = one_row(con.execute("SELECT count(*) FILTER (WHERE correct) FROM evaluated"))[0]
+    accuracy_ci = one_row(con.execute("SELECT wilson(?, ?)", [right, evaluated]))[0]
     con.execute(ovr_table("ovr", sql("ovr.sql")))
     per_class = con.execute(sql("ranking.sql", ovr="ovr", labels="labels")).fetchall()
     roc = {name: finite_number(auc) for name, auc, _ in per_class}
@@ -281,10 +288,11 @@ def _ranking_metrics(con, labels: list[str], evaluated: int) -> dict[str, Any]:
     }
 
 
-def _slices(con, slice_columns: list[str]) -> tuple[dict, dict]:
+def _slices(con: Connection, slice_columns: list[str]) -> tuple[SliceGroups, dict[str, int]]:
     """Per slice column: {value: {rows, accuracy, accuracy_ci}} worst first, and the group counts of
     columns with more groups than were kept."""
-    slices, truncated = {}, {}
+    slices: SliceGroups = {}
+    truncated: dict[str, int] = {}
     for i, column in enumerate(slice_columns):
         rows = con.execute(sql("slice.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS}).fetchall()
         null_key = null_group_key({value for is_null, value, *_ in rows if not is_null})
@@ -350,7 +358,7 @@ def pair(ev: Evaluation, keys: Keys, metrics: MetricsDocument, other_metrics: Re
     return Paired(int(rows), fields, tests, {"per_class_tests": per_class_tests, "slice_tests": slice_tests})
 
 
-def _per_class_deltas(con) -> dict[str, ClassDelta]:
+def _per_class_deltas(con: Connection) -> dict[str, ClassDelta]:
     sides: dict[str, dict[str, dict]] = {}
     for name, side, precision, recall, f1 in con.execute(sql("paired_per_class.sql")).fetchall():
         sides.setdefault(name, {})[side] = {"precision": precision, "recall": recall, "f1": f1}
@@ -361,7 +369,7 @@ def _per_class_deltas(con) -> dict[str, ClassDelta]:
     }
 
 
-def _slice_deltas(con, slice_columns: list[str]) -> tuple[dict, dict]:
+def _slice_deltas(con: Connection, slice_columns: list[str]) -> tuple[dict, dict]:
     """Per slice column {value: SliceDelta}, and {value: (rows, right_to_wrong, wrong_to_right)}."""
     slice_deltas, slice_counts = {}, {}
     for i, column in enumerate(slice_columns):
@@ -374,7 +382,7 @@ def _slice_deltas(con, slice_columns: list[str]) -> tuple[dict, dict]:
     return slice_deltas, slice_counts
 
 
-def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
+def _other_matching(con: Connection, other_labels: list[str], matching: TruthMatching, truth_column: str) -> TruthMatching:
     """How the other run's predictions are judged against this truth: by the rule this truth column
     has against the other run's labels (the rule that run's own evaluation of it uses), so that the
     paired delta is the difference of the accuracies. A column that would resolve differently by
@@ -393,7 +401,12 @@ def _other_matching(con, other_labels: list[str], matching: TruthMatching, truth
 
 
 def comparison_tests(
-    con, labels: list[str], other_labels: list[str] | None, flipped: tuple[int, int, int], slices: dict[str, dict], ece_bins: int
+    con: Connection,
+    labels: list[str],
+    other_labels: list[str] | None,
+    flipped: tuple[int, int, int],
+    slices: dict[str, dict],
+    ece_bins: int,
 ) -> tuple[dict[str, dict], dict[str, dict[str, FamilyTest]], dict[str, dict[str, FamilyTest]]]:
     """The metric tests (by name), `per_class_tests` and `slice_tests` (Holm-adjusted families), on a
     connection holding the comparison's `paired` table. `flipped`: (rows, right_to_wrong,
@@ -425,7 +438,7 @@ def comparison_tests(
     return metric_tests, per_class_tests, slice_tests
 
 
-def score_tests(con, width: int, eps: float) -> dict:
+def score_tests(con: Connection, width: int, eps: float) -> dict:
     """log_loss, roc_auc_macro and average_precision_macro tests over a `paired_scores` table
     (row_index, true_id, before, after: both runs' probabilities in this run's label order)."""
     n, mean, variance = con.execute(sql("paired_log_loss.sql"), {"eps": eps}).fetchall()[0]

@@ -28,11 +28,16 @@ Intervals:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from scorekeeper.evaluation.duck import SLICE_GROUPS, null_group_key, sql
 from scorekeeper.evaluation.statistics.paired_tests import CHUNK, SEED
+from scorekeeper.metrics.document import SliceGroupPart, SliceGroups
+
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
 SLICE_UNITS = 1_000  # resampling units of a slice: its rows up to this many, else this many blocks of rows
 SLICE_RESAMPLES = 2_000
@@ -41,7 +46,7 @@ SLICE_RESAMPLES = 2_000
 GroupFields = Callable[[int, float, float, int, list[float] | None, list[float] | None], dict]
 
 
-def head_slices(con, rows_query: str, group_fields: GroupFields, slice_columns: list[str]) -> tuple[dict, dict]:
+def head_slices(con: Connection, rows_query: str, group_fields: GroupFields, slice_columns: list[str]) -> tuple[dict, dict]:
     """Per slice column: {value: group} and the group counts of columns with more groups than were
     kept, over the kind's evaluated rows (`rows_query` makes head_slice_rows) and the `staged` slice columns."""
     con.execute(sql("wilson.sql"))
@@ -67,6 +72,11 @@ def head_slices(con, rows_query: str, group_fields: GroupFields, slice_columns: 
         if total > len(groups):
             truncated[column] = int(total)
     return slices, truncated
+
+
+def as_parts(slices: dict[str, dict[str, dict]], part: type[SliceGroupPart]) -> SliceGroups:
+    """head_slices' groups as the kind's part of metrics.json `slices` (its group fields validated once)."""
+    return {column: {value: part.model_validate(fields) for value, fields in groups.items()} for column, groups in slices.items()}
 
 
 def _interval(rows: int, units: tuple[list, list]) -> list[float] | None:

@@ -7,6 +7,7 @@ decided over its list elements (`truth_elements`); a regression column holds num
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from scorekeeper.errors import InputError
 from scorekeeper.evaluation.duck import Fragment, parquet_view, sql, statement
@@ -15,8 +16,11 @@ from scorekeeper.metrics.document import GroundTruthSource
 from scorekeeper.metrics.truth_matching import ColumnKind, TruthMatching
 from scorekeeper.run_folder import RunFolder, StagedManifest
 
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
 
-def label_table(con, name: str, labels: list[str]) -> None:
+
+def label_table(con: Connection, name: str, labels: list[str]) -> None:
     """A temp table `name` (label_id, label_name) of a model's labels."""
     con.execute(sql("label_table.sql", table=name))
     if labels:
@@ -31,7 +35,7 @@ STAGED_VALUE = Fragment("src.label AS value")
 
 
 def truth_table(
-    con, run: RunFolder, manifest: StagedManifest, value: Fragment, empty: Fragment, elements: bool = False, rule: bool = True
+    con: Connection, run: RunFolder, manifest: StagedManifest, value: Fragment, empty: Fragment, elements: bool = False, rule: bool = True
 ) -> tuple[GroundTruthSource | None, ColumnKind | None]:
     """The temp table `truth` (row_index, id, `value`: RAW_LABEL or STAGED_VALUE) from the staged
     label column or the staged ground-truth files, or with the column `empty` and no row for a run
@@ -60,13 +64,13 @@ def truth_table(
     return source, label_kind(con, view)
 
 
-def label_kind(con, view: str) -> ColumnKind:
+def label_kind(con: Connection, view: str) -> ColumnKind:
     """The kind of the `label` column of `view` (staged or ground_truth)."""
     query = statement("SELECT column_type FROM (DESCRIBE {view}) WHERE column_name = 'label'", view=view)
     return column_kind(con.execute(query).fetchall()[0][0])
 
 
-def truth_values(con, labels_table: str = "labels", truth: str = "truth") -> TruthValues:
+def truth_values(con: Connection, labels_table: str = "labels", truth: str = "truth") -> TruthValues:
     """The `truth` table's (or `truth_elements`') distinct values against a label table
     (sql/truth/truth_values.sql)."""
     distinct, names, ids, ids_not_names, conflicts = con.execute(sql("truth_values.sql", labels=labels_table, truth=truth)).fetchall()[0]
@@ -74,7 +78,7 @@ def truth_values(con, labels_table: str = "labels", truth: str = "truth") -> Tru
 
 
 def match_truth(
-    con,
+    con: Connection,
     kind: ColumnKind,
     labels: list[str],
     column: str,
@@ -104,7 +108,7 @@ def match_truth(
     return matching
 
 
-def check_regression_truth(con, outputs: list[str], column: str) -> None:
+def check_regression_truth(con: Connection, outputs: list[str], column: str) -> None:
     """A regression truth's shape against the head's outputs, the one place it is checked: one
     number per row for one output, a list of as many numbers as there are outputs for several.
     Expects the `truth` table of truth_table. A scalar column for a head of several outputs

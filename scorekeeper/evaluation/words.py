@@ -15,6 +15,8 @@ tokenizers differ).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from scorekeeper.evaluation.duck import parquet_view, sql
@@ -22,11 +24,14 @@ from scorekeeper.metrics.document import MovedToken
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.storage import Location
 
+if TYPE_CHECKING:
+    from scorekeeper.evaluation.duck import Connection
+
 MOVED = 20
 MIN_COUNT = 20
 
 
-def moved_tokens(con, reference: Location, current: Location) -> list[MovedToken] | str:
+def moved_tokens(con: Connection, reference: Location, current: Location) -> list[MovedToken] | str:
     """drift.moved_tokens of `current` against `reference`, or why there are none."""
     # this run's counts are still where the gather summed them (the report step publishes them)
     files = {"reference": RunFolder.TOKEN_COUNTS, "current": RunFolder.TOKEN_COUNTS_WORK}

@@ -134,6 +134,10 @@ class RegressionSliceGroup(Part):
     mae_ci: list[float] | None = None
 
 
+SliceGroupPart = SliceGroup | LabelSliceGroup | RegressionSliceGroup
+SliceGroups = dict[str, dict[str, SliceGroupPart]]  # metrics.json `slices`: per slice column, {value: group}
+
+
 # -- multi-label evaluation -----------------------------------------------------------------------------
 
 
@@ -644,6 +648,110 @@ class PredictionPowered(Part):
 # -- the document ----------------------------------------------------------------------------------------
 
 
+# -- each kind's part of the document (HeadEvaluation.metrics, .reference_records) -----------------
+
+
+class KindPart(Part):
+    """A part of the document a kind's evaluation returns: its fields are declared as MetricsDocument
+    declares them (tests/test_kind_parts.py holds each to it), and the fields it sets are the ones
+    the document gets."""
+
+    def fields(self) -> dict[str, Any]:
+        """The fields set, as the document is built from them (nothing set is nothing written)."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+class KindMetrics(KindPart):
+    """A kind's fields of metrics.json over its evaluated rows (HeadEvaluation.metrics)."""
+
+    evaluated: int
+    truth_matching: TruthMatching | None = None
+    unknown_labels: dict[str, int] | None = None
+    unknown_label_rows: int | None = None
+
+
+class SingleLabelMetrics(KindMetrics):
+    accuracy: Number = None
+    macro_f1: Number = None
+    weighted_f1: Number = None
+    log_loss: Number = None
+    log_loss_rows: int | None = None
+    ece: float | MacroMicro | None = None
+    ece_bins: int | None = None
+    calibration: list[CalibrationBin] | None = None
+    per_class: dict[str, ClassScores] | None = None
+    confusion: dict[str, dict[str, int]] | None = None
+    accuracy_ci: list[float] | None = None
+    roc_auc: ClassAreas | LabelAreas | None = None
+    average_precision: ClassAreas | LabelAreas | None = None
+    top_k_accuracy: dict[str, float] | None = None
+    thresholds: list[ThresholdRow] | None = None
+    curves: Curves | None = None
+    score_histogram: ScoreHistogram | None = None
+    confident_errors: list[ConfidentError] | None = None
+    label_audit: LabelAudit | None = None
+
+
+class MultiLabelMetrics(KindMetrics):
+    subset_accuracy: Number = None
+    hamming_loss: Number = None
+    micro_f1: Number = None
+    micro_precision: Number = None
+    micro_recall: Number = None
+    macro_f1: Number = None
+    weighted_f1: Number = None
+    samples_f1: Number = None
+    lrap: Number = None
+    coverage_error: Number = None
+    ranking_loss: Number = None
+    log_loss: Number = None
+    roc_auc: ClassAreas | LabelAreas | None = None
+    average_precision: ClassAreas | LabelAreas | None = None
+    ece: float | MacroMicro | None = None
+    ece_bins: int | None = None
+    per_label: dict[str, LabelScores] | None = None
+    threshold_tuning: ThresholdTuning | None = None
+    label_cardinality: LabelCardinality | None = None
+    label_calibration: dict[str, list[LabelCalibrationBin]] | None = None
+    curves: Curves | None = None
+    confident_wrong_labels: list[WrongLabel] | None = None
+
+
+class RegressionMetrics(KindMetrics):
+    outputs: list[str] | None = None
+    mae: Number = None
+    mse: Number = None
+    rmse: Number = None
+    r2: Number = None
+    explained_variance: Number = None
+    max_error: Number = None
+    median_absolute_error: Number = None
+    mape: Number = None
+    mape_rows: int | None = None
+    wmape: Number = None
+    pearson: Number = None
+    spearman: Number = None
+    kendall_tau_b: Number = None
+    mean_truth: Number = None
+    mean_prediction: Number = None
+    no_truth_rows: int | None = None
+    partial_truth_rows: int | None = None
+    not_finite_rows: int | None = None
+    per_output: dict[str, dict[str, int | float | None]] | None = None
+    residual_histogram: dict[str, ResidualHistogram] | None = None
+    predicted_vs_true: dict[str, PredictedPoints | PredictedDensity] | None = None
+    calibration_deciles: dict[str, list[Decile]] | None = None
+    largest_errors: dict[str, list[LargestError]] | None = None
+
+
+class ReferenceRecords(KindPart):
+    """What a later run's estimate and labelling plan read of this run (HeadEvaluation.reference_records;
+    RecordedMetrics reads them back)."""
+
+    calibration_by_label: dict[str, list[LabelBinCount]] | None = None
+    residual_bins: dict[str, ResidualBins] | None = None
+
+
 class MetricsDocument(Part):
     """report/metrics.json. Field order is key order in the file."""
 
@@ -672,7 +780,7 @@ class MetricsDocument(Part):
     unknown_labels: dict[str, int] | None = None
     unknown_label_rows: int | None = None
     null_text_rows: int | None = None
-    slices: dict[str, dict[str, SliceGroup | LabelSliceGroup | RegressionSliceGroup]] | None = None
+    slices: SliceGroups | None = None
     slices_truncated: dict[str, int] | None = None
     finished_at: str | None = None
     accuracy_ci: list[float] | None = None

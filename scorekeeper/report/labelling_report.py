@@ -3,9 +3,10 @@ exact commands that hand their labels back; once they are back, the prediction-p
 their intervals beside the classical ones, the sample's caveats and whether the label-free estimate
 is off on this run.
 
-Pure functions of the typed document and the run's facts (RunFacts: the request's public parameters, the
-run id, the deployment), used by report.md, report.html and the Prefect summary alike. They return
-plain text lines in markdown; each caller escapes data by its own rule (md_text / md_code here).
+One view (`LabellingView`, built by `labelling_view` from the typed document and the run's facts:
+RunFacts, the request's public parameters, the run id, the deployment) rendered by
+templates/labelling.md.j2 (report.md and the Prefect summary) and templates/labelling.html.j2, each
+escaping data by its output's rule (scorekeeper/report/view.py).
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from scorekeeper.escape import md_code, md_text
 from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.params import PARAMETER_EFFECTS, PREDICTIONS, ScoreRequest
 from scorekeeper.report.render import fmt
 from scorekeeper.report.report_stats import pvalue
+from scorekeeper.report.view import Num, at, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 
 LABELS_FILE = "labels.csv"  # the placeholder for the user's labelled copy of the plan
@@ -80,78 +82,6 @@ def labels_back_commands(facts: RunFacts | None, labels: str = LABELS_FILE) -> t
     return cli, prefect
 
 
-def plan_lines(document: MetricsDocument, facts: RunFacts | None, plan_uri: str | None = None) -> list[str]:
-    """report.md's labelling plan part: how many rows to label, where, and how to hand them back."""
-    plan = document.label_plan
-    if plan is None:
-        return []
-    where = plan_uri or "report/label_plan.parquet"
-    source = f"the calibration of run {md_text(plan.reference)}" if plan.reference else "the model's own outputs"
-    lines = [
-        "## Labelling plan",
-        "",
-        f"**Label the {plan.rows} rows of {md_code(where)}** (budget {plan.budget}, {plan.sampling} sampling, "
-        f"{plan.expected_rows:.1f} rows expected; label-free predictions from {source}). The plan is drawn from the run id "
-        f"{md_code(plan.key)}: a rerun of this run draws the same rows.",
-        "",
-    ]
-    commands = labels_back_commands(facts)
-    if facts is None or commands is None:
-        lines += [
-            "This run has no `id_column`, so labels cannot be joined back to it: give the nightly run an id_column.",
-            "",
-        ]
-        return lines
-    id_column, label_column = facts.id_column, facts.label_column or "label"
-    rename = "" if id_column == "id" else f" (its `id` column renamed {md_code(str(id_column))})"
-    lines += [
-        f"Hand the labels back as ground truth: save the plan's rows{rename} with a {md_code(label_column)} column of their "
-        f"labels as {md_code(LABELS_FILE)} (CSV, Parquet or JSON Lines), and rerun this run under its name (nothing is scored "
-        "again; the labels are joined on the id):",
-        "",
-        "```",
-        commands[0],
-        "```",
-        "",
-        "or, from a Prefect deployment:",
-        "",
-        "```",
-        commands[1],
-        "```",
-        "",
-    ]
-    return lines
-
-
-def pp_lines(document: MetricsDocument) -> list[str]:
-    """report.md's prediction-powered part: the values with intervals beside the classical ones, and
-    what to make of them."""
-    pp = document.prediction_powered
-    if pp is None:
-        return []
-    lines = [
-        "## Prediction-powered metrics",
-        "",
-        f"Over the run's {pp.rows} scored rows, from {pp.labelled} labelled rows of the {pp.plan_rows}-row plan "
-        f"({pp.sampling} sampling) and the label-free predictions on every row; valid under any shift.",
-        "",
-        "| metric | prediction-powered | 95% CI | classical (sample alone) | 95% CI | lambda |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, m in pp.metrics.items():
-        lam = m.lam
-        shown = fmt(lam) if isinstance(lam, float) else ("per target" if isinstance(lam, dict) else ", ".join(fmt(x) for x in lam))
-        lines.append(f"| {md_text(name)} | {fmt(m.value)} | {_ci(m.ci)} | {fmt(m.classical)} | {_ci(m.classical_ci)} | {shown} |")
-    lines.append("")
-    lines += [f"- {md_text(note)}" for note in pp_notes(document)]
-    lines.append("")
-    return lines
-
-
-def _ci(ci: list[float] | None) -> str:
-    return f"[{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "n/a"
-
-
 def pp_notes(document: MetricsDocument) -> list[str]:
     """The sentences the prediction-powered part carries (plain text)."""
     pp = document.prediction_powered
@@ -199,11 +129,102 @@ def sample_note(document: MetricsDocument) -> str | None:
     return f"The metrics below are over the {document.evaluated} labelled rows, not the run's rows: the run's metrics are the prediction-powered ones."
 
 
+@dataclass(frozen=True)
+class PPMetric:
+    """A prediction-powered metric beside the classical one (the labelled sample alone)."""
+
+    name: str
+    value: Num
+    ci: Num
+    classical: Num
+    classical_ci: Num
+    lam: str  # the power-tuning lambda as shown: a number, one per output, or "per target"
+
+
+@dataclass(frozen=True)
+class PPView:
+    """The prediction-powered part: its rows, the metrics and the notes."""
+
+    rows: Num
+    labelled: Num
+    plan_rows: Num
+    sampling: str
+    metrics: tuple[PPMetric, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """The labelling plan: how many rows, where, drawn how, and the commands that hand labels back."""
+
+    rows: Num
+    where: str  # the plan file's place (report.md: report/label_plan.parquet; the Prefect summary: its URI)
+    budget: int
+    sampling: str
+    expected_rows: float
+    reference: str | None  # the run whose calibration gave the label-free predictions
+    key: str
+    commands: tuple[str, str] | None  # the CLI rerun and the `prefect deployment run` (None: no id_column)
+    id_column: str | None
+    label_column: str
+    labels_file: str
+
+
+@dataclass(frozen=True)
+class LabellingView:
+    """The labelling part (templates/labelling.md.j2, labelling.html.j2)."""
+
+    pp: PPView | None
+    plan: PlanView | None
+    sample_note: str | None
+
+
+def _lam(lam) -> str:
+    return fmt(lam) if isinstance(lam, float) else ("per target" if isinstance(lam, dict) else ", ".join(fmt(x) for x in lam))
+
+
+def _pp_view(document: MetricsDocument) -> PPView | None:
+    pp = document.prediction_powered
+    if pp is None:
+        return None
+
+    def metric(name: str, lam) -> PPMetric:
+        value, ci, classical, classical_ci = (at(document, "prediction_powered", "metrics", name, k) for k in PP_FIELDS)
+        return PPMetric(name, value, ci, classical, classical_ci, _lam(lam))
+
+    rows, labelled, plan_rows = (at(document, "prediction_powered", k) for k in ("rows", "labelled", "plan_rows"))
+    metrics = tuple(metric(name, m.lam) for name, m in pp.metrics.items())
+    return PPView(rows, labelled, plan_rows, pp.sampling, metrics, tuple(pp_notes(document)))
+
+
+PP_FIELDS = ("value", "ci", "classical", "classical_ci")  # a prediction-powered metric's numbers, in the table's order
+
+
+def _plan_view(document: MetricsDocument, facts: RunFacts | None, plan_uri: str | None) -> PlanView | None:
+    plan = document.label_plan
+    if plan is None:
+        return None
+    return PlanView(
+        rows=at(document, "label_plan", "rows"),
+        where=plan_uri or "report/label_plan.parquet",
+        budget=plan.budget,
+        sampling=plan.sampling,
+        expected_rows=plan.expected_rows,
+        reference=plan.reference,
+        key=plan.key,
+        commands=labels_back_commands(facts),
+        id_column=facts.id_column if facts is not None else None,
+        label_column=(facts.label_column if facts is not None else None) or "label",
+        labels_file=LABELS_FILE,
+    )
+
+
+def labelling_view(document: MetricsDocument, facts: RunFacts | None, plan_uri: str | None = None) -> LabellingView | None:
+    """The labelling part's view (None: a run without a plan or prediction-powered metrics)."""
+    view = LabellingView(_pp_view(document), _plan_view(document, facts, plan_uri), sample_note(document))
+    return view if view.pp or view.plan or view.sample_note else None
+
+
 def labelling_markdown(document: MetricsDocument, facts: RunFacts | None, plan_uri: str | None = None) -> list[str]:
     """The whole labelling part of report.md and the Prefect summary."""
-    lines = pp_lines(document)
-    lines += plan_lines(document, facts, plan_uri)
-    note = sample_note(document)
-    if note:
-        lines += [f"**{md_text(note)}**", ""]
-    return lines
+    return render_markdown_section("labelling", labelling_view(document, facts, plan_uri))

@@ -135,15 +135,6 @@ def group_rows(scoring: ScoringSummary | None) -> list[tuple[str, ...]]:
     return rows
 
 
-def groups_markdown(scoring: ScoringSummary | None) -> list[str]:
-    """The fan-out table of report.md (report.html shows the same rows in its `groups` section)."""
-    rows = group_rows(scoring)
-    if not rows:
-        return []
-    lines = ["## Scoring groups", "", "| " + " | ".join(GROUP_HEADER) + " |", "|---" * len(GROUP_HEADER) + "|"]
-    return lines + ["| " + " | ".join(md(c) for c in r) + " |" for r in rows] + [""]
-
-
 def plot_files(metrics: MetricsDocument) -> dict[str, str]:
     """The report's plots by file name; absent data gives no file."""
     made = {

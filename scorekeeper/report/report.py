@@ -21,46 +21,36 @@ from scorekeeper.escape import md_code
 from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
-from scorekeeper.metrics.document import ClassAreas, Comparison, ErrorChange, MetricsDocument
-from scorekeeper.metrics.registry import history_columns, lower_is_better, metric_value, number_at, value_at
+from scorekeeper.metrics.document import MetricsDocument
 from scorekeeper.report import plots
+from scorekeeper.report.audit_report import audit_view
+from scorekeeper.report.comparison_report import comparison_view
 from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
-from scorekeeper.report.labelling_report import labelling_markdown, labels_back_commands, pp_notes, sample_note
+from scorekeeper.report.gates_report import gates_view
+from scorekeeper.report.labelling_report import labelling_markdown, labelling_view
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
+from scorekeeper.report.per_class_report import per_class_view, unknown_labels_view
+from scorekeeper.report.per_label_report import per_label_view, wrong_labels_view
+from scorekeeper.report.per_output_report import per_output_view
 from scorekeeper.report.render import (
-    GROUP_HEADER,
-    SliceMetric,
     cards,
     ci,
     fmt,
-    group_rows,
-    groups_markdown,
     headline,
     md,
     plot_files,
-    regression_plot_name,
     signed,
-    slice_note,
-    slice_scale,
-    sorted_slices,
 )
 from scorekeeper.report.report_stats import (
-    CLASS_TESTS,
-    audit_matrix,
-    class_mark,
-    comparison_tests_markdown,
-    gate_test_text,
-    label_audit_markdown,
     mark,
     pvalue,
-    tests_sentence,
 )
-from scorekeeper.report.view import render_html_section
+from scorekeeper.report.slices_report import slices_view
+from scorekeeper.report.tables_report import FactsView, errors_view, groups_markdown, groups_view, history_view, thresholds_view
+from scorekeeper.report.view import render_html_section, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
-
-REGRESSION_PLOTS = ("predicted_vs_true", "residuals", "deciles")
 
 
 def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
@@ -76,16 +66,7 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
     lines += labelling_markdown(metrics, facts)  # the prediction-powered metrics, the plan and how to label it
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
-    gates = metrics.gates
-    if gates:
-        failed = [g for g in gates if not g.passed]
-        lines += [f"**Gates: {len(failed)} of {len(gates)} failed.**" if failed else f"**Gates: all {len(gates)} passed.**", ""]
-        lines += ["| gate | value | limit | test | result |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {g.gate} | {fmt(g.value)} | {fmt(g.limit)} | {gate_test_text(g)} | {'pass' if g.passed else '**FAIL**'} |" for g in gates
-        ]
-        lines += [f"- warning: {g.warning}" for g in gates if g.warning]
-        lines.append("")
+    lines += render_markdown_section("gates", gates_view(metrics))
     lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
     if scoring:
         lines += [
@@ -104,161 +85,52 @@ def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> s
             "",
         ]
     lines += groups_markdown(scoring)
-    lines += _markdown_comparison(metrics.comparison)
-    lines += comparison_tests_markdown(metrics.comparison)
+    lines += render_markdown_section("comparison", comparison_view(metrics))
     for section in kind_report(metrics).sections:  # the kind's own sections (its spec: evaluation/base.KindReport)
-        lines += KIND_SECTIONS[section](metrics)
+        lines += _kind_markdown(section, metrics)
     lines += length_markdown(metrics)
-    if metrics.unknown_labels:
-        lines += ["## Labels the model cannot predict", "", "| label | rows |", "|---|---|"]
-        lines += [f"| {md(k)} | {v} |" for k, v in metrics.unknown_labels.items()] + [""]
-    if metrics.per_class:
-        lines += ["## Per class", "", "| label | precision | recall | f1 | support |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {md(name)} | {fmt(c.precision)} | {fmt(c.recall)} | {fmt(c.f1)} | {c.support} |" for name, c in metrics.per_class.items()
-        ] + [""]
-        names, counts, grouped = plots.confusion_cells(metrics)
-        lines += ["## Confusion (rows: truth, columns: prediction)", ""]
-        if grouped:
-            lines += [f"The {len(names) - 1} labels with the most rows; the other {grouped} are summed as the last row and column.", ""]
-        lines += ["| | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
-        lines += [f"| **{md(t)}** | " + " | ".join(str(n) for n in counts[i]) + " |" for i, t in enumerate(names)] + [""]
-    shown = kind_report(metrics).slice_metrics
-    for column, values in (metrics.slices or {}).items():
-        order = f"largest {shown[0].key} first" if shown[0].lower_is_better else "worst first"
-        header = "| value | rows | " + " | ".join(f"{s.key} | 95% CI" for s in shown) + " |"
-        lines += [f"## By {md(column)} ({order})", "", header, "|---|---" + "|---|---" * len(shown) + "|"]
-        lines += [
-            f"| {md(v)} | {g.rows} | " + " | ".join(f"{fmt(s.of(g))} | {ci(s.interval_of(g))}" for s in shown) + " |"
-            for v, g in sorted_slices(values, shown[0])
-        ]
-        lines.append("")
-    lines += label_audit_markdown(metrics.label_audit, metrics.evaluated, metrics.accuracy)
+    lines += render_markdown_section("unknown_labels", unknown_labels_view(metrics))
+    lines += render_markdown_section("per_class", per_class_view(metrics))
+    lines += render_markdown_section("slices", slices_view(metrics))
+    lines += render_markdown_section("label_audit", audit_view(metrics))
     return "\n".join(lines)
 
 
 # The sections rendered once (scorekeeper/report/view.py): name -> the view's builder; each has
 # templates/<name>.md.j2 and templates/<name>.html.j2, which read that view only.
 SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] = {
+    "comparison": lambda metrics, _facts: comparison_view(metrics),
     "drift": lambda metrics, _facts: drift_view(metrics),
+    "gates": lambda metrics, _facts: gates_view(metrics),
+    "label_audit": lambda metrics, _facts: audit_view(metrics),
+    "labelling": labelling_view,
+    "per_class": lambda metrics, _facts: per_class_view(metrics),
+    "per_label": lambda metrics, _facts: per_label_view(metrics),
+    "per_output": lambda metrics, _facts: per_output_view(metrics),
+    "slices": lambda metrics, _facts: slices_view(metrics),
+    "thresholds": lambda metrics, _facts: thresholds_view(metrics),
+    "errors": lambda metrics, _facts: errors_view(metrics),
+    "history": lambda metrics, _facts: history_view(metrics),
+    "groups": lambda metrics, _facts: groups_view(metrics.scoring),
+    "facts": lambda metrics, facts: FactsView(tuple(run_facts(metrics, facts))),
+    "unknown_labels": lambda metrics, _facts: unknown_labels_view(metrics),
+    "wrong_labels": lambda metrics, _facts: wrong_labels_view(metrics),
     "length": lambda metrics, _facts: length_view(metrics),
 }
 
 
-PER_LABEL_HEADER: tuple[str, ...] = ("label", "precision", "recall", "f1", "support", "prevalence", "threshold", "tuned threshold")
-PER_LABEL_HEADER += ("tuned F1 (tuning half)", "tuned F1 (held out)", "F1 at threshold (held out)", "ROC-AUC", "avg precision")
-# The per-label table's columns after the label: a field of LabelScores each, then the label's areas.
-PER_LABEL_FIELDS: tuple[str, ...] = ("precision", "recall", "f1", "support", "prevalence", "threshold", "tuned_threshold")
-PER_LABEL_FIELDS += ("tuned_f1_in_sample", "tuned_f1_heldout", "heldout_f1_at_threshold")
-PER_LABEL_AREAS = ("roc_auc", "average_precision")
-
-
-def per_label_rows(metrics: MetricsDocument) -> list[tuple[str, list[tuple[list, object, int]]]]:
-    """Multi-label: per label, its cells as (JSON path, value, digits), in PER_LABEL_HEADER's order."""
-    rows = []
-    for label, scores in (metrics.per_label or {}).items():
-        cells: list[tuple[list, object, int]] = [(["per_label", label, k], getattr(scores, k), 4) for k in PER_LABEL_FIELDS]
-        for area in PER_LABEL_AREAS:
-            path = [area, "per_label", label]
-            cells.append((path, number_at(metrics, path), 4))
-        rows.append((label, cells))
-    return rows
-
-
-def _markdown_per_label(metrics: MetricsDocument) -> list[str]:
-    """A multi-label run's table per label, its labels per row and its most confident wrong labels."""
-    if not metrics.per_label:
-        return []
-    lines = ["## Per label", ""]
-    tuning = metrics.threshold_tuning
-    if tuning:
-        lines += [
-            f"Tuned thresholds are F1-optimal on one half of the rows ({md(tuning.split)}: {tuning.tuning_rows} rows) "
-            f"and measured on the other ({tuning.heldout_rows} rows); the gap between the two F1s is the optimism of tuning in-sample.",
-            "",
-        ]
-    lines += ["| " + " | ".join(PER_LABEL_HEADER) + " |", "|---" * len(PER_LABEL_HEADER) + "|"]
-    lines += ["| " + md(label) + " | " + " | ".join(fmt(v) for _, v, _ in cells) + " |" for label, cells in per_label_rows(metrics)]
-    card = metrics.label_cardinality
-    if card:
-        lines += [
-            "",
-            f"Labels per row: {fmt(card.truth)} in the truth, {fmt(card.predicted)} predicted; "
-            f"{card.rows_without_prediction} rows with no label predicted.",
-        ]
-    errors = metrics.confident_wrong_labels or []
-    if errors:
-        lines += ["", "## Most confident wrong labels", "", "| row | id | label | truth | probability |", "|---|---|---|---|---|"]
-        lines += [f"| {e.row_index} | {md(e.id)} | {md(e.label)} | {e.truth} | {fmt(e.probability)} |" for e in errors]
-    return lines + [""]
-
-
-def _markdown_per_output(metrics: MetricsDocument) -> list[str]:
-    """A regression run's table per output (the kind's table_metrics), calibration by decile and largest errors."""
-    if not metrics.per_output:
-        return []
-    outputs = metrics.per_output
-    lines = ["## Per output" if len(outputs) > 1 else "## Regression metrics", ""]
-    lines += ["| metric | " + " | ".join(md(o) for o in outputs) + " |", "|---" * (len(outputs) + 1) + "|"]
-    lines += [f"| {k} | " + " | ".join(fmt(v.get(k)) for v in outputs.values()) + " |" for k in kind_report(metrics).table_metrics]
-    for output in outputs:
-        title = f" ({md(output)})" if len(outputs) > 1 else ""
-        deciles = (metrics.calibration_deciles or {}).get(output) or []
-        if deciles:
-            lines += ["", f"## Calibration by decile{title}", "", "| decile | rows | mean prediction | mean truth |", "|---|---|---|---|"]
-            lines += [f"| {d.decile} | {d.rows} | {fmt(d.mean_prediction)} | {fmt(d.mean_truth)} |" for d in deciles]
-        errors = (metrics.largest_errors or {}).get(output) or []
-        if errors:
-            lines += ["", f"## Largest errors{title}", "", "| row | id | truth | prediction | error | text |", "|---|---|---|---|---|---|"]
-            lines += [
-                f"| {e.row_index} | {md(e.id)} | {fmt(e.truth)} | {fmt(e.prediction)} | {fmt(e.error)} | {md(e.text or '')} |"
-                for e in errors
-            ]
-    return lines + [""]
-
-
 # The kinds' own report.md sections by the name their spec gives (evaluation/base.KindReport.sections).
-KIND_SECTIONS = {"per_label": _markdown_per_label, "per_output": _markdown_per_output}
+KIND_SECTIONS: dict[str, Callable[[MetricsDocument], object | None]] = {"per_label": per_label_view, "per_output": per_output_view}
+
+
+def _kind_markdown(section: str, metrics: MetricsDocument) -> list[str]:
+    """A kind's own report.md section: its view rendered by templates/<section>.md.j2."""
+    return render_markdown_section(section, KIND_SECTIONS[section](metrics))
 
 
 def kind_report(metrics: MetricsDocument) -> KindReport:
     """What the report shows of the run's kind of head beyond the shared sections (its spec)."""
     return evaluation_for(metrics.head).report
-
-
-def error_changes(comparison: Comparison) -> list[tuple[str, ErrorChange]]:
-    """A one-output regression comparison's paired changes of MAE and RMSE, in the document's order."""
-    return [(name, value) for name, value in comparison if isinstance(value, ErrorChange)]
-
-
-def _markdown_comparison(comparison: Comparison | None) -> list[str]:
-    if not comparison:
-        return []
-    flipped = comparison.flipped  # regression runs compare errors, not right and wrong
-    lines = [f"## Compared with run {md_code(comparison.run)}", ""]
-    lines += [
-        f"{comparison.rows_compared} rows compared"
-        + (f" (matched on {comparison.matched_on})" if comparison.matched_on else "")
-        + (
-            f": {flipped.right_to_wrong} right -> wrong, {flipped.wrong_to_right} wrong -> right, "
-            f"{flipped.other} wrong in both with another prediction; McNemar exact p = {comparison.mcnemar_p:.4g}."
-            if flipped
-            else "."
-        ),
-        "",
-    ]
-    for name, d in error_changes(comparison):
-        lines += [
-            f"{name.upper()} change {signed(d.delta)} ({fmt(d.this)} vs {fmt(d.other)}), paired bootstrap 95% interval {ci(d.ci)}.",
-            "",
-        ]
-    if comparison.accuracy_delta_ci:
-        paired = comparison.accuracy_delta_paired
-        change = f" {paired:+.4f} over the rows both runs scored," if isinstance(paired, float) else ""
-        lines += [f"Accuracy change,{change} paired bootstrap 95% interval: {ci(comparison.accuracy_delta_ci)}.", ""]
-    lines += ["| metric | change (this - other) |", "|---|---|"]
-    lines += [f"| {k} | {signed(v)} |" for k, v in comparison.deltas.items()] + [""]
-    return lines
 
 
 def _environment():
@@ -284,14 +156,9 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
     from markupsafe import Markup
 
     svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
-    names, _, grouped = plots.confusion_cells(metrics)
-    gates = metrics.gates or []
+    gates = gates_view(metrics)
     run = RunFacts.of(run_info)
     facts = run_facts(metrics, run)
-    kind = kind_report(metrics)
-    shown = kind.slice_metrics
-    slices = {column: _slice_table(metrics, shown, values) for column, values in (metrics.slices or {}).items()}
-    slice_intervals = any(s.interval_of(g) for values in (metrics.slices or {}).values() for g in values.values() for s in shown)
     return (
         _environment()
         .get_template("report.html.j2")
@@ -299,110 +166,29 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             m=metrics,
             run=run,
             svg=svgs,
-            facts=facts,
+            facts=render_html_section("facts", FactsView(tuple(facts))),
+            thresholds=render_html_section("thresholds", thresholds_view(metrics)),
+            errors=render_html_section("errors", errors_view(metrics)),
+            history=render_html_section("history", history_view(metrics)),
             headline_cards=cards(metrics),
             gates=gates,
-            gate_tests=any(g.method for g in gates),
-            tests_sentence=tests_sentence(metrics.comparison) if metrics.comparison and metrics.comparison.metric_tests else "",
-            audit_names=audit_matrix(metrics.label_audit)[0] if metrics.label_audit else [],
-            failed_gates=[g for g in gates if not g.passed],
-            slices=slices,
-            slice_metrics=shown,
-            slice_intervals=slice_intervals,
-            slice_note=slice_note(metrics, shown, kind.slice_caption, slice_intervals),
-            confusion_grouped=grouped,
-            confusion_shown=len(names) - (1 if grouped else 0),
-            **_comparison_context(metrics),
-            lower_is_better=lower_is_better(metrics.head),
-            history_columns=history_columns(metrics.head, metrics.history or []),
-            history_rows=[
-                (h, [value_at(h, (c.name,)) for c in history_columns(metrics.head, metrics.history or [])])
-                for h in reversed(metrics.history or [])
-            ],
-            class_areas={
-                area: values.per_class if isinstance(values, ClassAreas) else {}
-                for area, values in (("roc_auc", metrics.roc_auc), ("average_precision", metrics.average_precision))
-            },
-            group_header=GROUP_HEADER,
-            groups=group_rows(metrics.scoring),
+            gates_section=render_html_section("gates", gates),
+            label_audit=render_html_section("label_audit", audit_view(metrics)),
+            slices=render_html_section("slices", slices_view(metrics)),
+            per_class=render_html_section("per_class", per_class_view(metrics)),
+            unknown_labels=render_html_section("unknown_labels", unknown_labels_view(metrics)),
+            comparison=render_html_section("comparison", comparison_view(metrics)),
+            groups=render_html_section("groups", groups_view(metrics.scoring)),
             max_curves=plots.MAX_CURVES,
-            per_label_header=PER_LABEL_HEADER,
-            per_label=per_label_rows(metrics),
-            regression_table=kind.table_metrics,
-            regression_plots=_regression_svgs(metrics, svgs),
+            per_label=render_html_section("per_label", per_label_view(metrics)),
+            wrong_labels=render_html_section("wrong_labels", wrong_labels_view(metrics)),
+            per_output=render_html_section("per_output", per_output_view(metrics)),
             length=render_html_section("length", length_view(metrics)),
             drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
             drift=render_html_section("drift", drift_view(metrics)),
-            labelling_notes=pp_notes(metrics),
-            labels_back=labels_back_commands(run) if metrics.label_plan else None,
-            sample_note=sample_note(metrics),
+            labelling=render_html_section("labelling", labelling_view(metrics, run)),
         )
     )
-
-
-def _comparison_context(metrics: MetricsDocument) -> dict:
-    """The comparison section's rows, prepared for the template (no lookups by key there)."""
-    comparison = metrics.comparison
-    if comparison is None:
-        return {
-            "compared": [],
-            "error_changes": [],
-            "class_tests": [],
-            "class_deltas": [],
-            "flip_samples": [],
-            "samples_shown": 0,
-            "accuracy_change": None,
-        }
-    paired = comparison.accuracy_delta_paired
-    flipped = comparison.flipped
-    samples = comparison.samples
-    return {
-        "compared": [(k, metric_value(metrics, k), v, comparison.metric_tests.get(k)) for k, v in comparison.deltas.items()],
-        "error_changes": error_changes(comparison),
-        "class_tests": [(label, [(k, t[k]) for k in CLASS_TESTS], class_mark(t)) for label, t in comparison.per_class_tests.items()],
-        "class_deltas": [(label, [(k, getattr(d, k)) for k in CLASS_DELTAS]) for label, d in comparison.per_class_deltas.items()],
-        "flip_samples": [
-            (title, samples.get(kind) or [], len(samples.get(kind) or []), getattr(flipped, kind) if flipped else None)
-            for kind, title in FLIP_SAMPLES
-        ]
-        if samples
-        else [],
-        "samples_shown": sum(len(v) for v in samples.values()),
-        "accuracy_change": (paired, ["comparison", "accuracy_delta_paired"])
-        if paired is not None
-        else (comparison.deltas.get("accuracy"), ["comparison", "deltas", "accuracy"]),
-    }
-
-
-CLASS_DELTAS = ("precision", "recall", "f1")  # ClassDelta's fields, in the table's order
-FLIP_SAMPLES = (("right_to_wrong", "Right before, wrong now"), ("wrong_to_right", "Wrong before, right now"))
-
-
-def _slice_table(metrics: MetricsDocument, shown: tuple[SliceMetric, ...], values: dict) -> dict:
-    """One slice column's HTML table: its groups worst first, each with its bar and its cells, and the bars' scale."""
-    from markupsafe import Markup
-
-    first = shown[0]
-    groups = sorted_slices(values, first)
-    overall = first.overall(metrics)
-    scale = slice_scale(first, groups, overall)
-    rows = []
-    for value, group in groups:
-        bar = Markup(plots.interval_svg(first.of(group), first.interval_of(group), overall, scale=scale))
-        cells = [(s.key, value_at(group, (s.key,)), s.interval, s.interval_of(group)) for s in shown]
-        rows.append((value, group.rows, cells, bar))
-    return {"scale": scale, "groups": rows}
-
-
-def _regression_svgs(metrics: MetricsDocument, svgs: dict) -> dict[str, list]:
-    """Per regression output, its plots in REGRESSION_PLOTS' order."""
-    outputs = metrics.outputs or []
-    return {
-        output: [
-            svgs[stem] for kind in REGRESSION_PLOTS if (stem := regression_plot_name(kind, i, len(outputs)).removesuffix(".svg")) in svgs
-        ]
-        for i, output in enumerate(outputs)
-    }
 
 
 def run_facts(metrics: MetricsDocument, run: RunFacts) -> list[tuple[str, str]]:

@@ -1,5 +1,6 @@
-"""The report's view of the paired tests and the label audit: report.md's sections, the gate line,
-and the counts report.html and the Prefect summary show. Pure functions on the typed document's parts
+"""The report's words for the paired tests and the label audit: p-values, significance marks, the
+tests' sentence, the gate's test, the audit's matrix, and the counts report.html and the Prefect
+summary show. Pure functions on the typed document's parts
 (scorekeeper/metrics/document.py).
 
 A delta is marked significant (SIGNIFICANT_MARK) when its p-value is below 0.05: the headline
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from scorekeeper.evaluation.statistics.paired_tests import significant_p
 from scorekeeper.metrics.document import Comparison, FamilyTest, GateResult, LabelAudit, PairedTest
-from scorekeeper.report.render import ci, fmt, md, signed
+from scorekeeper.report.render import fmt
 
 SIGNIFICANT_MARK = "✱"
 
@@ -49,40 +50,6 @@ def gate_test_text(gate: GateResult) -> str:
     return f"p {pvalue(gate.p)} ({gate.method}), detectable change {fmt(gate.detectable_change)}"
 
 
-def comparison_tests_markdown(comparison: Comparison | None) -> list[str]:
-    """report.md's paired tests: headline deltas, per class, per slice, each with its interval."""
-    if not comparison or not comparison.metric_tests:
-        return []
-    lines = ["### Paired tests (this - other, 95% intervals)", "", tests_sentence(comparison), ""]
-    lines += ["| metric | change | 95% CI | p | test | |", "|---|---|---|---|---|---|"]
-    for name, t in comparison.metric_tests.items():
-        lines.append(f"| {name} | {signed(t.delta)} | {ci(t.ci)} | {pvalue(t.p)} | {t.method} | {mark(t)} |")
-    lines.append("")
-    per_class = comparison.per_class_tests
-    if per_class:
-        lines += ["| label | F1 change | 95% CI | p (Holm) | precision change (p Holm) | recall change (p Holm) | |"]
-        lines += ["|---|---|---|---|---|---|---|"]
-        for label, tests in per_class.items():
-            f1, pr, rc = (tests[k] for k in CLASS_TESTS)
-            lines.append(
-                f"| {md(label)} | {signed(f1.delta)} | {ci(f1.ci)} | {pvalue(f1.p_holm)} "
-                f"| {signed(pr.delta)} ({pvalue(pr.p_holm)}) | {signed(rc.delta)} ({pvalue(rc.p_holm)}) "
-                f"| {mark(f1, True) or mark(pr, True) or mark(rc, True)} |"
-            )
-        lines.append("")
-    slices = comparison.slice_tests
-    if any(slices.values()):
-        lines += ["| column | value | accuracy change | 95% CI | p | p (Holm) | |", "|---|---|---|---|---|---|---|"]
-        for column, groups in slices.items():
-            for value, family in groups.items():
-                lines.append(
-                    f"| {md(column)} | {md(value)} | {signed(family.delta)} | {ci(family.ci)} | {pvalue(family.p)} "
-                    f"| {pvalue(family.p_holm)} | {mark(family, True)} |"
-                )
-        lines.append("")
-    return lines
-
-
 CLASS_TESTS = ("f1", "precision", "recall")  # a class's family members in `per_class_tests`, in the tables' order
 
 
@@ -95,31 +62,3 @@ def audit_matrix(audit: LabelAudit) -> tuple[list[str], list[list[int]]]:
     """The suspected rows as a (given x suggested) matrix over the labels that occur in it."""
     names = sorted({g for g in audit.by_pair} | {s for row in audit.by_pair.values() for s in row})
     return names, [[audit.by_pair.get(g, {}).get(s, 0) for s in names] for g in names]
-
-
-def label_audit_markdown(audit: LabelAudit | None, evaluated: int, accuracy) -> list[str]:
-    """report.md's label audit: the count, the accuracy without the suspected rows, the pairs and rows."""
-    if not audit:
-        return []
-    share = f" ({audit.suspected / evaluated:.1%} of {evaluated} evaluated rows)" if evaluated else ""
-    lines = ["## Label audit (confident learning)", ""]
-    lines += [
-        f"{audit.suspected} rows{share} carry a label the model contradicts with confidence: some class reaches its "
-        "threshold (the mean probability the model gives that class on the rows labelled with it), and the most "
-        "probable such class is not the given label. Accuracy without them: "
-        f"{fmt(audit.accuracy_excluding_suspected)} (with them: {fmt(accuracy)}).",
-        "",
-    ]
-    if audit.by_pair:
-        names, counts = audit_matrix(audit)
-        lines += ["| given \\ suggested | " + " | ".join(md(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
-        lines += [f"| **{md(g)}** | " + " | ".join(str(c) if c else "" for c in counts[i]) + " |" for i, g in enumerate(names)]
-        lines.append("")
-    if audit.rows:
-        lines += ["| row | id | text | given | suggested | margin |", "|---|---|---|---|---|---|"]
-        lines += [
-            f"| {r.row_index} | {md(r.id)} | {md(r.text or '')} | {md(r.given)} | {md(r.suggested)} | {fmt(r.margin, 3)} |"
-            for r in audit.rows
-        ]
-        lines.append("")
-    return lines

@@ -38,11 +38,12 @@ class Num:
     value: Any
     key: Path_
     digits: int = 4
+    lower_is_better: bool = False  # a change's colour: down is good
 
 
-def at(document: Any, *path: str | int, digits: int = 4) -> Num:
+def at(document: Any, *path: str | int, digits: int = 4, lower_is_better: bool = False) -> Num:
     """The number at `path` in the document (None where absent), marked with that path."""
-    return Num(value_at(document, path), tuple(path), digits)
+    return Num(value_at(document, path), tuple(path), digits, lower_is_better)
 
 
 def _raw(value) -> str:
@@ -51,7 +52,7 @@ def _raw(value) -> str:
 
 def _item(n: Num, index: int) -> Num:
     """An interval's end as a number of its own, its path the interval's and the index."""
-    return Num(n.value[index], (*n.key, index), n.digits)
+    return Num(n.value[index], (*n.key, index), n.digits, n.lower_is_better)
 
 
 def _filters() -> dict:

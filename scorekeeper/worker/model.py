@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scorekeeper.errors import ModelError
-from scorekeeper.head_kind import AUTO, HeadKind
+from scorekeeper.head_kind import AUTO, HeadChoice, HeadKind
 from scorekeeper.long_text import window_size
 from scorekeeper.model_folder import (  # noqa: F401  (the folder's rules, re-exported for the worker's callers)
     adapter_mismatch_message,
@@ -91,7 +91,7 @@ class LoadedModel:
     pad_token_id: int
     labels: list[str]
     uses_token_type_ids: bool
-    head: str = HeadKind.SINGLE_LABEL  # scorekeeper.heads: single_label, multi_label or regression
+    head: HeadKind = HeadKind.SINGLE_LABEL  # resolved from the job's choice and the config (scorekeeper.heads.resolve_head)
     # how a text becomes model inputs (windows.py): the tokenizer's frame around one text's
     # content (None: it frames texts otherwise), and the long-text settings (truncate unless told)
     frame: TextFrame | None = None
@@ -158,7 +158,7 @@ def load_model(
     device: torch.device,
     trust_remote_code: bool,
     max_length: int | None,
-    head: str = AUTO,
+    head: HeadChoice = AUTO,
 ) -> LoadedModel:
     """Tokenizer + sequence-classification model (+ PEFT adapter), in eval mode on `device`."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
@@ -177,7 +177,7 @@ def load_model(
         raise ModelError(f"cannot read the model config in {model_path}: {exc}") from exc
     described = {"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}
     labels = labels_from_config(described, model_path)
-    head = resolve_head(head, described, model_path)
+    kind = resolve_head(head, described, model_path)  # the job's choice as a kind, once
     pad_id = ensure_pad_token(tokenizer, config)
     for pad in (getattr(config, "pad_token_id", None), pad_id):
         check_pad_token(pad, getattr(config, "vocab_size", None), model_path)
@@ -206,7 +206,7 @@ def load_model(
         max_length=max_length,
         pad_token_id=pad_id,
         labels=labels,
-        head=head,
+        head=kind,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),
         frame=frame,
         windows=None if frame is None else WindowSettings(mode="truncate", window=window_size(max_length, frame.specials)),

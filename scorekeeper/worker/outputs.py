@@ -23,7 +23,7 @@ from scorekeeper.heads import threshold_vector
 from scorekeeper.worker.shards import prediction_table
 
 
-def activate(head: str, logits: torch.Tensor) -> torch.Tensor:
+def activate(head: HeadKind, logits: torch.Tensor) -> torch.Tensor:
     """The head's outputs (float64) from its logits (rows x outputs). A row with a logit that is not
     finite gets NaN outputs: softmax and sigmoid would turn a -inf beside finite logits into a
     finite 0, and the range's check (shards.refuse_non_finite) must see it."""
@@ -73,12 +73,12 @@ def regression_table(rows: pa.Table, values: np.ndarray) -> pa.Table:
 class HeadOutputs:
     """A job's head: how its logits become a range's prediction table."""
 
-    head: str
+    head: HeadKind
     labels: list[str]
     thresholds: np.ndarray  # per label, multi_label only
 
     @classmethod
-    def of(cls, head: str, labels: list[str], thresholds) -> HeadOutputs:
+    def of(cls, head: HeadKind, labels: list[str], thresholds) -> HeadOutputs:
         return cls(head, list(labels), np.asarray(threshold_vector(thresholds, labels), dtype=np.float64))
 
     def table(self, rows: pa.Table, values: np.ndarray) -> pa.Table:

@@ -49,7 +49,7 @@ def sample_positions(lengths: np.ndarray, wanted: int, range_index: int) -> np.n
     return np.sort(by_length[np.unique(picks)])
 
 
-def compare(head: str, reduced: np.ndarray, reference: np.ndarray, thresholds: np.ndarray | None = None) -> dict:
+def compare(head: HeadKind, reduced: np.ndarray, reference: np.ndarray, thresholds: np.ndarray | None = None) -> dict:
     """The check's figures for rows scored in both dtypes (rows x outputs, the head's values)."""
     rows = len(reference)
     if not rows:
@@ -78,7 +78,7 @@ class PrecisionSample:
         if len(positions):
             self.ranges.append((r, rows.take(pa.array(positions)), values[positions]))
 
-    def check(self, dtype: str, head: str, labels: list[str], thresholds, reference: list[np.ndarray]) -> PrecisionCheck:
+    def check(self, dtype: str, head: HeadKind, labels: list[str], thresholds, reference: list[np.ndarray]) -> PrecisionCheck:
         """The kept rows' committed values against `reference`, the float32 model's values for
         the same rows (one array per kept range, in order)."""
         reduced = [values for _, _, values in self.ranges]

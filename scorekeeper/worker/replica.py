@@ -137,7 +137,7 @@ def score_batches(
     rows: int,
     num_labels: int,
     device: torch.device,
-    head: str = HeadKind.SINGLE_LABEL,
+    head: HeadKind = HeadKind.SINGLE_LABEL,
     chunks: np.ndarray | None = None,
     how: str = "mean",
 ) -> np.ndarray:
@@ -156,7 +156,7 @@ def _probabilities(
     logits: list[torch.Tensor],
     rows: int,
     num_labels: int,
-    head: str,
+    head: HeadKind,
     chunks: np.ndarray | None = None,
     how: str = "mean",
 ) -> np.ndarray:
@@ -207,7 +207,7 @@ def scored_ranges(
 
 
 def _finished(
-    p: PreparedRange, outs: list[tuple[torch.Tensor, torch.Tensor | None]], num_labels: int, head: str, how: str
+    p: PreparedRange, outs: list[tuple[torch.Tensor, torch.Tensor | None]], num_labels: int, head: HeadKind, how: str
 ) -> tuple[PreparedRange, np.ndarray]:
     probabilities = _probabilities(p.batches, [logits for logits, _ in outs], p.range.rows, num_labels, head, p.rows_lengths.chunks, how)
     if p.sample is not None and p.keeps is not None:
