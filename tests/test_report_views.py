@@ -18,9 +18,9 @@ from scorekeeper.report.view import TEMPLATES, html_environment, markdown_enviro
 from scorekeeper.run_facts import RunFacts
 from tests.report_fixture import document, full_metrics
 
-PAGE = {"report.html.j2", "macros.html.j2"}  # the page that places the sections, and the number marks
+PAGE = {"report.html.j2", "macros.html.j2"}  # the page that places the sections (its test is below), and the number marks
 # Sections report.md does not have: the wrong labels are in its per-label section, the rest is report.html's.
-HTML_ONLY = {"wrong_labels", "thresholds", "errors", "history", "facts"}
+HTML_ONLY = {"wrong_labels", "thresholds", "errors", "history", "facts", "curves", "calibration", "label_calibration"}
 
 
 def _section_templates() -> list[str]:
@@ -97,3 +97,13 @@ def check_views(metrics, facts: RunFacts) -> set[str]:
 def test_the_views_of_a_full_report_hold_no_document_record():
     metrics, info = full_metrics(n=200)
     check_views(document(metrics), RunFacts.of(info))
+
+
+def test_the_page_places_rendered_sections_and_reads_no_document():
+    """report.html.j2 names only rendered sections (the builders' names) and the few views its
+    banners and title read; no metrics document, no path."""
+    tree = html_environment().parse((TEMPLATES / "report.html.j2").read_text())
+    names = meta.find_undeclared_variables(tree)
+    banners = {"head_view", "drift_view", "gates", "gates_section", "scoring_only"}
+    assert names - banners <= set(SECTION_VIEWS) and "m" not in names, names - banners - set(SECTION_VIEWS)
+    assert not _spelt_paths(tree)

@@ -150,6 +150,7 @@ class DriftView:
     the moved tokens, the binned signals worst PSI first, what was skipped, the plot and the estimate."""
 
     sentence: str
+    alarm: bool | None  # report.html's banner: failed, passed, or not judged
     reference: str
     rows_reference: Num
     rows_current: Num
@@ -188,6 +189,7 @@ def drift_view(document: MetricsDocument) -> DriftView | None:
     )
     return DriftView(
         sentence=alarm_sentence(drift),
+        alarm=drift.alarm,
         reference=drift.reference,
         rows_reference=at(document, "drift", "rows", "reference"),
         rows_current=at(document, "drift", "rows", "current"),

@@ -1,89 +1,58 @@
 """The human report: report.md, report.html (one self-contained file, inline SVG) and metrics.json.
 
-Rendering is pure: the typed metrics document as metrics.json holds it (`MetricsDocument.finite`:
-its parts are typed records, read by attribute) and run facts in, text out; the text helpers are
-scorekeeper/report/render.py's. The scoring step's numbers are the document's `scoring`
-(scoring_summary.ScoringSummary). metrics.json itself is the typed document's own writer's
-(scorekeeper/metrics/document.py), so every file shows the same numbers. report.html is a Jinja template
-(templates/report.html.j2) with autoescaping on, so every text from the data (labels, ids, row
-texts) is escaped; plots come from plots.py. Every section is shown only when its field is in the
-metrics. Numbers shown carry `data-key` (their JSON path in metrics.json) and `data-value`, so a
-check can compare the page with metrics.json. Publishing writes each file whole.
+Rendering is pure: the typed metrics document as metrics.json holds it (`MetricsDocument.finite`)
+and run facts in, text out. The report is rendered once (scorekeeper/report/view.py): each section
+is a view built from the document (`SECTION_VIEWS`), rendered by its markdown template and its HTML
+template; report.md is the sections' markdown in order, report.html the page
+(templates/report.html.j2, autoescaped) placing their HTML. No template reads the document. Every
+section is shown only when its field is in the metrics. Numbers shown in report.html carry
+`data-key` (their JSON path in metrics.json) and `data-value`, so a check can compare the page with
+metrics.json. metrics.json itself is the typed document's own writer's
+(scorekeeper/metrics/document.py), so every file shows the same numbers. Publishing writes each file whole.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
-from scorekeeper.escape import md_code
 from scorekeeper.evaluation.base import KindReport
 from scorekeeper.evaluation.kinds import evaluation_for
 from scorekeeper.evaluation.labelling import PLAN_FILE, PLAN_WORK
 from scorekeeper.metrics.document import MetricsDocument
-from scorekeeper.report import plots
 from scorekeeper.report.audit_report import audit_view
 from scorekeeper.report.comparison_report import comparison_view
-from scorekeeper.report.drift_report import alarm_sentence, drift_markdown, drift_view
+from scorekeeper.report.drift_report import drift_markdown, drift_view
 from scorekeeper.report.gates_report import gates_view
+from scorekeeper.report.head_report import head_view
+from scorekeeper.report.headline_report import headline_view, precision_sentence
 from scorekeeper.report.labelling_report import labelling_markdown, labelling_view
 from scorekeeper.report.length_report import length_markdown, length_view, long_text_fact
 from scorekeeper.report.per_class_report import per_class_view, unknown_labels_view
 from scorekeeper.report.per_label_report import per_label_view, wrong_labels_view
 from scorekeeper.report.per_output_report import per_output_view
+from scorekeeper.report.plots_report import calibration_view, curves_view, label_calibration_view
 from scorekeeper.report.render import (
-    cards,
-    ci,
     fmt,
-    headline,
-    md,
     plot_files,
-    signed,
-)
-from scorekeeper.report.report_stats import (
-    mark,
-    pvalue,
 )
 from scorekeeper.report.slices_report import slices_view
 from scorekeeper.report.tables_report import FactsView, errors_view, groups_markdown, groups_view, history_view, thresholds_view
-from scorekeeper.report.view import render_html_section, render_markdown_section
+from scorekeeper.report.view import html_environment, render_html_section, render_markdown_section
 from scorekeeper.run_facts import RunFacts
 from scorekeeper.run_folder import RunFolder
-from scorekeeper.scoring_summary import PrecisionCheck, ScoringSummary
+from scorekeeper.scoring_summary import ScoringSummary
 
 
 def render_markdown(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
     facts = RunFacts.of(run_info)
     scoring = metrics.scoring
-    lines = [f"# scorekeeper report: {md(facts.run_id)}", ""]
-    lines += [f"- input: {md_code(facts.input_uri)}", f"- model: {md_code(facts.model_uri)}"]
-    if facts.adapter_uri:
-        lines.append(f"- adapter: {md_code(facts.adapter_uri)}")
-    dtype = scoring.dtype if scoring else None
-    lines += [f"- mode: {facts.mode}, processes: {facts.num_processes}" + (f", dtype {md(dtype)}" if dtype else ""), ""]
+    lines = render_markdown_section("head", head_view(metrics, facts))
     lines += drift_markdown(metrics)  # a run with drift_reference opens with its alarm
     lines += labelling_markdown(metrics, facts)  # the prediction-powered metrics, the plan and how to label it
     if metrics.scoring_only:
         lines += ["**Scoring-only run**: the input has no ground-truth labels, so no accuracy metrics.", ""]
     lines += render_markdown_section("gates", gates_view(metrics))
-    lines += ["| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in headline(metrics)] + [""]
-    if scoring:
-        lines += [
-            f"Scored {scoring.rows_scored} rows this attempt in {scoring.seconds:.1f} s "
-            f"({scoring.rows_per_s:.1f} rows/s, {scoring.tokens_per_s:.0f} tokens/s); "
-            f"{scoring.truncated} texts truncated to the model's maximum length.",
-            "",
-        ]
-    if scoring and scoring.precision_check:
-        lines += [f"Precision check: {md(precision_sentence(scoring.precision_check))}.", ""]
-    for pipe in (scoring.pipeline if scoring else None) or []:
-        lines += [
-            f"Pipeline {pipe.pipeline}: stages (layer ranges) {pipe.stages}, "
-            f"{pipe.microbatches} micro-batches, bubble {fmt(pipe.bubble_measured, 3)} measured "
-            f"vs {fmt(pipe.bubble_theoretical, 3)} theoretical.",
-            "",
-        ]
+    lines += render_markdown_section("headline", headline_view(metrics))
     lines += groups_markdown(scoring)
     lines += render_markdown_section("comparison", comparison_view(metrics))
     for section in kind_report(metrics).sections:  # the kind's own sections (its spec: evaluation/base.KindReport)
@@ -111,6 +80,11 @@ SECTION_VIEWS: dict[str, Callable[[MetricsDocument, RunFacts], object | None]] =
     "thresholds": lambda metrics, _facts: thresholds_view(metrics),
     "errors": lambda metrics, _facts: errors_view(metrics),
     "history": lambda metrics, _facts: history_view(metrics),
+    "headline": lambda metrics, _facts: headline_view(metrics),
+    "head": head_view,
+    "curves": lambda metrics, _facts: curves_view(metrics),
+    "calibration": lambda metrics, _facts: calibration_view(metrics),
+    "label_calibration": lambda metrics, _facts: label_calibration_view(metrics),
     "groups": lambda metrics, _facts: groups_view(metrics.scoring),
     "facts": lambda metrics, facts: FactsView(tuple(run_facts(metrics, facts))),
     "unknown_labels": lambda metrics, _facts: unknown_labels_view(metrics),
@@ -133,44 +107,28 @@ def kind_report(metrics: MetricsDocument) -> KindReport:
     return evaluation_for(metrics.head).report
 
 
-def _environment():
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
-    env = Environment(
-        loader=FileSystemLoader(Path(__file__).with_name("templates")),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["fmt"] = fmt
-    env.filters["signed"] = signed
-    env.filters["ci"] = ci
-    env.filters["key"] = lambda path: json.dumps(list(path), ensure_ascii=False)
-    env.filters["raw"] = lambda value: "" if value is None else repr(value)
-    env.filters["pvalue"] = pvalue
-    env.filters["mark"] = mark
-    return env
-
-
 def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
-    from markupsafe import Markup
-
-    svgs = {name.removesuffix(".svg"): Markup(svg) for name, svg in plot_files(metrics).items()}
+    """report.html: the page (templates/report.html.j2) placing each section's rendered view."""
     gates = gates_view(metrics)
+    drift = drift_view(metrics)
     run = RunFacts.of(run_info)
+    head = head_view(metrics, run)
     facts = run_facts(metrics, run)
     return (
-        _environment()
+        html_environment()
         .get_template("report.html.j2")
         .render(
-            m=metrics,
-            run=run,
-            svg=svgs,
+            scoring_only=metrics.scoring_only,
+            head_view=head,
+            head=render_html_section("head", head),
             facts=render_html_section("facts", FactsView(tuple(facts))),
             thresholds=render_html_section("thresholds", thresholds_view(metrics)),
             errors=render_html_section("errors", errors_view(metrics)),
             history=render_html_section("history", history_view(metrics)),
-            headline_cards=cards(metrics),
+            curves=render_html_section("curves", curves_view(metrics)),
+            calibration=render_html_section("calibration", calibration_view(metrics)),
+            label_calibration=render_html_section("label_calibration", label_calibration_view(metrics)),
+            headline=render_html_section("headline", headline_view(metrics)),
             gates=gates,
             gates_section=render_html_section("gates", gates),
             label_audit=render_html_section("label_audit", audit_view(metrics)),
@@ -179,13 +137,12 @@ def render_html(metrics: MetricsDocument, run_info: RunFacts | Mapping) -> str:
             unknown_labels=render_html_section("unknown_labels", unknown_labels_view(metrics)),
             comparison=render_html_section("comparison", comparison_view(metrics)),
             groups=render_html_section("groups", groups_view(metrics.scoring)),
-            max_curves=plots.MAX_CURVES,
             per_label=render_html_section("per_label", per_label_view(metrics)),
             wrong_labels=render_html_section("wrong_labels", wrong_labels_view(metrics)),
             per_output=render_html_section("per_output", per_output_view(metrics)),
             length=render_html_section("length", length_view(metrics)),
-            drift_sentence=alarm_sentence(metrics.drift) if metrics.drift else "",
-            drift=render_html_section("drift", drift_view(metrics)),
+            drift_view=drift,
+            drift=render_html_section("drift", drift),
             labelling=render_html_section("labelling", labelling_view(metrics, run)),
         )
     )
@@ -245,22 +202,6 @@ def run_facts(metrics: MetricsDocument, run: RunFacts) -> list[tuple[str, str]]:
     if run.slice_columns:
         facts.append(("slice columns", ", ".join(run.slice_columns)))
     return facts
-
-
-def precision_sentence(check: PrecisionCheck) -> str:
-    """The precision check (scoring_summary.PrecisionCheck) in words, for the report."""
-    parts = [f"{check.rows:,} rows of this {check.dtype} run scored again in float32"]
-    if check.max_probability_difference is not None:
-        parts.append(f"largest |probability difference| {check.max_probability_difference:.2e}")
-    if check.max_prediction_difference is not None:
-        parts.append(f"largest |prediction difference| {check.max_prediction_difference:.2e}")
-    if check.changed_predictions is not None:
-        parts.append(f"{check.changed_predictions:,} predictions changed")
-    if check.changed_label_decisions is not None:
-        parts.append(f"{check.changed_label_decisions:,} label decisions changed")
-    if check.skipped:
-        parts.append(f"skipped in part: {check.skipped}")
-    return ", ".join(parts)
 
 
 def _groups_dtype(scoring: ScoringSummary) -> str | None:
