@@ -7,7 +7,8 @@
 -- predicted_labels (pp_names: the labels in model order). The table macro pp_ml_calibrated_of(table):
 -- q per row of a table of predictions and label; pp_ml_calibrated: per scored row. pp_label_free: f =
 -- subset accuracy's prod_k (q_k if predicted else 1 - q_k), u = the mean over labels of
--- sqrt(q_k (1 - q_k)). pp_ml_cells_of(table): per row and target, f (micro_f1 pools the labels: TP,
+-- sqrt(q_k (1 - q_k)), from each row's lists (no cell per label: the plan's design reads it twice over
+-- every row). pp_ml_cells_of(table): per row and target, f (micro_f1 pools the labels: TP,
 -- FP, FN summed over them); pp_cells: those of pp_focus (the labelled plan rows' predictions).
 -- pp_label_totals: per label, the sum of f of its TP, FP and FN over every scored row (one pass over
 -- the calibrated cells), a view: read only when the estimate against the same reference has not made
@@ -30,11 +31,20 @@ FROM per_label;
 CREATE OR REPLACE TEMP VIEW pp_ml_calibrated AS SELECT * FROM pp_ml_calibrated_of('predictions');
 
 CREATE OR REPLACE TEMP VIEW pp_label_free AS
+WITH calibrated AS (
+    SELECT row_index,
+           list_transform(probabilities, lambda p, i:
+               CASE WHEN getvariable('pp_reference')
+                    THEN (getvariable('pp_truth')[i][least(CAST(floor(p * getvariable('pp_bins')) AS INTEGER), getvariable('pp_bins') - 1) + 1] + p)
+                         / (getvariable('pp_rows')[i][least(CAST(floor(p * getvariable('pp_bins')) AS INTEGER), getvariable('pp_bins') - 1) + 1] + 1)
+                    ELSE p END) AS q,
+           list_transform(probabilities, lambda p, i: list_contains(predicted_labels, (getvariable('pp_names')::VARCHAR[])[i])) AS predicted
+    FROM predictions
+)
 SELECT row_index,
-       product(CASE WHEN predicted THEN q ELSE 1 - q END) AS f,
-       avg(sqrt(greatest(q * (1 - q), 0))) AS u
-FROM pp_ml_calibrated
-GROUP BY row_index;
+       list_product(list_transform(q, lambda x, i: CASE WHEN predicted[i] THEN x ELSE 1 - x END)) AS f,
+       list_avg(list_transform(q, lambda x: sqrt(greatest(x * (1 - x), 0)))) AS u
+FROM calibrated;
 
 CREATE OR REPLACE TEMP MACRO pp_ml_cells_of(source) AS TABLE
 WITH calibrated AS (
