@@ -434,3 +434,31 @@ def test_the_reports_commands_rerun_this_run_with_the_labels():
         "--param", "ground_truth_uri=labels.csv", "--param", "label_column=label", "--param", f"as_of={night.as_of}",
     ]  # fmt: skip
     assert labels_back_commands(RunFacts.of(info | {"id_column": None})) is None  # no id to join labels on
+
+
+@pytest.mark.parametrize(
+    ("maes", "predictions", "want_u"),
+    [
+        ([[0.0, 0.5]], [0.5, 0.7], [1.0, 1.0]),  # a zero bin holds every row: f is 0 everywhere, u is 1
+        ([[0.0, 0.5]], [0.5, 2.0], [0.0, 0.5]),  # a zero bin, one row outside it: u is f
+        ([[0.2, 0.5]], [0.5, 2.0], [0.2, 0.5]),  # every bin's MAE positive: u is f without a pass
+    ],
+)
+def test_regression_u_is_one_on_every_row_only_where_f_is_zero_on_every_row(maes, predictions, want_u):
+    """Section 13's regression u: f of mae, 1 for every row when f is 0 everywhere, with a reference
+    whose bins' MAE are 0 (the rows' f decide) or not (the bins decide)."""
+    from scorekeeper.evaluation import regression
+    from scorekeeper.evaluation.duck import Fragment
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TEMP TABLE predictions AS SELECT unnest(range(?)) AS row_index, unnest(?::DOUBLE[]) AS prediction",
+        [len(predictions), predictions],
+    )
+    con.execute("CREATE TEMP TABLE pp_focus AS SELECT * FROM predictions LIMIT 0")
+    labelling.set_variables(con, reference=True, edges=[[1.0]], maes=maes, outputs=["stars"])
+    con.execute(sql("regression_label_free.sql", prediction=Fragment("[prediction::DOUBLE]")))
+    labelling.set_variables(con, f_zero=regression._f_zero_everywhere(con, True, maes))
+    got = con.execute("SELECT list(u ORDER BY row_index), list(f ORDER BY row_index) FROM pp_label_free").fetchone()
+    assert got[0] == want_u
+    assert got[1] == [maes[0][int(p > 1.0)] for p in predictions]
