@@ -6,7 +6,7 @@ of more than one row. The job pads such a model's batches with eos and names it 
 (model.ensure_pad_token), so transformers' rule then skips a row's own trailing eos too: a text
 ending with the eos string (or a tokenizer that appends eos) was read one token early. SPEC 9 and
 14 say the row as scored alone, unpadded: its last position (docs/heads.md, "Which position a
-decoder's head reads").
+decoder's head reads"; docs/facts.md, "Decoder classifiers and their pad token").
 
 A forward hook on the head's `score` keeps its per-position output (a reference, nothing is
 copied or computed) for the batch running on this thread (the CPU's batch threads run batches side
