@@ -111,9 +111,10 @@ def lam_of(y, f, pi) -> float:
 
 
 def clip_ci(value, var, upper):
+    """value -+ Z sqrt(var), each end clipped to the metric's range [0, upper] (upper None: unbounded)."""
     half = Z * math.sqrt(var)
-    lo, hi = max(0.0, value - half), value + half
-    return [lo, min(upper, hi) if upper is not None else hi]
+    top = math.inf if upper is None else upper
+    return [float(np.clip(value - half, 0.0, top)), float(np.clip(value + half, 0.0, top))]
 
 
 def mean_metric(ys, fs, f_alls, pi, n, upper=1.0, classical_only=False) -> dict:

@@ -372,11 +372,13 @@ class _Sample:
 
 
 def _interval(value: float | None, var: float | None, upper: float | None) -> list[float] | None:
+    """theta -+ 1.96 sqrt(var), both ends clipped to the metric's range [0, upper] (an estimate beyond
+    the range by more than the half-width gives [upper, upper] or [0, 0], never a lower end above the upper)."""
     if value is None or var is None:
         return None
     half = Z95 * math.sqrt(max(var, 0.0))
-    low, high = max(0.0, value - half), value + half
-    return [low, min(upper, high) if upper is not None else high]
+    top = upper if upper is not None else math.inf
+    return [min(max(0.0, value - half), top), min(max(0.0, value + half), top)]
 
 
 def _estimate(spec: PlanMetric, sample: _Sample, f_all: dict, n: int, classical_only: bool) -> PredictionPoweredMetric:
