@@ -27,6 +27,7 @@ from scorekeeper.metrics.document import CalibrationBin, Drift, Estimated, Label
 if TYPE_CHECKING:
     from scorekeeper.evaluation.base import HeadEvaluation
     from scorekeeper.evaluation.duck import Connection
+    from scorekeeper.evaluation.representation import ScoredWith
 
 Z95 = 1.959963984540054
 ASSUMPTIONS = (
@@ -242,7 +243,7 @@ def monitor(
     reference_name: str,
     min_psi: float,
     run=None,
-    scored_with: dict | None = None,
+    scored_with: ScoredWith | None = None,
     min_auc: float = d.DEFAULT_MIN_AUC,
     representation=None,
 ):
