@@ -360,6 +360,8 @@ def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) ->
             settings.microbatches,
         )
     module.with_representation = layout.is_last and settings.embedding_rows > 0
+    if isinstance(module, DecoderStage):
+        module.representation_at_last_position = loaded.model_pad_token_id is None
     group = pipeline_groups(layout)
     runner = StageRunner(module, layout, group, ranks.device, dtype, settings.microbatches)
     staged = StagedInput(run) if layout.is_first or layout.is_last else None

@@ -112,7 +112,7 @@ def _forward_keeping(
     with torch.inference_mode():
         moved = batch.to(device, non_blocking=True)
         logits = model(**moved.model_inputs()).logits
-        return logits, representation.pooled(moved.input_ids, keep)
+        return logits, representation.pooled(moved.input_ids, moved.attention_mask, keep)
 
 
 @contextmanager

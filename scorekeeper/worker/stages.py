@@ -57,6 +57,19 @@ def last_non_pad_token(input_ids: torch.Tensor, pad_token_id: int | None) -> tor
     return (positions * non_pad).argmax(-1).to(torch.int64)
 
 
+def head_position(input_ids: torch.Tensor | None, attention_mask: torch.Tensor, pad_token_id: int | None) -> torch.Tensor:
+    """Each row's position a decoder's head reads in a right-padded batch, as transformers finds it
+    for the row scored alone, unpadded (SPEC 14): the rightmost of the row's own positions whose token
+    id is not the model's own `pad_token_id` (0 when every one is); for a model without one, the row's
+    last position, whatever its token (the job pads such a model with eos, which a text may end with)."""
+    if pad_token_id is None:
+        return (attention_mask.sum(-1) - 1).clamp(min=0).to(torch.int64)
+    assert input_ids is not None, "the model's pad id is looked for in the input ids"
+    real = (input_ids != pad_token_id) & attention_mask.bool()
+    positions = torch.arange(input_ids.shape[-1], device=input_ids.device, dtype=torch.int32)
+    return (positions * real.to(torch.int32)).argmax(-1).to(torch.int64)
+
+
 # -- masks: the same calls the transformers models make ---------------------------------------
 
 
@@ -139,6 +152,9 @@ class DecoderStage(nn.Module):
         self.pad_token_id = getattr(chain.config, "pad_token_id", None)
         self.hidden_size = hidden_size(chain.config)
         self.with_representation = False  # the last stage returns the head's input beside the logits
+        # the model has no pad token of its own (the job pads with eos): its representation is read at
+        # each row's last position, as transformers reads one row alone (SPEC 14; stages.head_position)
+        self.representation_at_last_position = False
 
     def sent(self, rows: int, width: int, dtype: torch.dtype) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of what this stage sends on (fixed by the micro-batch's rows and width)."""
@@ -160,8 +176,13 @@ class DecoderStage(nn.Module):
             if not self.with_representation:
                 return self.head(hidden, last_token)
             head: HFModule = self.head  # families/decoder_parts.py DecoderHead
-            pooled = head.pooled(hidden, last_token)  # the final norm's output at the last real token (SPEC 14)
-            return torch.cat([head.score(pooled), pooled], dim=-1)
+            pooled = head.pooled(hidden, last_token)  # the final norm's output at the last real token
+            logits = head.score(pooled)
+            # the representation at the position the head reads for the row alone (SPEC 14): the batch
+            # is padded with the model's own pad id when it has one, so last_token is that position
+            if self.representation_at_last_position:
+                pooled = head.pooled(hidden, head_position(None, attention_mask, None))
+            return torch.cat([logits, pooled], dim=-1)
         return hidden.contiguous(), attention_mask.contiguous(), last_token.contiguous()
 
 
