@@ -25,6 +25,8 @@ def capped(w: np.ndarray, budget: int) -> np.ndarray:
     """pi = min(1, c w) with sum pi = min(B, N), by iterative capping."""
     n = len(w)
     target = min(budget, n)
+    if target == n:  # pi <= 1 summing to N: every pi is 1 (c w of the last rows would round to 1 - 1e-16)
+        return np.ones(n)
     capped_rows = np.zeros(n, dtype=bool)
     while True:
         rest = target - capped_rows.sum()

@@ -369,6 +369,21 @@ def test_the_capping_sums_to_the_budget_and_keeps_every_row_possible(u, budget, 
 
 
 @settings(PROFILE)
+@given(
+    st.lists(st.one_of(st.just(0.0), st.floats(0.0, 0.5), st.sampled_from([0.1, 0.2, 0.3])), min_size=1, max_size=80),
+    st.integers(0, 5),
+    st.sampled_from(["active", "uniform"]),
+)
+def test_a_budget_of_every_row_takes_each_row_with_probability_exactly_one(u, extra, sampling):
+    """sum pi = min(B, N) = N with every pi <= 1 leaves one answer, pi = 1 on every row: exactly 1,
+    not c w rounded to 1 - 4e-14 on the last free rows (with one such row, lambda's denominator
+    sum_L (1 - pi) f^2 / pi^2 is not 0, and lambda became that row's Y / f)."""
+    pi, _ = production_design(u, len(u) + extra, sampling, "k")
+    assert pi.tolist() == [1.0] * len(u)
+    assert ref.capped(ref.weights(np.array(u), sampling), len(u) + extra).tolist() == [1.0] * len(u)
+
+
+@settings(PROFILE)
 @given(st.text(min_size=1, max_size=40), st.lists(st.integers(0, 2**62), min_size=1, max_size=30))
 def test_the_draw_is_sha256s_first_8_bytes_read_big_endian_exactly(key, rows):
     con = duckdb.connect()

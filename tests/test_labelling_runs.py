@@ -109,3 +109,51 @@ def _all_rows_label_free(run) -> float:
     f, _ = ref.single_label_f(probs, probs.argmax(1), reference, reference["labels"])
     assert len(f) == len(score)
     return float(f.sum())
+
+
+def test_a_budget_over_the_runs_rows_takes_every_row_with_certainty(tmp_path, models):
+    """A budget of N rows or more: sum pi = min(B, N) = N with every pi <= 1 takes every row with pi
+    exactly 1. With every row labelled (the labels in the input), the prediction-powered values are the
+    run's own: no width, every lambda 0 (its denominator sums (1 - pi) = 0), the classical the same, and
+    estimate_bias's interval of width 0, its p from the label-free estimate's own variance alone."""
+    n = 45
+    rows = make_rows(n, seed=3)
+    write_rows(tmp_path / "in.csv", rows)
+    result = run_flow(
+        input_uri=str(tmp_path / "in.csv"), model_uri=models["bert"], output_uri=str(tmp_path / "runs"), run_name="all",
+        id_column="review_id", label_budget=n + 7,
+    )  # fmt: skip
+    metrics = result.metrics
+    plan = metrics["label_plan"]
+    assert (plan["rows"], plan["expected_rows"], plan["budget"], plan["sampling"]) == (n, n, n + 7, "active")
+    file = pq.read_table(tmp_path / "runs" / "all" / "report" / "label_plan.parquet").to_pydict()
+    assert file["row_index"] == list(range(n)) and file["inclusion_probability"] == [1.0] * n
+    pp = metrics["prediction_powered"]
+    assert (pp["rows"], pp["plan_rows"], pp["labelled"], pp["unlabelled_plan_rows"], pp["labelled_outside_plan"]) == (n, n, n, 0, 0)
+    assert pp["response_rate"] == 1.0 and pp["small_sample"] is True and "assumptions" not in pp
+
+    labels = metrics["labels"]
+    predicted = np.array(result.predictions.column("predicted_id").to_pylist())
+    truth = np.array([labels.index(r["label"]) for r in rows])
+    accuracy = pp["metrics"]["accuracy"]
+    assert accuracy["value"] == pytest.approx(float(np.mean(predicted == truth)), abs=1e-12) == metrics["accuracy"]
+    assert accuracy["lambda"] == 0.0 and accuracy["ci"] == [accuracy["value"]] * 2
+    assert accuracy["classical"] == pytest.approx(accuracy["value"], abs=1e-12) and accuracy["classical_ci"] == [accuracy["classical"]] * 2
+    macro = pp["metrics"]["macro_f1"]
+    f1s = []
+    for k in range(len(labels)):
+        tp, fp, fn = (
+            int(np.sum(c)) for c in ((predicted == k) & (truth == k), (predicted == k) & (truth != k), (predicted != k) & (truth == k))
+        )
+        if 2 * tp + fp + fn:
+            f1s.append(2 * tp / (2 * tp + fp + fn))
+    assert macro["value"] == pytest.approx(float(np.mean(f1s)), abs=1e-12) and macro["ci"] == [macro["value"]] * 2
+    assert set(macro["lambda"]) == {f"{part}:{label}" for label in labels for part in ("TP", "FP", "FN")}
+    assert set(macro["lambda"].values()) == {0.0} and macro["classical_ci"] == [macro["classical"]] * 2
+
+    score = np.array(result.predictions.column("score").to_pylist())  # no reference: f is the score
+    bias = pp["estimate_bias"]
+    value = float(score.mean() - np.mean(predicted == truth))
+    assert bias["metric"] == "accuracy" and bias["label_free"] == pytest.approx(float(score.mean()), rel=1e-12)
+    assert bias["value"] == pytest.approx(value, abs=1e-12) and bias["ci"] == [bias["value"]] * 2
+    assert bias["p"] == pytest.approx(ref.bias_p(value, 0.0, float(np.sum(score * (1 - score))) / n**2), rel=1e-9)
