@@ -250,3 +250,28 @@ def test_every_head_kind_through_the_flow_is_section_13s(tmp_path, kind, samplin
     assert (got.pop("assumptions", None) is not None) == (want["unlabelled_plan_rows"] > 0)
     close(got, want, "prediction_powered")
     assert want["labelled"] > 0 and want["labelled_outside_plan"] > 0
+
+
+def test_a_first_run_with_labels_outside_its_new_plan_is_evaluated_not_refused(tmp_path, models):
+    """SPEC 13: ground truth on rows outside the plan takes no part (labelled_outside_plan). A run that
+    draws its plan and is given, at once, ground_truth_uri labels for a few of its rows, none of them
+    in the plan just drawn (a partial backfill), is evaluated over those rows with its plan and no
+    prediction_powered: exit 0. (The refusal of "another run's plan's labels" is for labels handed
+    back to a run whose plan was drawn before; this one's did not exist when the labels were made.)"""
+    n, budget = 60, 10
+    rows = make_rows(n, seed=5)
+    write_rows(tmp_path / "in.csv", [{k: v for k, v in r.items() if k != "label"} for r in rows])
+    planned = [ref.draw("backfill", i) < budget / n for i in range(n)]  # uniform: pi = B / N
+    outside = [r for r, p in zip(rows, planned, strict=True) if not p][:5]
+    write_rows(tmp_path / "labels.csv", [{"review_id": r["review_id"], "label": r["label"]} for r in outside])
+    run = _cli(
+        "run", "--input-uri", "in.csv", "--model-uri", models["bert"], "--output-uri", "runs", "--id-column", "review_id",
+        "--run-name", "backfill", "--ground-truth-uri", "labels.csv", "--label-budget", str(budget), "--label-sampling", "uniform",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    metrics = metrics_of(tmp_path / "runs" / "backfill")
+    assert metrics["evaluated"] == 5 and metrics["label_plan"]["rows"] == sum(planned) > 0
+    assert "prediction_powered" not in metrics
+    file = pq.read_table(tmp_path / "runs" / "backfill" / "report" / "label_plan.parquet").to_pydict()
+    assert file["row_index"] == [i for i, p in enumerate(planned) if p]

@@ -94,15 +94,17 @@ class LabelRequest:
 
 def label_run(ev, kind, request: LabelRequest, scored: int, from_files: bool) -> tuple[LabelPlan, PredictionPowered | None]:
     """metrics.json `label_plan` (and work/label_plan.parquet) and, when plan rows have ground truth,
-    `prediction_powered`. Refuses a plan over no scored row, and ground truth from files that labels
-    none of the plan's rows but others (the labels of another run's plan)."""
+    `prediction_powered`. Refuses a plan over no scored row, and ground truth from files handed back
+    to a pinned plan (drawn by an earlier run under this name) that labels none of its rows but
+    others (the labels of another run's plan). A plan drawn now with labels outside it (a partial
+    backfill) is evaluated: those rows take no part (labelled_outside_plan, SPEC 13)."""
     if scored == 0:
         raise InputError(
             f"label_budget {request.budget}: run {request.key} scored no rows, so there is nothing to draw a labelling plan from"
         )
     model, plan = draw_plan(ev, kind, request, scored)
     document, outside = prediction_powered(ev, kind, request, model, scored)
-    if document is None and outside and from_files:
+    if document is None and outside and from_files and request.pinned:
         (ids,) = ev.con.execute(
             "SELECT list(DISTINCT s.id::VARCHAR ORDER BY s.id::VARCHAR)[:3] FROM pp_labelled AS t "
             "JOIN staged AS s ON s.row_index = t.row_index ANTI JOIN pp_planned AS p ON p.row_index = t.row_index"
