@@ -123,26 +123,25 @@ def test_a_decoders_representation_is_read_where_its_head_reads_the_row_alone_in
     for k, text in enumerate(PAD_TEXTS):
         want = _alone(tiny_llama, loaded.tokenizer(text)["input_ids"])
         assert np.abs(got[k] - want).max() < 1e-4, (k, text)
-    if loaded.model_pad_token_id is not None:  # padded with the model's own pad id: the predictions are the row's alone too
-        from transformers import AutoModelForSequenceClassification
+    # the predictions are the row's alone too (tests/test_padless_decoder.py: every head, mode and adapter)
+    from transformers import AutoModelForSequenceClassification
 
-        plain = AutoModelForSequenceClassification.from_pretrained(tiny_llama).eval()
-        for k, text in enumerate(PAD_TEXTS):
-            with torch.no_grad():
-                logits = plain(input_ids=torch.tensor([loaded.tokenizer(text)["input_ids"]])).logits[0].double()
-            assert np.abs(probabilities[k] - torch.softmax(logits, -1).numpy()).max() < 1e-5, (k, text)
+    plain = AutoModelForSequenceClassification.from_pretrained(tiny_llama).eval()
+    for k, text in enumerate(PAD_TEXTS):
+        with torch.no_grad():
+            logits = plain(input_ids=torch.tensor([loaded.tokenizer(text)["input_ids"]])).logits[0].double()
+        assert np.abs(probabilities[k] - torch.softmax(logits, -1).numpy()).max() < 1e-5, (k, text)
 
 
 def test_a_decoders_representation_is_read_where_its_head_reads_the_row_alone_in_pipeline_mode(tiny_llama):
     import torch
 
     from scorekeeper.worker.batching import Encoded, collate
-    from scorekeeper.worker.stages import build_stage
+    from scorekeeper.worker.pipeline import stage_of
 
     loaded = _loaded(tiny_llama)
-    module, _ = build_stage(loaded.model, 0, 1)  # one stage: embeddings, every layer, norm and score
+    module, _ = stage_of(loaded, 0, 1)  # one stage: embeddings, every layer, norm and score
     module.with_representation = True
-    module.representation_at_last_position = loaded.model_pad_token_id is None  # as run_pipeline sets it
     ids = [loaded.tokenizer(t)["input_ids"] for t in PAD_TEXTS]
     encoded = Encoded(ids=ids, type_ids=None, lengths=np.array([len(x) for x in ids]), truncated=0)
     batch = collate(encoded, np.arange(len(ids)), loaded.pad_token_id)

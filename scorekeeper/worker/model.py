@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # torch is imported where it is used
     import torch
 
     from scorekeeper.worker.embeddings import Representation
+    from scorekeeper.worker.last_position import LastPositionLogits
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,9 @@ class LoadedModel:
     # the config's own pad_token_id before ensure_pad_token named one (None: the model has none, and
     # a decoder's head reads each row's last position, as transformers does for one row alone: SPEC 14)
     model_pad_token_id: int | None = None
+    # a decoder without a pad id of its own: its logits read at each row's last position (the job
+    # pads it with eos, which transformers' rule would skip at a row's end; last_position.py)
+    last_position: LastPositionLogits | None = None
 
     def use_long_text(self, scoring) -> None:
         """Cut long texts as the job's ScoringSettings say (refused when the window has no room)."""
@@ -208,12 +212,21 @@ def load_model(
     model.to(device)
     model.eval()
     frame = text_frame_or_none(tokenizer)
+    last_position = None
+    if model_pad is None:
+        from scorekeeper.worker.embeddings import reads_last_token
+        from scorekeeper.worker.last_position import LastPositionLogits
+        from scorekeeper.worker.stages import unwrap_adapter
+
+        if reads_last_token(unwrap_adapter(model)):
+            last_position = LastPositionLogits(model)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
         max_length=max_length,
         pad_token_id=pad_id,
         model_pad_token_id=model_pad,
+        last_position=last_position,
         labels=labels,
         head=kind,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),
