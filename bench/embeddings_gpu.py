@@ -106,7 +106,7 @@ def loop(model, ranges, labels: int, representation, tokenizer, device) -> float
                 logits.append(model(input_ids=input_ids, attention_mask=mask).logits)
                 if representation is not None and sample is not None:
                     keep = sample.keep(positions)
-                    pooled.append((positions[keep], representation.pooled(input_ids, keep)))
+                    pooled.append((positions[keep], representation.pooled(input_ids, mask, keep)))
             order = np.concatenate([b[0] for b in batches])
             probabilities = np.empty((rows.num_rows, labels))
             probabilities[order] = torch.softmax(torch.cat(logits).double(), -1).cpu().numpy()
@@ -141,7 +141,7 @@ def measure(model_name: str, model_dir: Path, data: Path, args) -> dict:
     for _ in range(args.repeats):
         times[0].append(loop(model, ranges, labels, None, tokenizer, device))
         for v in variants:
-            representation = Representation(model, v, len(texts))
+            representation = Representation(model, v, len(texts), model.config.pad_token_id)
             times[v].append(loop(model, ranges, labels, representation, tokenizer, device))
             representation.remove()
     without = statistics.median(times[0])

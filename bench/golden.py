@@ -14,16 +14,18 @@ gates) at a max_length some of its rows exceed (length_impact); and per kind a r
 the report step's publish_report, so the folder holds what a run publishes: metrics.json,
 report.md, report.html and the SVGs. The clock is fixed (finished_at), so two builds of the same
 code are byte-identical (DuckDB on one thread, so that no sum's last bit depends on the split of the rows); `compare` checks metrics.json by key with floats to 1e-9 and every other
-file byte for byte (tests/test_golden.py checks a build against the snapshot in tests/golden/snapshot.json: the
-metrics and the other files' sha256).
+file byte for byte (tests/test_golden.py checks a build against the snapshot in tests/golden/snapshot.json:
+see `snapshot`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -316,22 +318,57 @@ def compare(after: Path, before: Path) -> list[str]:
 
 
 def snapshot(out: Path) -> dict:
-    """A build as tests/golden/snapshot.json keeps it: every run's metrics.json, every other file's sha256."""
-    metrics, digests = {}, {}
+    """A build as tests/golden/snapshot.json keeps it: every run's metrics.json, every parquet file's
+    columns, every other file's sha256 (report.html's with its `data-value` numbers left out).
+
+    A float's last bit may move with the library versions a machine resolves (DuckDB's and numpy's
+    sums), so what holds full-precision floats is kept as values and compared to TOLERANCE:
+    metrics.json, the parquet files' columns (a parquet file's bytes also name the writer's version),
+    and report.html's `data-value` attributes, which `html_numbers` holds to the run's metrics.json.
+    Every other byte, the numbers a reader sees included, is compared exactly."""
+    metrics, tables, digests = {}, {}, {}
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         name = path.relative_to(out).as_posix()
         if name.endswith("metrics.json"):
             metrics[name] = json.loads(path.read_bytes())
+        elif name.endswith(".parquet"):
+            table = pq.read_table(path)
+            tables[name] = {"schema": str(table.schema), "columns": table.to_pydict()}
+        elif name.endswith(".html"):
+            digests[name] = hashlib.sha256(_DATA_VALUE.sub('data-value=""', path.read_text()).encode()).hexdigest()
         else:
             digests[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return {"metrics": metrics, "sha256": digests}
+    return {"metrics": metrics, "tables": tables, "sha256": digests}
+
+
+_DATA_VALUE = re.compile(r'data-value="[^"]*"')
+_DATA_NUMBER = re.compile(r'data-key="([^"]*)" data-value="([^"]*)"')
+
+
+def html_numbers(out: Path) -> list[str]:
+    """Each report.html's `data-value` numbers against its run's metrics.json (floats to TOLERANCE):
+    the page shows the document's numbers, at the paths its `data-key` attributes name."""
+    problems: list[str] = []
+    for page in sorted(out.rglob("report.html")):
+        name = page.relative_to(out).as_posix()
+        document = json.loads((page.parent / "metrics.json").read_bytes())
+        for key, value in _DATA_NUMBER.findall(page.read_text()):
+            path, node = json.loads(html.unescape(key)), document
+            for part in path:
+                node = node[part]
+            if node is None:
+                if value:
+                    problems.append(f"{name} {path}: data-value {value!r} where metrics.json holds null")
+            elif value == "" or not math.isclose(float(value), float(node), rel_tol=TOLERANCE, abs_tol=TOLERANCE):
+                problems.append(f"{name} {path}: data-value {value!r}, metrics.json {node!r}")
+    return problems
 
 
 def compare_snapshot(out: Path, stored: dict) -> list[str]:
-    """What differs between a build and a stored snapshot (as compare does)."""
+    """What differs between a build and a stored snapshot (as compare does, floats to TOLERANCE)."""
     problems: list[str] = []
     _close(snapshot(out), stored, "snapshot", problems)
-    return problems
+    return problems + html_numbers(out)
 
 
 def main(argv: list[str]) -> int:

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         total = pq.ParquetFile(a.input).metadata.num_rows
         if a.max_rows:
             total = min(total, -(-a.max_rows // a.rows_per_range) * a.rows_per_range)
-        loaded.representation = Representation(loaded.model, a.embedding_rows, total)
+        loaded.representation = Representation(loaded.model, a.embedding_rows, total, loaded.model_pad_token_id)
     gathered: pq.ParquetWriter | None = None
     embedded = 0
     source = read_ranges(a.input, a.rows_per_range)

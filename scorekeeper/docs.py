@@ -15,7 +15,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -172,8 +172,8 @@ def parameters_page() -> str:
 # -- docs/metrics.md -----------------------------------------------------------------------------------
 
 
-def _parts(model: type[BaseModel]) -> list[type[BaseModel]]:
-    """The models nested in `model`'s fields, depth first, each once, in field order."""
+def _parts(fields: Iterable[FieldInfo]) -> list[type[BaseModel]]:
+    """The models nested in `fields`, depth first, each once, in field order."""
     found: list[type[BaseModel]] = []
 
     def walk(annotation: Any) -> None:
@@ -186,7 +186,7 @@ def _parts(model: type[BaseModel]) -> list[type[BaseModel]]:
         for arg in typing.get_args(annotation):
             walk(arg)
 
-    for field in model.model_fields.values():
+    for field in fields:
         walk(field.annotation)
     return found
 
@@ -232,7 +232,7 @@ def metrics_page() -> str:
     by_key: dict[str, list[str]] = {}
     for metric in metrics_of(None):
         by_key.setdefault(str(metric.path[0]), []).append(f"`{metric.name}`")
-    for name, field in MetricsDocument.model_fields.items():
+    for name, field in MetricsDocument.fields_in_order().items():
         kind = type_name(field.annotation, _anchor)
         lines.append(f"| `{name}` | {kind} | {', '.join(by_key.get(name, []))} |")
 
@@ -278,7 +278,7 @@ def metrics_page() -> str:
         lines.append("- with labels back for a `label_budget` plan: " + ", ".join(f"`{n}`" for n in labelling))
 
     lines += ["", "## Parts", "", "The objects nested in the document, with their fields."]
-    for part in _parts(MetricsDocument):
+    for part in _parts(MetricsDocument.fields_in_order().values()):
         lines += ["", f"### {part.__name__}", ""]
         if doc := _doc(part):
             lines += [doc, ""]

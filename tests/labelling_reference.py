@@ -25,6 +25,8 @@ def capped(w: np.ndarray, budget: int) -> np.ndarray:
     """pi = min(1, c w) with sum pi = min(B, N), by iterative capping."""
     n = len(w)
     target = min(budget, n)
+    if target == n:  # pi <= 1 summing to N: every pi is 1 (c w of the last rows would round to 1 - 1e-16)
+        return np.ones(n)
     capped_rows = np.zeros(n, dtype=bool)
     while True:
         rest = target - capped_rows.sum()
@@ -109,9 +111,10 @@ def lam_of(y, f, pi) -> float:
 
 
 def clip_ci(value, var, upper):
+    """value -+ Z sqrt(var), each end clipped to the metric's range [0, upper] (upper None: unbounded)."""
     half = Z * math.sqrt(var)
-    lo, hi = max(0.0, value - half), value + half
-    return [lo, min(upper, hi) if upper is not None else hi]
+    top = math.inf if upper is None else upper
+    return [float(np.clip(value - half, 0.0, top)), float(np.clip(value + half, 0.0, top))]
 
 
 def mean_metric(ys, fs, f_alls, pi, n, upper=1.0, classical_only=False) -> dict:

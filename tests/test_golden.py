@@ -1,7 +1,8 @@
 """The published outputs of a fixed set of evaluations (bench/golden.py: every head kind, ground
 truth from the label column and from files, slices, comparisons with their paired tests, gates, the
 history, the label audit) are those of tests/golden/snapshot.json: the same metrics.json keys and
-values (floats to 1e-9) and the same bytes of report.md, report.html and every SVG. A change that
+values (floats to 1e-9), the same parquet columns, and the same bytes of report.md, report.html
+(its `data-value` numbers held to metrics.json instead: bench/golden.py's snapshot) and every SVG. A change that
 means to change an output stores a new snapshot (`bench/golden.py --snapshot`) in the same commit."""
 
 from __future__ import annotations

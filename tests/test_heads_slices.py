@@ -176,3 +176,28 @@ def base_fields(head: str, n: int) -> dict:
         "unmatched_predictions": 0,
         "scoring_only": False,
     }
+
+
+def test_regression_slice_rows_stream_where_a_group_per_row_ran_out_of_memory(tmp_path):
+    """head_slice_rows of a regression run is a pass over each row's lists (reg_status), not a group
+    per row: grouped back from reg_cells, a 3M-row run's ran out of the evaluation's 192MB memory
+    limit. Here 500,000 rows under 12MB (the group per row fails at 16MB), two outputs, the rows
+    without every truth left out, num each row's mean absolute error."""
+    import duckdb
+
+    from scorekeeper.evaluation.duck import sql
+
+    n = 500_000
+    con = duckdb.connect(config={"memory_limit": "12MB", "threads": 2, "temp_directory": str(tmp_path)})
+    con.execute(
+        "CREATE TEMP TABLE reg_status AS SELECT range AS row_index, range::VARCHAR AS id, 'x' AS text, "
+        "[range % 7 * 0.5, range % 3 * 1.0] AS prediction, [range % 5 * 1.0, 2.0] AS truth, "
+        "CASE WHEN range % 10 = 0 THEN 'no_truth' ELSE 'evaluated' END AS status FROM range(?)",
+        [n],
+    )
+    con.execute(sql("regression_slice_rows.sql"))
+    con.execute("SET memory_limit = '1GB'")  # the check's own sort is not the statement under test
+    got = con.execute("SELECT row_index, num, den, exact FROM head_slice_rows ORDER BY row_index").fetchnumpy()
+    i = np.arange(n)[np.arange(n) % 10 != 0]
+    assert got["row_index"].tolist() == i.tolist() and np.all(got["den"] == 1.0) and got["exact"].mask.all()
+    assert np.allclose(got["num"], (np.abs(i % 7 * 0.5 - i % 5) + np.abs(i % 3 - 2.0)) / 2, rtol=1e-15, atol=0)

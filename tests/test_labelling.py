@@ -369,6 +369,21 @@ def test_the_capping_sums_to_the_budget_and_keeps_every_row_possible(u, budget, 
 
 
 @settings(PROFILE)
+@given(
+    st.lists(st.one_of(st.just(0.0), st.floats(0.0, 0.5), st.sampled_from([0.1, 0.2, 0.3])), min_size=1, max_size=80),
+    st.integers(0, 5),
+    st.sampled_from(["active", "uniform"]),
+)
+def test_a_budget_of_every_row_takes_each_row_with_probability_exactly_one(u, extra, sampling):
+    """sum pi = min(B, N) = N with every pi <= 1 leaves one answer, pi = 1 on every row: exactly 1,
+    not c w rounded to 1 - 4e-14 on the last free rows (with one such row, lambda's denominator
+    sum_L (1 - pi) f^2 / pi^2 is not 0, and lambda became that row's Y / f)."""
+    pi, _ = production_design(u, len(u) + extra, sampling, "k")
+    assert pi.tolist() == [1.0] * len(u)
+    assert ref.capped(ref.weights(np.array(u), sampling), len(u) + extra).tolist() == [1.0] * len(u)
+
+
+@settings(PROFILE)
 @given(st.text(min_size=1, max_size=40), st.lists(st.integers(0, 2**62), min_size=1, max_size=30))
 def test_the_draw_is_sha256s_first_8_bytes_read_big_endian_exactly(key, rows):
     con = duckdb.connect()
@@ -383,6 +398,44 @@ def test_the_draw_is_sha256s_first_8_bytes_read_big_endian_exactly(key, rows):
     assert [int(g) for (g,) in exact] == [int.from_bytes(hashlib.sha256(f"{key}:{r}".encode()).digest()[:8], "big") for r in rows]
     _, draws = production_design([0.2] * 3, 1, "uniform", key)
     assert draws.tolist() == [ref.draw(key, r) for r in range(3)]
+
+
+def test_an_estimate_beyond_the_metrics_range_has_its_interval_clipped_at_both_ends(tmp_path):
+    """SPEC 13: the interval theta -+ 1.96 sqrt(var) is clipped to the metric's range, both ends. A run
+    whose every row is right, its plan rows (uniform, known from the run id) scored 0.6 and the others
+    0.999: lambda 1 and theta(1) = 0.999 + 1.2 |L| / N, about 1.3, more than its half-width (about
+    0.09) above 1. Its interval is [1, 1], not [theta - half, 1] (an upper end below the lower)."""
+    n, budget = golden.N, 60
+    run = tmp_path / "cur"
+    planned = np.array([ref.draw("cur", i) < budget / n for i in range(n)])
+    predicted = np.arange(n) % 4
+    top = np.where(planned, 0.6, 0.999)
+    probs = np.tile(((1 - top) / 3)[:, None], (1, 4))
+    probs[np.arange(n), predicted] = top
+    names = [golden.SENTIMENT[k] for k in predicted]  # every row right
+    golden._write_common(run, n, golden.SENTIMENT, pa.array(names), [None] * n, "cur")
+    pq.write_table(
+        pa.table({
+            "row_index": pa.array(range(n), pa.int64()), "id": pa.array(range(n), pa.int64()),
+            "predicted_id": pa.array(predicted, pa.int64()), "predicted_label": pa.array(names),
+            "score": pa.array(top), "probabilities": pa.array(probs.tolist(), pa.list_(pa.float64())),
+        }),
+        run / "predictions.parquet",
+    )  # fmt: skip
+    document = evaluate(tmp_path, "cur", "single_label", LabelRequest(key="cur", budget=budget, sampling="uniform"))
+    pp = document["prediction_powered"]
+    assert pp["labelled"] == int(planned.sum()) and pp["labelled_outside_plan"] == n - int(planned.sum())
+    accuracy = pp["metrics"]["accuracy"]
+    assert accuracy["lambda"] == 1.0 and accuracy["value"] > 1.1
+    assert accuracy["ci"] == [1.0, 1.0] and accuracy["classical"] == 1.0 and accuracy["classical_ci"] == [1.0, 1.0]
+    for name, metric in pp["metrics"].items():
+        for ci in (metric["ci"], metric["classical_ci"]):
+            assert 0.0 <= ci[0] <= ci[1] <= 1.0, (name, ci)
+    plan = expected_plan(tmp_path, "cur", "single_label", None, budget, "uniform")
+    want = expected_pp(
+        plan, truth_targets(tmp_path, "cur", "single_label", plan), "single_label", None, "uniform", accuracy_v_lf(plan, None)
+    )
+    close(pp["metrics"], want["metrics"], "prediction_powered.metrics")
 
 
 @settings(PROFILE)
@@ -434,3 +487,31 @@ def test_the_reports_commands_rerun_this_run_with_the_labels():
         "--param", "ground_truth_uri=labels.csv", "--param", "label_column=label", "--param", f"as_of={night.as_of}",
     ]  # fmt: skip
     assert labels_back_commands(RunFacts.of(info | {"id_column": None})) is None  # no id to join labels on
+
+
+@pytest.mark.parametrize(
+    ("maes", "predictions", "want_u"),
+    [
+        ([[0.0, 0.5]], [0.5, 0.7], [1.0, 1.0]),  # a zero bin holds every row: f is 0 everywhere, u is 1
+        ([[0.0, 0.5]], [0.5, 2.0], [0.0, 0.5]),  # a zero bin, one row outside it: u is f
+        ([[0.2, 0.5]], [0.5, 2.0], [0.2, 0.5]),  # every bin's MAE positive: u is f without a pass
+    ],
+)
+def test_regression_u_is_one_on_every_row_only_where_f_is_zero_on_every_row(maes, predictions, want_u):
+    """Section 13's regression u: f of mae, 1 for every row when f is 0 everywhere, with a reference
+    whose bins' MAE are 0 (the rows' f decide) or not (the bins decide)."""
+    from scorekeeper.evaluation import regression
+    from scorekeeper.evaluation.duck import Fragment
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TEMP TABLE predictions AS SELECT unnest(range(?)) AS row_index, unnest(?::DOUBLE[]) AS prediction",
+        [len(predictions), predictions],
+    )
+    con.execute("CREATE TEMP TABLE pp_focus AS SELECT * FROM predictions LIMIT 0")
+    labelling.set_variables(con, reference=True, edges=[[1.0]], maes=maes, outputs=["stars"])
+    con.execute(sql("regression_label_free.sql", prediction=Fragment("[prediction::DOUBLE]")))
+    labelling.set_variables(con, f_zero=regression._f_zero_everywhere(con, True, maes))
+    got = con.execute("SELECT list(u ORDER BY row_index), list(f ORDER BY row_index) FROM pp_label_free").fetchone()
+    assert got[0] == want_u
+    assert got[1] == [maes[0][int(p > 1.0)] for p in predictions]

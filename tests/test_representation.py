@@ -1,6 +1,8 @@
 """SPEC 14's sample of rows, as the worker draws it (scorekeeper/representation.py), against the
 rule as the SPEC writes it (sha256, the first 8 bytes big-endian / 2^64 < embedding_rows / N), over
-generated row counts and budgets; and the pooled position of a decoder, read as transformers does."""
+generated row counts and budgets; and the pooled position of a decoder, read as transformers reads
+the row alone (with the model's own pad id; the last position for a model without one), in replica
+and pipeline mode."""
 
 from __future__ import annotations
 
@@ -54,3 +56,97 @@ def test_the_decoder_position_is_transformers_rule(pad):
     ids = torch.tensor([[5, 6, 7, 0, 0], [5, 0, 7, 8, 9], [0, 0, 0, 0, 0]])
     want = [4, 4, 4] if pad is None else [2, 4, 0]
     assert last_non_pad_token(ids, pad).tolist() == want
+
+
+@pytest.fixture(scope="module", params=["no pad token", "a pad token other than the tokenizer's"])
+def tiny_llama(request, tmp_path_factory):
+    """A decoder whose config has no pad_token_id (the job pads with eos), or one whose config names a
+    pad token (here bos, id 0) other than the tokenizer's (eos, id 1)."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    from tests.models import build_tiny_classifier
+
+    folder = build_tiny_classifier(tmp_path_factory.mktemp("llama"), "llama", seed=5)
+    if request.param != "no pad token":
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps(config | {"pad_token_id": 0}))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer.pad_token = "</s>"
+        tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _alone(folder: str, ids: list[int]):
+    """hidden_states[-1] at the head's position for one row scored alone, unpadded, by plain transformers."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    pad = model.config.pad_token_id
+    position = len(ids) - 1 if pad is None else max((i for i, t in enumerate(ids) if t != pad), default=0)
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[-1][0, position].double().numpy()
+
+
+def _loaded(folder: str):
+    import torch
+
+    from scorekeeper.worker.model import load_model
+
+    return load_model(
+        folder, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=32
+    )
+
+
+# A row whose last token is the eos the job pads with when the model has no pad token of its own,
+# one whose text holds it inside, and longer rows: the batch is right-padded with that eos.
+PAD_TEXTS = ["great movie </s>", "a fine film </s> indeed", "a fine film indeed, one of the very best this year", "</s>"]
+
+
+def test_a_decoders_representation_is_read_where_its_head_reads_the_row_alone_in_replica_mode(tiny_llama):
+    import pyarrow as pa
+    import torch
+
+    from scorekeeper.run_folder import IndexRange
+    from scorekeeper.worker.embeddings import Representation
+    from scorekeeper.worker.replica import prepare_range, scored_ranges
+
+    loaded = _loaded(tiny_llama)
+    loaded.representation = Representation(loaded.model, len(PAD_TEXTS), len(PAD_TEXTS), loaded.model_pad_token_id)  # every row sampled
+    rows = pa.table({"row_index": pa.array(range(len(PAD_TEXTS)), pa.int64()), "id": pa.array(range(len(PAD_TEXTS))), "text": PAD_TEXTS})
+    prepared = prepare_range(IndexRange(0, 0, len(PAD_TEXTS)), rows, loaded, tokens_per_batch=4096, max_batch_rows=64, pin=False)
+    assert len(prepared.batches) == 1  # one right-padded batch
+    ((done, probabilities),) = scored_ranges([prepared], loaded, torch.device("cpu"))
+    got = np.array(done.embeddings.column("embedding").to_pylist())
+    for k, text in enumerate(PAD_TEXTS):
+        want = _alone(tiny_llama, loaded.tokenizer(text)["input_ids"])
+        assert np.abs(got[k] - want).max() < 1e-4, (k, text)
+    # the predictions are the row's alone too (tests/test_padless_decoder.py: every head, mode and adapter)
+    from transformers import AutoModelForSequenceClassification
+
+    plain = AutoModelForSequenceClassification.from_pretrained(tiny_llama).eval()
+    for k, text in enumerate(PAD_TEXTS):
+        with torch.no_grad():
+            logits = plain(input_ids=torch.tensor([loaded.tokenizer(text)["input_ids"]])).logits[0].double()
+        assert np.abs(probabilities[k] - torch.softmax(logits, -1).numpy()).max() < 1e-5, (k, text)
+
+
+def test_a_decoders_representation_is_read_where_its_head_reads_the_row_alone_in_pipeline_mode(tiny_llama):
+    import torch
+
+    from scorekeeper.worker.batching import Encoded, collate
+    from scorekeeper.worker.pipeline import stage_of
+
+    loaded = _loaded(tiny_llama)
+    module, _ = stage_of(loaded, 0, 1)  # one stage: embeddings, every layer, norm and score
+    module.with_representation = True
+    ids = [loaded.tokenizer(t)["input_ids"] for t in PAD_TEXTS]
+    encoded = Encoded(ids=ids, type_ids=None, lengths=np.array([len(x) for x in ids]), truncated=0)
+    batch = collate(encoded, np.arange(len(ids)), loaded.pad_token_id)
+    with torch.no_grad():
+        out = module(batch.input_ids, batch.attention_mask)
+    got = out[:, len(loaded.labels) :].double().numpy()
+    for k, row in enumerate(ids):
+        assert np.abs(got[k] - _alone(tiny_llama, row)).max() < 1e-4, (k, PAD_TEXTS[k])

@@ -28,7 +28,7 @@ from tests import drift_reference as dref
 from tests import representation_reference as ref
 
 LABELS = ["neg", "pos"]
-SCORED = {"dtype": "float32", "long_text": {"max_length": 512}}  # this run's scoring facts as the gather gives them
+SCORED = representation.ScoredWith.model_validate({"dtype": "float32", "long_text": {"max_length": 512}})  # as the gather gives them
 PROFILE = settings(deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 
 

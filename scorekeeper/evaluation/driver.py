@@ -15,7 +15,6 @@ for every kind (docs/contracts.md, section 3).
 from __future__ import annotations
 
 import logging
-import posixpath
 from datetime import UTC, datetime
 from typing import Any
 
@@ -88,20 +87,7 @@ def evaluate_run(
         if s.label_columns and document.truth_matching is not None:  # staged as names, given as one 0/1 column per label
             document.truth_matching = document.truth_matching.model_copy(update={"column_type": ColumnKind.LABEL_COLUMNS})
         if s.drift_reference is not None:
-            name = posixpath.basename(s.drift_reference.path.rstrip("/"))
-            document.drift, document.estimated = monitor(
-                con,
-                kind,
-                labels,
-                s.slice_columns,
-                s.drift_reference,
-                name,
-                s.drift_min_psi,
-                run,
-                s.scored_with,
-                s.drift_min_auc,
-                representation,
-            )
+            document.drift, document.estimated = monitor(ev, kind, s, representation)
         if s.labelling is not None:
             from_files = source == "ground_truth_uri"
             document.label_plan, prediction_powered = label_run(ev, kind, s.labelling, coverage.scored, from_files)

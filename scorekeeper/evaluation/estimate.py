@@ -16,6 +16,7 @@ last one holding 1.0), or the `prediction` signal's deciles. The per-row work is
 from __future__ import annotations
 
 import math
+import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,8 +26,10 @@ from scorekeeper.evaluation.duck import one_row, sql
 from scorekeeper.metrics.document import CalibrationBin, Drift, Estimated, LabelBinCount, RecordedMetrics, ReferenceRecords
 
 if TYPE_CHECKING:
-    from scorekeeper.evaluation.base import HeadEvaluation
+    from scorekeeper.evaluation.base import Evaluation, HeadEvaluation
     from scorekeeper.evaluation.duck import Connection
+    from scorekeeper.evaluation.representation import Measured
+    from scorekeeper.evaluation.settings import EvaluationSettings
 
 Z95 = 1.959963984540054
 ASSUMPTIONS = (
@@ -234,36 +237,32 @@ def f1_from_expected(cells: list[tuple[float, float, float]]) -> tuple[float | N
 
 
 def monitor(
-    con: Connection,
-    kind: HeadEvaluation,
-    labels: list[str],
-    slice_columns: list[str],
-    reference,
-    reference_name: str,
-    min_psi: float,
-    run=None,
-    scored_with: dict | None = None,
-    min_auc: float = d.DEFAULT_MIN_AUC,
-    representation=None,
-):
-    """(drift, estimated) of the run on `con` (its `predictions` and `staged` views) against the
-    completed run `reference` (a Location). With `run` (this run's folder; `scored_with` its scoring
-    section as the gather has it: dtype, long_text), SPEC 14's representation signal and moved tokens
-    too; `representation` the signal when the caller measured it already (representation.compare_runs)."""
+    ev: Evaluation, kind: HeadEvaluation, settings: EvaluationSettings, representation: Measured | str | None = None
+) -> tuple[Drift, Estimated]:
+    """(drift, estimated) of the run evaluated on `ev` (its connection's `predictions` and `staged`
+    views, its folder, labels and slice columns) against the completed run settings.drift_reference,
+    judged by settings.drift_min_psi and drift_min_auc; SPEC 14's representation signal (this run's
+    embeddings compared as settings.scored_with says it was scored) and moved tokens too.
+    `representation` is the signal when the caller measured it already (representation.compare_runs)."""
     from scorekeeper.evaluation.representation import compare_runs
     from scorekeeper.evaluation.words import moved_tokens
 
+    reference = settings.drift_reference
+    assert reference is not None, "monitored only against a drift_reference"
+    reference_name = posixpath.basename(reference.path.rstrip("/"))
+    con, labels, slice_columns = ev.con, ev.labels, ev.slice_columns
     ref_side = d.open_reference(con, reference, slice_columns)
     current = d.current_side(con, labels, slice_columns)
-    if representation is None and run is not None:
-        representation = compare_runs(reference, run, scored_with)
-    drift = d.drift(con, kind, ref_side, current, slice_columns, reference_name, min_psi, representation, min_auc)
-    if run is not None:
-        moved = moved_tokens(con, reference, run)
-        if isinstance(moved, str):
-            drift.skipped["moved_tokens"] = moved
-            drift.moved_tokens = None
-        else:
-            drift.moved_tokens = moved
+    if representation is None:
+        representation = compare_runs(reference, ev.run, settings.scored_with)
+    drift = d.drift(
+        con, kind, ref_side, current, slice_columns, reference_name, settings.drift_min_psi, representation, settings.drift_min_auc
+    )
+    moved = moved_tokens(con, reference, ev.run)
+    if isinstance(moved, str):
+        drift.skipped["moved_tokens"] = moved
+        drift.moved_tokens = None
+    else:
+        drift.moved_tokens = moved
     recorded = d.recorded_reference(reference)
     return drift, estimate(con, kind, labels, recorded, reference_name, drift.rows.current, drift)

@@ -94,15 +94,17 @@ class LabelRequest:
 
 def label_run(ev, kind, request: LabelRequest, scored: int, from_files: bool) -> tuple[LabelPlan, PredictionPowered | None]:
     """metrics.json `label_plan` (and work/label_plan.parquet) and, when plan rows have ground truth,
-    `prediction_powered`. Refuses a plan over no scored row, and ground truth from files that labels
-    none of the plan's rows but others (the labels of another run's plan)."""
+    `prediction_powered`. Refuses a plan over no scored row, and ground truth from files handed back
+    to a pinned plan (drawn by an earlier run under this name) that labels none of its rows but
+    others (the labels of another run's plan). A plan drawn now with labels outside it (a partial
+    backfill) is evaluated: those rows take no part (labelled_outside_plan, SPEC 13)."""
     if scored == 0:
         raise InputError(
             f"label_budget {request.budget}: run {request.key} scored no rows, so there is nothing to draw a labelling plan from"
         )
     model, plan = draw_plan(ev, kind, request, scored)
     document, outside = prediction_powered(ev, kind, request, model, scored)
-    if document is None and outside and from_files:
+    if document is None and outside and from_files and request.pinned:
         (ids,) = ev.con.execute(
             "SELECT list(DISTINCT s.id::VARCHAR ORDER BY s.id::VARCHAR)[:3] FROM pp_labelled AS t "
             "JOIN staged AS s ON s.row_index = t.row_index ANTI JOIN pp_planned AS p ON p.row_index = t.row_index"
@@ -372,11 +374,13 @@ class _Sample:
 
 
 def _interval(value: float | None, var: float | None, upper: float | None) -> list[float] | None:
+    """theta -+ 1.96 sqrt(var), both ends clipped to the metric's range [0, upper] (an estimate beyond
+    the range by more than the half-width gives [upper, upper] or [0, 0], never a lower end above the upper)."""
     if value is None or var is None:
         return None
     half = Z95 * math.sqrt(max(var, 0.0))
-    low, high = max(0.0, value - half), value + half
-    return [low, min(upper, high) if upper is not None else high]
+    top = upper if upper is not None else math.inf
+    return [min(max(0.0, value - half), top), min(max(0.0, value + half), top)]
 
 
 def _estimate(spec: PlanMetric, sample: _Sample, f_all: dict, n: int, classical_only: bool) -> PredictionPoweredMetric:

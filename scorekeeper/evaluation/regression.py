@@ -498,6 +498,7 @@ class Regression:
         params = {"reference": uses, "edges": edges, "maes": maes, "outputs": ev.labels}
         set_variables(ev.con, **params)
         ev.con.execute(sql("regression_label_free.sql", prediction=prediction))
+        set_variables(ev.con, f_zero=_f_zero_everywhere(ev.con, uses, maes))
         per_output = (
             tuple(PlanMetric(f"mae:{name}", "mean", "mae", terms=(name,), upper=None) for name in ev.labels) if len(ev.labels) > 1 else ()
         )
@@ -520,6 +521,18 @@ class Regression:
     def label_free_variance(self, ev: Evaluation, reference: RecordedMetrics | None, rows: int) -> float | None:
         """mae's label-free estimate is taken as exact with a reference; without one there is none (no estimate_bias)."""
         return 0.0 if reference is not None else None
+
+
+def _f_zero_everywhere(con: Connection, uses: bool, maes: list[list[float]]) -> bool:
+    """Whether every scored row's label-free f is 0 (then u is 1 on every row): without a reference
+    always; with one, never when every bin's MAE is positive (every row's f is a mean of them), else
+    as the rows' f say (a pass over them)."""
+    if not uses:
+        return True
+    if all(mae > 0 for output in maes for mae in output):
+        return False
+    (zero,) = one_row(con.execute("SELECT coalesce(max(f) = 0, false) FROM pp_label_free_f"))
+    return bool(zero)
 
 
 EVALUATION = Regression()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from scorekeeper.representation import draws
 from scorekeeper.run_folder import RunFolder
@@ -139,33 +140,83 @@ def read_embeddings(run: Location) -> EmbeddingsFile:
 Sample = Embeddings | EmbeddingsFile
 
 
-def scoring_facts(plan: dict, request: dict, scoring: dict | None) -> dict[str, Any]:
+class ScoredWindow(BaseModel):
+    """metrics.json `scoring.long_text` as far as a run's embeddings depend on it: the window."""
+
+    model_config = ConfigDict(frozen=True)  # a recorded section's counts are ignored
+
+    max_length: int | None = None
+
+
+class ScoredWith(BaseModel):
+    """How a run's rows were scored, as far as its embeddings depend on it: the compute dtype and
+    the window used. This run's as the gather reports them (EvaluationSettings.scored_with); a
+    completed run's read from its metrics.json `scoring` section (RecordedScoring), tolerantly: what
+    an older run lacks is None, the section's other figures are ignored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dtype: str | None = None
+    long_text: ScoredWindow | None = None
+
+    @property
+    def max_length(self) -> int | None:
+        return self.long_text.max_length if self.long_text is not None else None
+
+
+class RecordedScoring(BaseModel):
+    """A completed run's metrics.json as far as its embeddings' facts go: its `scoring` section."""
+
+    model_config = ConfigDict(frozen=True)  # every other key of the document is ignored
+
+    scoring: ScoredWith | None = None
+
+
+class EmbeddingFacts(BaseModel):
+    """What decides a run's embeddings besides its rows (two runs' embeddings compare when these
+    are equal): the model and adapter fingerprints, the compute dtype, long_text, max_length and
+    the long_text mode's parameters (None where the run's mode has not that parameter), in the order
+    why_not_comparable names the first that differs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str | None
+    adapter: str | None
+    dtype: str | None
+    long_text: str
+    max_length: int | None
+    head_tokens: int | None = None  # head_tail
+    chunk_overlap: int | None = None  # chunk
+    chunk_aggregate: str | None = None  # chunk
+    max_chunks: int | None = None  # chunk
+
+
+def scoring_facts(plan: dict, request: dict, scoring: ScoredWith | None) -> EmbeddingFacts:
     """What decides a run's embeddings besides its rows: the model and adapter fingerprints
     (plan.json), the compute dtype and max_length as used (`scoring`: metrics.json's scoring section,
     or the gather's; the requested values when it does not say), long_text and its parameters."""
-    scoring = scoring or {}
+    scoring = scoring or ScoredWith()
     long_text = request.get("long_text") or "truncate"
-    facts = {
-        "model": plan.get("model_fingerprint"),
-        "adapter": plan.get("adapter_fingerprint"),
-        "dtype": scoring.get("dtype") or request.get("dtype"),
-        "long_text": long_text,
-        "max_length": (scoring.get("long_text") or {}).get("max_length") or request.get("max_length"),
-    }
-    for name in LONG_TEXT_PARAMETERS.get(long_text, ()):
-        facts[name] = request.get(name)
-    return facts
+    return EmbeddingFacts(
+        model=plan.get("model_fingerprint"),
+        adapter=plan.get("adapter_fingerprint"),
+        dtype=scoring.dtype or request.get("dtype"),
+        long_text=long_text,
+        max_length=scoring.max_length or request.get("max_length"),
+        **{name: request.get(name) for name in LONG_TEXT_PARAMETERS.get(long_text, ())},
+    )
 
 
-def why_not_comparable(reference: dict[str, Any], current: dict[str, Any]) -> str | None:
+def why_not_comparable(reference: EmbeddingFacts, current: EmbeddingFacts) -> str | None:
     """Why two runs' embeddings are not comparable (the first fact that differs), or None."""
-    if reference["model"] != current["model"]:
+    if reference.model != current.model:
         return "the runs scored different models (model fingerprints differ)"
-    if reference["adapter"] != current["adapter"]:
+    if reference.adapter != current.adapter:
         return "the runs scored with different adapters (adapter fingerprints differ)"
-    for name in dict.fromkeys([*reference, *current]):  # dtype, long_text, max_length, then the long_text mode's parameters
-        if reference.get(name) != current.get(name):
-            return f"the runs were scored with different {name} ({reference.get(name)!r} in the reference, {current.get(name)!r} here)"
+    for name in EmbeddingFacts.model_fields:  # the fingerprints (equal here), dtype, long_text, max_length, the modes' parameters
+        theirs, ours = getattr(reference, name), getattr(current, name)
+        if theirs != ours:
+            return f"the runs were scored with different {name} ({theirs!r} in the reference, {ours!r} here)"
     return None
 
 
@@ -256,7 +307,7 @@ def measure(reference: Sample, current: Sample) -> Measured | str:
     return Measured(auc, hanley_mcneil(auc, sizes[3], sizes[2]), p, rows, examples)
 
 
-def compare_runs(reference: Location, current: Location, current_scoring: dict | None) -> Measured | str:
+def compare_runs(reference: Location, current: Location, current_scoring: ScoredWith | None) -> Measured | str:
     """The signal of run `current` against run `reference` (their folders), or why it is skipped:
     either run without embeddings.parquet, or their embeddings made differently (why_not_comparable).
     `current_scoring` is this run's scoring section as far as it is known (dtype, long_text), the
@@ -264,9 +315,11 @@ def compare_runs(reference: Location, current: Location, current_scoring: dict |
     missing = [side for side, run in (("reference", reference), ("current", current)) if not run.exists(RunFolder.EMBEDDINGS)]
     if missing:
         return f"the {' and the '.join(missing)} run has no {RunFolder.EMBEDDINGS} (embedding_rows 0, or written before SPEC section 14)"
-    recorded = reference.read_json(RunFolder.METRICS) if reference.exists(RunFolder.METRICS) else {}
+    recorded = (
+        RecordedScoring.model_validate(reference.read_json(RunFolder.METRICS)) if reference.exists(RunFolder.METRICS) else RecordedScoring()
+    )
     facts = [
-        scoring_facts(reference.read_json(RunFolder.PLAN), reference.read_json(RunFolder.REQUEST), recorded.get("scoring")),
+        scoring_facts(reference.read_json(RunFolder.PLAN), reference.read_json(RunFolder.REQUEST), recorded.scoring),
         scoring_facts(current.read_json(RunFolder.PLAN), current.read_json(RunFolder.REQUEST), current_scoring),
     ]
     why = why_not_comparable(*facts)

@@ -11,12 +11,11 @@ evaluation, on its document and the history (tasks/evaluation.py), so they are n
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from scorekeeper.evaluation.drift import DEFAULT_MIN_AUC, DEFAULT_MIN_PSI
 from scorekeeper.evaluation.labelling import LabelRequest
+from scorekeeper.evaluation.representation import ScoredWindow, ScoredWith
 from scorekeeper.head_kind import DEFAULT_HEAD, HeadKind
 from scorekeeper.long_text import LongTextCounts
 from scorekeeper.params import ScoreRequest
@@ -42,7 +41,7 @@ class EvaluationSettings(BaseModel):
     labelling: LabelRequest | None = None  # label_budget and label_sampling: the plan to draw (or the pinned one)
     # the scoring facts the gather reports (dtype, long_text): whether this run's embeddings compare
     # with the drift reference's (representation.py)
-    scored_with: dict[str, Any] | None = None
+    scored_with: ScoredWith | None = None
 
     @classmethod
     def of(
@@ -71,5 +70,5 @@ class EvaluationSettings(BaseModel):
             drift_min_psi=request.drift_min_psi,
             drift_min_auc=request.drift_min_auc,
             labelling=labelling,
-            scored_with={"dtype": dtype, "long_text": long_text.model_dump() if long_text else None},
+            scored_with=ScoredWith(dtype=dtype, long_text=ScoredWindow(max_length=long_text.max_length) if long_text else None),
         )

@@ -50,7 +50,8 @@ def head_slices(con: Connection, rows_query: str, group_fields: GroupFields, sli
     """Per slice column: {value: group} and the group counts of columns with more groups than were
     kept, over the kind's evaluated rows (`rows_query` makes head_slice_rows) and the `staged` slice columns."""
     con.execute(sql("wilson.sql"))
-    con.execute(sql(rows_query))
+    if slice_columns:  # no column, no group: the rows are not made (the length split makes its own)
+        con.execute(sql(rows_query))
     slices, truncated = {}, {}
     for i, column in enumerate(slice_columns):
         con.execute(sql("heads_slice_groups.sql", column=f"slice_{i}"), {"limit": SLICE_GROUPS})

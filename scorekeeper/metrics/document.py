@@ -10,7 +10,9 @@ writer dumps with `exclude_unset`. NaN is never written: a value that is not a f
 null (strict JSON, `allow_nan=False`).
 
 Every part refuses keys it does not declare (a misspelt field is a bug, not a new key): a new field
-of metrics.json is declared here, and a new metric also gets its entry in registry.py.
+of metrics.json is declared here, once (a kind's field in its part, which the document subclasses),
+named in MetricsDocument.KEYS at its place in the file, and a new metric also gets its entry in
+registry.py.
 
 Other runs' metrics.json (compare_to, the history) are read tolerantly with `RecordedMetrics`:
 runs written by earlier versions lack fields this one writes.
@@ -20,9 +22,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic.fields import FieldInfo
 
 from scorekeeper.metrics.registry import HeadKind, history_metrics, summary_metrics
 from scorekeeper.metrics.truth_matching import TruthMatching
@@ -652,9 +655,8 @@ class PredictionPowered(Part):
 
 
 class KindPart(Part):
-    """A part of the document a kind's evaluation returns: its fields are declared as MetricsDocument
-    declares them (tests/test_kind_parts.py holds each to it), and the fields it sets are the ones
-    the document gets."""
+    """A part of the document a kind's evaluation returns; MetricsDocument subclasses every part, so
+    each field is declared once, here, and the fields a part sets are the ones the document gets."""
 
     def fields(self) -> dict[str, Any]:
         """The fields set, as the document is built from them (nothing set is nothing written)."""
@@ -665,59 +667,58 @@ class KindMetrics(KindPart):
     """A kind's fields of metrics.json over its evaluated rows (HeadEvaluation.metrics)."""
 
     evaluated: int
-    truth_matching: TruthMatching | None = None
+    truth_matching: TruthMatching | None = None  # the one rule matching the ground truth to the labels
     unknown_labels: dict[str, int] | None = None
     unknown_label_rows: int | None = None
 
 
-class SingleLabelMetrics(KindMetrics):
-    accuracy: Number = None
+class ClassifierMetrics(KindMetrics):
+    """The fields single-label and multi-label runs share (docs/contracts.md sections 3 and 6)."""
+
     macro_f1: Number = None
     weighted_f1: Number = None
     log_loss: Number = None
-    log_loss_rows: int | None = None
     ece: float | MacroMicro | None = None
     ece_bins: int | None = None
+    roc_auc: ClassAreas | LabelAreas | None = None
+    average_precision: ClassAreas | LabelAreas | None = None
+    curves: Curves | None = None
+
+
+class SingleLabelMetrics(ClassifierMetrics):
+    accuracy: Number = None
+    log_loss_rows: int | None = None
     calibration: list[CalibrationBin] | None = None
     per_class: dict[str, ClassScores] | None = None
     confusion: dict[str, dict[str, int]] | None = None
     accuracy_ci: list[float] | None = None
-    roc_auc: ClassAreas | LabelAreas | None = None
-    average_precision: ClassAreas | LabelAreas | None = None
     top_k_accuracy: dict[str, float] | None = None
     thresholds: list[ThresholdRow] | None = None
-    curves: Curves | None = None
     score_histogram: ScoreHistogram | None = None
     confident_errors: list[ConfidentError] | None = None
     label_audit: LabelAudit | None = None
 
 
-class MultiLabelMetrics(KindMetrics):
+class MultiLabelMetrics(ClassifierMetrics):
     subset_accuracy: Number = None
     hamming_loss: Number = None
     micro_f1: Number = None
     micro_precision: Number = None
     micro_recall: Number = None
-    macro_f1: Number = None
-    weighted_f1: Number = None
     samples_f1: Number = None
     lrap: Number = None
     coverage_error: Number = None
     ranking_loss: Number = None
-    log_loss: Number = None
-    roc_auc: ClassAreas | LabelAreas | None = None
-    average_precision: ClassAreas | LabelAreas | None = None
-    ece: float | MacroMicro | None = None
-    ece_bins: int | None = None
     per_label: dict[str, LabelScores] | None = None
     threshold_tuning: ThresholdTuning | None = None
     label_cardinality: LabelCardinality | None = None
     label_calibration: dict[str, list[LabelCalibrationBin]] | None = None
-    curves: Curves | None = None
     confident_wrong_labels: list[WrongLabel] | None = None
 
 
 class RegressionMetrics(KindMetrics):
+    """With several outputs, the mean of the outputs' values; each under per_output."""
+
     outputs: list[str] | None = None
     mae: Number = None
     mse: Number = None
@@ -745,100 +746,54 @@ class RegressionMetrics(KindMetrics):
 
 
 class ReferenceRecords(KindPart):
-    """What a later run's estimate and labelling plan read of this run (HeadEvaluation.reference_records;
-    RecordedMetrics reads them back)."""
+    """What a later run's estimate and labelling plan read of this run, every run with ground truth
+    (HeadEvaluation.reference_records; RecordedMetrics reads them back; docs/drift.md)."""
 
     calibration_by_label: dict[str, list[LabelBinCount]] | None = None
     residual_bins: dict[str, ResidualBins] | None = None
 
 
-class MetricsDocument(Part):
-    """report/metrics.json. Field order is key order in the file."""
+class MetricsDocument(SingleLabelMetrics, MultiLabelMetrics, RegressionMetrics, ReferenceRecords):
+    """report/metrics.json: every kind's part (declared above, each field once) and the fields of
+    the document's own. KEYS is the order of the keys in the file."""
+
+    KEYS: ClassVar[tuple[str, ...]] = (
+        *("rows", "scored", "evaluated", "ground_truth_source", "truth_matching", "scoring_only", "head"),
+        # single-label scores (docs/contracts.md sections 3 and 6)
+        *("accuracy", "macro_f1", "weighted_f1", "log_loss", "log_loss_rows", "ece", "ece_bins", "calibration", "per_class"),
+        *("confusion", "labels", "ground_truth_rows", "missing_predictions", "unmatched_predictions", "unknown_labels"),
+        *("unknown_label_rows", "null_text_rows", "slices", "slices_truncated", "finished_at", "accuracy_ci", "roc_auc"),
+        *("average_precision", "top_k_accuracy", "thresholds", "curves", "score_histogram", "confident_errors"),
+        # multi-label
+        *("subset_accuracy", "hamming_loss", "micro_f1", "micro_precision", "micro_recall", "samples_f1", "lrap"),
+        *("coverage_error", "ranking_loss", "per_label", "threshold_tuning", "label_cardinality", "label_calibration"),
+        "confident_wrong_labels",
+        # regression
+        *("outputs", "mae", "mse", "rmse", "r2", "explained_variance", "max_error", "median_absolute_error", "mape"),
+        *("mape_rows", "wmape", "pearson", "spearman", "kendall_tau_b", "mean_truth", "mean_prediction", "no_truth_rows"),
+        *("partial_truth_rows", "not_finite_rows", "per_output", "residual_histogram", "predicted_vs_true"),
+        *("calibration_deciles", "largest_errors"),
+        # every kind; then what a later run's estimate needs of this one; then what is filled in after
+        *("length_impact", "calibration_by_label", "residual_bins", "label_audit", "comparison", "drift", "estimated"),
+        *("label_plan", "prediction_powered", "history", "history_left_out", "gates", "scoring"),
+    )
 
     rows: int
     scored: int
-    evaluated: int
     ground_truth_source: GroundTruthSource | None
-    truth_matching: TruthMatching | None = None  # the one rule matching the ground truth to the labels
     scoring_only: bool
     head: HeadKind
-    # single-label scores (docs/contracts.md sections 3 and 6)
-    accuracy: Number = None
-    macro_f1: Number = None
-    weighted_f1: Number = None
-    log_loss: Number = None
-    log_loss_rows: int | None = None
-    ece: float | MacroMicro | None = None
-    ece_bins: int | None = None
-    calibration: list[CalibrationBin] | None = None
-    per_class: dict[str, ClassScores] | None = None
-    confusion: dict[str, dict[str, int]] | None = None
     labels: list[str] | None = None
     ground_truth_rows: int | None = None
     missing_predictions: int | None = None
     unmatched_predictions: int | None = None
-    unknown_labels: dict[str, int] | None = None
-    unknown_label_rows: int | None = None
     null_text_rows: int | None = None
     slices: SliceGroups | None = None
     slices_truncated: dict[str, int] | None = None
     finished_at: str | None = None
-    accuracy_ci: list[float] | None = None
-    roc_auc: ClassAreas | LabelAreas | None = None
-    average_precision: ClassAreas | LabelAreas | None = None
-    top_k_accuracy: dict[str, float] | None = None
-    thresholds: list[ThresholdRow] | None = None
-    curves: Curves | None = None
-    score_histogram: ScoreHistogram | None = None
-    confident_errors: list[ConfidentError] | None = None
-    # multi-label
-    subset_accuracy: Number = None
-    hamming_loss: Number = None
-    micro_f1: Number = None
-    micro_precision: Number = None
-    micro_recall: Number = None
-    samples_f1: Number = None
-    lrap: Number = None
-    coverage_error: Number = None
-    ranking_loss: Number = None
-    per_label: dict[str, LabelScores] | None = None
-    threshold_tuning: ThresholdTuning | None = None
-    label_cardinality: LabelCardinality | None = None
-    label_calibration: dict[str, list[LabelCalibrationBin]] | None = None
-    confident_wrong_labels: list[WrongLabel] | None = None
-    # regression: with several outputs, the mean of the outputs' values; each under per_output
-    outputs: list[str] | None = None
-    mae: Number = None
-    mse: Number = None
-    rmse: Number = None
-    r2: Number = None
-    explained_variance: Number = None
-    max_error: Number = None
-    median_absolute_error: Number = None
-    mape: Number = None
-    mape_rows: int | None = None
-    wmape: Number = None
-    pearson: Number = None
-    spearman: Number = None
-    kendall_tau_b: Number = None
-    mean_truth: Number = None
-    mean_prediction: Number = None
-    no_truth_rows: int | None = None
-    partial_truth_rows: int | None = None
-    not_finite_rows: int | None = None
-    per_output: dict[str, dict[str, int | float | None]] | None = None
-    residual_histogram: dict[str, ResidualHistogram] | None = None
-    predicted_vs_true: dict[str, PredictedPoints | PredictedDensity] | None = None
-    calibration_deciles: dict[str, list[Decile]] | None = None
-    largest_errors: dict[str, list[LargestError]] | None = None
     # every kind: the head's metric within and over the window, when rows are over (docs/long_text.md)
     length_impact: LengthImpact | None = None
-
-    # what a later run's estimate needs of this one (every run with ground truth; docs/drift.md)
-    calibration_by_label: dict[str, list[LabelBinCount]] | None = None
-    residual_bins: dict[str, ResidualBins] | None = None
     # filled in after the evaluation: compare_to, the history, the gates, the scoring step's facts
-    label_audit: LabelAudit | None = None
     comparison: Comparison | None = None
     drift: Drift | None = None
     estimated: Estimated | None = None
@@ -859,8 +814,15 @@ class MetricsDocument(Part):
         return type(self).model_validate(self.as_dict())
 
     def as_dict(self) -> dict:
-        """The document as metrics.json holds it: the fields set, JSON types, NaN and infinities null."""
-        return _finite(self.model_dump(mode="json", exclude_unset=True))
+        """The document as metrics.json holds it: the fields set, in KEYS' order, JSON types, NaN and
+        infinities null."""
+        fields = self.model_dump(mode="json", exclude_unset=True)
+        return _finite({name: fields[name] for name in self.KEYS if name in fields})
+
+    @classmethod
+    def fields_in_order(cls) -> dict[str, FieldInfo]:
+        """The document's fields in the file's order (pydantic's model_fields holds the parts' first)."""
+        return {name: cls.model_fields[name] for name in cls.KEYS}
 
     def to_json_bytes(self) -> bytes:
         """metrics.json's bytes: the one writer of the document."""

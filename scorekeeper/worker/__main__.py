@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             if settings.embedding_rows:  # the sampled rows' representation (SPEC 14), read off each batch
                 from scorekeeper.worker.embeddings import Representation
 
-                loaded.representation = Representation(loaded.model, settings.embedding_rows, job.total_rows)
+                loaded.representation = Representation(loaded.model, settings.embedding_rows, job.total_rows, loaded.model_pad_token_id)
             # a reduced dtype checks a sample against the float32 model (worker/precision.py)
             checked = dtype != torch.float32 and job.precision_check_rows > 0
             run_replica(job, ranks, run, loaded, reference=(lambda: load(torch.float32)) if checked else None)

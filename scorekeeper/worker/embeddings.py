@@ -5,9 +5,10 @@ head pools: `model(**inputs).hidden_states[-1]`, which is the base model's `last
 pooler's input for BERT-like encoders; the final norm's output, the tensor `score` multiplies, for
 decoders). A forward hook on the base model keeps that tensor for the batch that is running (per
 thread: the CPU's batch threads run batches side by side), and the rows of the sample are read off
-it at the head's position: 0 for encoder families; for decoder families transformers' own rule,
-the rightmost position whose token id is not the model's `pad_token_id` (`stages.last_non_pad_token`),
-so right padding in a batch does not move it. Nothing else of the forward pass is kept (no
+it at the head's position: 0 for encoder families; for decoder families transformers' own rule for
+the row alone, the rightmost position whose token id is not the model's own `pad_token_id`, or the
+row's last position when the model has none (`stages.head_position`: the job pads such a model with
+eos, which a text may end with), so right padding in a batch does not move it. Nothing else of the forward pass is kept (no
 `output_hidden_states`, which keeps every layer). Pipeline mode's last stage hands the same tensor
 back beside the logits (stages.py). A row of several windows (chunk mode) gets the float64 mean of
 its windows' vectors, then float32; a model under an unmerged adapter is read through the adapter.
@@ -27,7 +28,7 @@ import torch
 
 from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embedding_sample, embeddings_table
 from scorekeeper.worker.families import HFModule, find_family
-from scorekeeper.worker.stages import last_non_pad_token, unwrap_adapter
+from scorekeeper.worker.stages import head_position, unwrap_adapter
 
 
 def reads_last_token(model: torch.nn.Module) -> bool:
@@ -43,11 +44,13 @@ def reads_last_token(model: torch.nn.Module) -> bool:
 class Representation:
     """Reads the pooled hidden state of a loaded model's batches (a hook on its base model)."""
 
-    def __init__(self, model: torch.nn.Module, embedding_rows: int, total_rows: int):
+    def __init__(self, model: torch.nn.Module, embedding_rows: int, total_rows: int, model_pad_token_id: int | None):
+        """`model_pad_token_id`: the model's own pad id (LoadedModel.model_pad_token_id), None when its
+        config has none (the job pads with eos then, and the head's position is each row's last)."""
         inner: HFModule = unwrap_adapter(model)  # under an unmerged adapter: the adapted transformers model
         self.embedding_rows, self.total_rows = embedding_rows, total_rows
         self.last_token = reads_last_token(inner)
-        self.pad_token_id = getattr(inner.config, "pad_token_id", None)
+        self.pad_token_id = model_pad_token_id
         self._local = threading.local()
         self._hook = inner.base_model.register_forward_hook(self._keep)
 
@@ -57,9 +60,9 @@ class Representation:
     def remove(self) -> None:
         self._hook.remove()
 
-    def pooled(self, input_ids: torch.Tensor, keep: np.ndarray | None) -> torch.Tensor | None:
-        """The head's input for rows `keep` of the batch that just ran on this thread: (rows, width),
-        on the batch's device; None when no row of the batch is sampled."""
+    def pooled(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, keep: np.ndarray | None) -> torch.Tensor | None:
+        """The head's input for rows `keep` of the (right-padded) batch that just ran on this thread:
+        (rows, width), on the batch's device; None when no row of the batch is sampled."""
         hidden = self._local.hidden
         self._local.hidden = None
         if keep is None or not len(keep):
@@ -68,7 +71,7 @@ class Representation:
         rows = hidden.index_select(0, index)
         if not self.last_token:
             return rows[:, 0]
-        position = last_non_pad_token(input_ids.index_select(0, index), self.pad_token_id)
+        position = head_position(input_ids.index_select(0, index), attention_mask.index_select(0, index), self.pad_token_id)
         return rows[torch.arange(rows.shape[0], device=rows.device), position]
 
     def sample(self, row_index: np.ndarray, chunks: np.ndarray) -> RangeSample:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # torch is imported where it is used
     import torch
 
     from scorekeeper.worker.embeddings import Representation
+    from scorekeeper.worker.last_position import LastPositionLogits
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,12 @@ class LoadedModel:
     windows: WindowSettings | None = None
     # the representation's sample (embeddings.py): read off the batches when set (replica mode)
     representation: Representation | None = None
+    # the config's own pad_token_id before ensure_pad_token named one (None: the model has none, and
+    # a decoder's head reads each row's last position, as transformers does for one row alone: SPEC 14)
+    model_pad_token_id: int | None = None
+    # a decoder without a pad id of its own: its logits read at each row's last position (the job
+    # pads it with eos, which transformers' rule would skip at a row's end; last_position.py)
+    last_position: LastPositionLogits | None = None
 
     def use_long_text(self, scoring) -> None:
         """Cut long texts as the job's ScoringSettings say (refused when the window has no room)."""
@@ -130,11 +137,14 @@ def load_tokenizer(model_path: str, trust_remote_code: bool):
 
 
 def ensure_pad_token(tokenizer, config) -> int:
-    """Decoder checkpoints often ship without a pad token; pad with eos (or unk), as their cards do.
+    """The id batches are right-padded with. Decoder checkpoints often ship without a pad token; pad
+    with eos (or unk), as their cards do, and the config then names it too.
 
-    The classifier finds each row's last real token by looking for the pad id, so the model's
-    config must agree with the tokenizer on it.
+    The classifier finds each row's last real token by looking for the config's pad id, so batches
+    are padded with the model's own pad id when its config has one, whatever the tokenizer's is: a
+    row padded with another id would be read at a pad (docs/drift.md, "the position the head reads").
     """
+    own = getattr(config, "pad_token_id", None)
     if tokenizer.pad_token_id is None:
         if getattr(config, "pad_token_id", None) is not None:
             tokenizer.pad_token = tokenizer.convert_ids_to_tokens(config.pad_token_id)
@@ -144,9 +154,10 @@ def ensure_pad_token(tokenizer, config) -> int:
             tokenizer.pad_token = tokenizer.unk_token
         else:
             raise ModelError("the tokenizer has no pad, eos or unk token to pad batches with")
-    if getattr(config, "pad_token_id", None) is None:
+    if own is None:
         config.pad_token_id = tokenizer.pad_token_id
-    return int(tokenizer.pad_token_id)
+        return int(tokenizer.pad_token_id)
+    return int(own)
 
 
 def load_model(
@@ -178,6 +189,7 @@ def load_model(
     described = {"id2label": dict(config.id2label), "num_labels": config.num_labels, "problem_type": config.problem_type}
     labels = labels_from_config(described, model_path)
     kind = resolve_head(head, described, model_path)  # the job's choice as a kind, once
+    model_pad = getattr(config, "pad_token_id", None)  # the model's own, before the job names one
     pad_id = ensure_pad_token(tokenizer, config)
     for pad in (getattr(config, "pad_token_id", None), pad_id):
         check_pad_token(pad, getattr(config, "vocab_size", None), model_path)
@@ -200,11 +212,21 @@ def load_model(
     model.to(device)
     model.eval()
     frame = text_frame_or_none(tokenizer)
+    last_position = None
+    if model_pad is None:
+        from scorekeeper.worker.embeddings import reads_last_token
+        from scorekeeper.worker.last_position import LastPositionLogits
+        from scorekeeper.worker.stages import unwrap_adapter
+
+        if reads_last_token(unwrap_adapter(model)):
+            last_position = LastPositionLogits(model)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
         max_length=max_length,
         pad_token_id=pad_id,
+        model_pad_token_id=model_pad,
+        last_position=last_position,
         labels=labels,
         head=kind,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),

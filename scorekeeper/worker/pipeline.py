@@ -340,11 +340,24 @@ class StageRunner:
 # -- the runner --------------------------------------------------------------------------------
 
 
+def stage_of(loaded: LoadedModel, stage: int, stages: int) -> tuple[EncoderStage | DecoderStage, list[tuple[int, int]]]:
+    """The loaded model's pipeline stage `stage` of `stages` (stages.build_stage), and every stage's
+    layer range. A decoder without a pad id of its own reads each row's last position, as replica
+    mode's LastPositionLogits does; the stages find it themselves, so that hook is removed."""
+    module, bounds = build_stage(loaded.model, stage, stages)
+    if isinstance(module, DecoderStage):
+        module.reads_last_position = loaded.model_pad_token_id is None
+    if loaded.last_position is not None:
+        loaded.last_position.remove()
+        loaded.last_position = None
+    return module, bounds
+
+
 def run_pipeline(job: Job, ranks: Ranks, run: RunFolder, loaded: LoadedModel) -> None:
     settings = job.scoring
     layout = plan_layout(ranks.world, ranks.rank, settings.pipeline_stages)
     dtype = next(loaded.model.parameters()).dtype
-    module, bounds = build_stage(loaded.model, layout.stage, layout.stages)
+    module, bounds = stage_of(loaded, layout.stage, layout.stages)
     # Keep only this stage's modules. The whole model was loaded first (simple, but the peak
     # memory of each process is the whole model's); dropping it here frees the other stages'.
     del loaded.model

@@ -26,6 +26,7 @@ from scorekeeper.worker.batching import Batch, collate, cut_batches
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
 from scorekeeper.worker.embeddings import RangeSample, Representation, token_counts_table
 from scorekeeper.worker.first_token import first_token_last_layer
+from scorekeeper.worker.last_position import LastPositionLogits
 from scorekeeper.worker.model import LoadedModel, first_error_line
 from scorekeeper.worker.outputs import HeadOutputs, activate
 from scorekeeper.worker.precision import PrecisionSample
@@ -98,21 +99,32 @@ def ahead_of_the_model(prepared: Iterable[PreparedRange], device: torch.device) 
     return prefetch(prepared, depth=2) if accelerator_path(device) else prepared
 
 
-def _forward(model: torch.nn.Module, device: torch.device, batch: Batch) -> torch.Tensor:
+def _forward(model: torch.nn.Module, device: torch.device, batch: Batch, last_position: LastPositionLogits | None = None) -> torch.Tensor:
+    """The batch's logits; with `last_position` (a decoder without a pad id of its own), each row's
+    read at its last position, as transformers reads the row alone (last_position.py)."""
     with torch.inference_mode():  # thread-local: each batch thread enters it itself
-        return model(**batch.to(device, non_blocking=True).model_inputs()).logits
+        moved = batch.to(device, non_blocking=True)
+        logits = model(**moved.model_inputs()).logits
+        return logits if last_position is None else last_position.logits(moved.attention_mask)
 
 
 def _forward_keeping(
-    model: torch.nn.Module, device: torch.device, batch: Batch, representation: Representation | None, keep: np.ndarray | None
+    model: torch.nn.Module,
+    device: torch.device,
+    batch: Batch,
+    representation: Representation | None,
+    keep: np.ndarray | None,
+    last_position: LastPositionLogits | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The batch's logits, and the representation of its sampled rows (on the device; None if none)."""
     if representation is None:
-        return _forward(model, device, batch), None
+        return _forward(model, device, batch, last_position), None
     with torch.inference_mode():
         moved = batch.to(device, non_blocking=True)
         logits = model(**moved.model_inputs()).logits
-        return logits, representation.pooled(moved.input_ids, keep)
+        if last_position is not None:
+            logits = last_position.logits(moved.attention_mask)
+        return logits, representation.pooled(moved.input_ids, moved.attention_mask, keep)
 
 
 @contextmanager
@@ -140,15 +152,19 @@ def score_batches(
     head: HeadKind = HeadKind.SINGLE_LABEL,
     chunks: np.ndarray | None = None,
     how: str = "mean",
+    last_position: LastPositionLogits | None = None,
 ) -> np.ndarray:
     """The head's outputs (float64: softmax, sigmoid or the raw values of the logits) for every row
     of a range, in row order. With `chunks` (windows per row), the batches hold windows, and each
-    row's windows' raw outputs are aggregated (`how`) before the activation.
+    row's windows' raw outputs are aggregated (`how`) before the activation. `last_position`: the
+    loaded model's (LoadedModel.last_position), for a decoder without a pad id of its own.
 
     Logits stay on the device until the range is done and come back in one copy: a copy per
     batch would make the device wait for the host before every batch.
     """
-    return _probabilities(batches, [_forward(model, device, batch) for batch in batches], rows, num_labels, head, chunks, how)
+    return _probabilities(
+        batches, [_forward(model, device, batch, last_position) for batch in batches], rows, num_labels, head, chunks, how
+    )
 
 
 def _probabilities(
@@ -189,7 +205,8 @@ def scored_ranges(
     representation = loaded.representation
 
     def run(p: PreparedRange, k: int):
-        return loaded.model, device, p.batches[k], representation, p.keeps[k] if p.keeps is not None else None
+        keep = p.keeps[k] if p.keeps is not None else None
+        return loaded.model, device, p.batches[k], representation, keep, loaded.last_position
 
     with batch_runner(device) as pool:
         if pool is None:

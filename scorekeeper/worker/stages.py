@@ -11,7 +11,8 @@ What travels between stages is plain tensors, so a receiving stage can pre-alloc
 * encoders (BERT, MiniLM, RoBERTa, DistilBERT): ``(hidden, attention_mask)``;
 * decoders (Llama, Qwen2, Mistral): ``(hidden, attention_mask, last_token)``, where
   ``last_token`` is each row's last non-pad position, found from the input ids on the first stage
-  the way ``GenericForSequenceClassification`` finds it (the last stage never sees the ids).
+  the way ``GenericForSequenceClassification`` finds it (the last stage never sees the ids); for a
+  model without a pad id of its own, each row's last position (``head_position``: the row alone).
 
 The first stage takes ``(input_ids, attention_mask[, token_type_ids])``; the last returns logits
 (with the representation kept, SPEC 14: the logits and then the head's input at the pooled position,
@@ -55,6 +56,19 @@ def last_non_pad_token(input_ids: torch.Tensor, pad_token_id: int | None) -> tor
     non_pad = (input_ids != pad_token_id).to(torch.int32)
     positions = torch.arange(width, device=input_ids.device, dtype=torch.int32)
     return (positions * non_pad).argmax(-1).to(torch.int64)
+
+
+def head_position(input_ids: torch.Tensor | None, attention_mask: torch.Tensor, pad_token_id: int | None) -> torch.Tensor:
+    """Each row's position a decoder's head reads in a right-padded batch, as transformers finds it
+    for the row scored alone, unpadded (SPEC 14): the rightmost of the row's own positions whose token
+    id is not the model's own `pad_token_id` (0 when every one is); for a model without one, the row's
+    last position, whatever its token (the job pads such a model with eos, which a text may end with)."""
+    if pad_token_id is None:
+        return (attention_mask.sum(-1) - 1).clamp(min=0).to(torch.int64)
+    assert input_ids is not None, "the model's pad id is looked for in the input ids"
+    real = (input_ids != pad_token_id) & attention_mask.bool()
+    positions = torch.arange(input_ids.shape[-1], device=input_ids.device, dtype=torch.int32)
+    return (positions * real.to(torch.int32)).argmax(-1).to(torch.int64)
 
 
 # -- masks: the same calls the transformers models make ---------------------------------------
@@ -139,6 +153,10 @@ class DecoderStage(nn.Module):
         self.pad_token_id = getattr(chain.config, "pad_token_id", None)
         self.hidden_size = hidden_size(chain.config)
         self.with_representation = False  # the last stage returns the head's input beside the logits
+        # the model has no pad token of its own (the job pads with eos, which a text may end with): the
+        # first stage finds each row's last position from its length, as transformers reads one row
+        # alone (SPEC 9 and 14; head_position), and the head reads it there (logits and representation)
+        self.reads_last_position = False
 
     def sent(self, rows: int, width: int, dtype: torch.dtype) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of what this stage sends on (fixed by the micro-batch's rows and width)."""
@@ -148,7 +166,10 @@ class DecoderStage(nn.Module):
         if self.embeddings is not None:
             input_ids, attention_mask = inputs[0], inputs[1]
             hidden = self.embeddings(input_ids)
-            last_token = last_non_pad_token(input_ids, self.pad_token_id)
+            if self.reads_last_position:
+                last_token = head_position(None, attention_mask, None)
+            else:
+                last_token = last_non_pad_token(input_ids, self.pad_token_id)
         else:
             hidden, attention_mask, last_token = inputs
         position_ids = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
@@ -160,7 +181,10 @@ class DecoderStage(nn.Module):
             if not self.with_representation:
                 return self.head(hidden, last_token)
             head: HFModule = self.head  # families/decoder_parts.py DecoderHead
-            pooled = head.pooled(hidden, last_token)  # the final norm's output at the last real token (SPEC 14)
+            # the final norm's output where the head reads the row alone (SPEC 14): the batch is padded
+            # with the model's own pad id when it has one, and last_token is each row's last position
+            # when it has none (reads_last_position)
+            pooled = head.pooled(hidden, last_token)
             return torch.cat([head.score(pooled), pooled], dim=-1)
         return hidden.contiguous(), attention_mask.contiguous(), last_token.contiguous()
 
