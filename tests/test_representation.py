@@ -51,11 +51,11 @@ def test_an_embeddings_table_is_list_of_float32_with_the_ids_type():
 def test_the_decoder_position_is_transformers_rule(pad):
     import torch
 
-    from scorekeeper.worker.stages import last_non_pad_token
+    from scorekeeper.worker.stages import head_position
 
     ids = torch.tensor([[5, 6, 7, 0, 0], [5, 0, 7, 8, 9], [0, 0, 0, 0, 0]])
     want = [4, 4, 4] if pad is None else [2, 4, 0]
-    assert last_non_pad_token(ids, pad).tolist() == want
+    assert head_position(ids, torch.ones_like(ids), pad).tolist() == want
 
 
 @pytest.fixture(scope="module", params=["no pad token", "a pad token other than the tokenizer's"])

@@ -346,7 +346,7 @@ def stage_of(loaded: LoadedModel, stage: int, stages: int) -> tuple[EncoderStage
     mode's LastPositionLogits does; the stages find it themselves, so that hook is removed."""
     module, bounds = build_stage(loaded.model, stage, stages)
     if isinstance(module, DecoderStage):
-        module.reads_last_position = loaded.model_pad_token_id is None
+        module.pad_token_id = loaded.model_pad_token_id
     if loaded.last_position is not None:
         loaded.last_position.remove()
         loaded.last_position = None

@@ -48,16 +48,6 @@ def take_apart(model: nn.Module) -> Chain:
     return pipeline_family(getattr(model.config, "model_type", None), type(model).__name__).take_apart(model)
 
 
-def last_non_pad_token(input_ids: torch.Tensor, pad_token_id: int | None) -> torch.Tensor:
-    """Each row's rightmost non-pad position, exactly as GenericForSequenceClassification finds it."""
-    width = input_ids.shape[-1]
-    if pad_token_id is None:
-        return torch.full((input_ids.shape[0],), width - 1, dtype=torch.int64, device=input_ids.device)
-    non_pad = (input_ids != pad_token_id).to(torch.int32)
-    positions = torch.arange(width, device=input_ids.device, dtype=torch.int32)
-    return (positions * non_pad).argmax(-1).to(torch.int64)
-
-
 def head_position(input_ids: torch.Tensor | None, attention_mask: torch.Tensor, pad_token_id: int | None) -> torch.Tensor:
     """Each row's position a decoder's head reads in a right-padded batch, as transformers finds it
     for the row scored alone, unpadded (SPEC 14): the rightmost of the row's own positions whose token
@@ -150,13 +140,11 @@ class DecoderStage(nn.Module):
         self.layers = nn.ModuleList(chain.layers[start:end])
         self.rotary: nn.Module = chain.rotary
         self.head = chain.head if last else None
+        # the pad id the head reads by (head_position); pipeline.stage_of sets the model's own, None for a
+        # model without one (the job pads it with eos, which a text may end with: its last position is read)
         self.pad_token_id = getattr(chain.config, "pad_token_id", None)
         self.hidden_size = hidden_size(chain.config)
         self.with_representation = False  # the last stage returns the head's input beside the logits
-        # the model has no pad token of its own (the job pads with eos, which a text may end with): the
-        # first stage finds each row's last position from its length, as transformers reads one row
-        # alone (SPEC 9 and 14; head_position), and the head reads it there (logits and representation)
-        self.reads_last_position = False
 
     def sent(self, rows: int, width: int, dtype: torch.dtype) -> list[tuple[tuple[int, ...], torch.dtype]]:
         """Shapes and dtypes of what this stage sends on (fixed by the micro-batch's rows and width)."""
@@ -166,10 +154,7 @@ class DecoderStage(nn.Module):
         if self.embeddings is not None:
             input_ids, attention_mask = inputs[0], inputs[1]
             hidden = self.embeddings(input_ids)
-            if self.reads_last_position:
-                last_token = head_position(None, attention_mask, None)
-            else:
-                last_token = last_non_pad_token(input_ids, self.pad_token_id)
+            last_token = head_position(input_ids, attention_mask, self.pad_token_id)
         else:
             hidden, attention_mask, last_token = inputs
         position_ids = torch.arange(hidden.shape[1], device=hidden.device).unsqueeze(0)
@@ -181,9 +166,7 @@ class DecoderStage(nn.Module):
             if not self.with_representation:
                 return self.head(hidden, last_token)
             head: HFModule = self.head  # families/decoder_parts.py DecoderHead
-            # the final norm's output where the head reads the row alone (SPEC 14): the batch is padded
-            # with the model's own pad id when it has one, and last_token is each row's last position
-            # when it has none (reads_last_position)
+            # the final norm's output where the head reads the row alone (SPEC 14; head_position)
             pooled = head.pooled(hidden, last_token)
             return torch.cat([head.score(pooled), pooled], dim=-1)
         return hidden.contiguous(), attention_mask.contiguous(), last_token.contiguous()
