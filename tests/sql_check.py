@@ -23,12 +23,19 @@ class Checked:
         self._con, self._ran = con, ran
         self._made: duck.SqlFile | None = None  # checked at the next statement, once its result is read
 
-    def _names(self) -> set[str]:
-        rows = self._con.execute(
-            "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() "
-            "UNION ALL SELECT function_name FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro')"
-        ).fetchall()
-        return {name for (name,) in rows}
+    def _missing(self, names: set[str]) -> set[str]:
+        """Those of `names` that are no table, view or macro of the connection. The functions are
+        looked at only for names that no table or view has: duckdb_functions() lists DuckDB's
+        3,000-odd built-in functions at each call (about 20 ms of CPU, against 1 ms for the tables
+        and views), and most files read and create tables."""
+        rows = self._con.execute("SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views()").fetchall()
+        missing = names - {name for (name,) in rows}
+        if missing:
+            rows = self._con.execute(
+                "SELECT function_name FROM duckdb_functions() WHERE function_type IN ('macro', 'table_macro')"
+            ).fetchall()
+            missing -= {name for (name,) in rows}
+        return missing
 
     def _resolve(self, names: list[str], text: duck.SqlFile) -> set[str]:
         out = set()
@@ -48,13 +55,13 @@ class Checked:
                     self._check(value)
                     self._ran.append(value.name)
             reads, _ = header(duck.sql_files()[text.name])
-            missing = self._resolve(reads, text) - self._names()
+            missing = self._missing(self._resolve(reads, text))
             assert not missing, f"{text.name} reads {sorted(missing)} before anything created it"
 
     def _check_made(self) -> None:
         if self._made is not None:
             _, creates = header(duck.sql_files()[self._made.name])
-            missing = self._resolve(creates, self._made) - self._names()
+            missing = self._missing(self._resolve(creates, self._made))
             assert not missing, f"{self._made.name} did not create {sorted(missing)}"
             self._made = None
 

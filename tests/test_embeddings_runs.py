@@ -147,9 +147,10 @@ def test_decoder_replica_chunks_and_pipeline_truncate_and_a_resume(tmp_path, mod
         input_uri=str(data), model_uri=models["llama"], output_uri=str(tmp_path / "runs"), id_column="review_id",
         rows_per_range=4, tokens_per_batch=48, max_length=MAX_LENGTH, embedding_rows=7,
     )  # fmt: skip
-    chunked = run_flow(2, run_name="chunked", long_text="chunk", chunk_overlap=2, max_chunks=3, **common)
-    want, tokenizer = reference(models["llama"], texts, "chunk", overlap=2, cap=3)
-    check_embeddings(chunked, texts, want, 7)
+    # replica on 1 process: the ranks' gather of embeddings is the encoder's 2-process run
+    chunked = run_flow(1, run_name="chunked", long_text="chunk", chunk_overlap=2, max_chunks=3, **common)
+    chunk_want, tokenizer = reference(models["llama"], texts, "chunk", overlap=2, cap=3)
+    check_embeddings(chunked, texts, chunk_want, 7)
     check_token_counts(chunked, texts, tokenizer)
 
     piped = run_flow(2, run_name="piped", mode="pipeline", **common)
@@ -157,17 +158,17 @@ def test_decoder_replica_chunks_and_pipeline_truncate_and_a_resume(tmp_path, mod
     check_embeddings(piped, texts, want, 7)
     check_token_counts(piped, texts, tokenizer)
 
-    # a resume scores only the ranges whose commit is gone, and the files are the same
-    run = RunFolder.from_uri(str(piped.run_dir))
-    before = {name: (piped.run_dir / name).read_bytes() for name in ("embeddings.parquet", "report/token_counts.parquet")}
+    # a resume (of the chunk run) scores only the ranges whose commit is gone, and the files are the same
+    run = RunFolder.from_uri(str(chunked.run_dir))
+    before = {name: (chunked.run_dir / name).read_bytes() for name in ("embeddings.parquet", "report/token_counts.parquet")}
     kept = CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(0)))
     run.remove(RunFolder.commit_name(1))
     run.remove(RunFolder.COMPLETION)
-    again = run_flow(2, run_name="piped", mode="pipeline", **common)
+    again = run_flow(1, run_name="chunked", long_text="chunk", chunk_overlap=2, max_chunks=3, **common)
     assert CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(0))) == kept
     assert CommitRecord.from_bytes(run.read_bytes(RunFolder.commit_name(1))).attempt != kept.attempt
-    check_embeddings(again, texts, want, 7)
+    check_embeddings(again, texts, chunk_want, 7)
     check_token_counts(again, texts, tokenizer)
-    after = {name: (piped.run_dir / name).read_bytes() for name in before}
-    assert pq.read_table(piped.run_dir / "embeddings.parquet").equals(pq.read_table(io.BytesIO(before["embeddings.parquet"])))
+    after = {name: (chunked.run_dir / name).read_bytes() for name in before}
+    assert pq.read_table(chunked.run_dir / "embeddings.parquet").equals(pq.read_table(io.BytesIO(before["embeddings.parquet"])))
     assert after["report/token_counts.parquet"] == before["report/token_counts.parquet"]

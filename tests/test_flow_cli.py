@@ -32,14 +32,16 @@ def test_flow_runs_every_step_and_publishes_artifacts(tmp_path, models, prefect_
 
     rows = make_rows(23)
     path = write_rows(tmp_path / "in.csv", rows)
-    # Processes started and offered as the CLI does: the flow scores with them.
+    # Processes started and offered as the CLI does: the flow scores with them. One process: the
+    # command's test below scores with two started ahead this way (and the gather across ranks has
+    # tests of its own: tests/test_plan_gather.py, tests/test_replica.py).
     timeout = ScoreRequest.model_fields["collective_timeout_s"].default
-    with ScoringProcesses(2, timeout).start() as ahead, offering(ahead):
+    with ScoringProcesses(1, timeout).start() as ahead, offering(ahead):
         result = score_dataset(
             input_uri=str(path),
             model_uri=models["bert"],
             output_uri=str(tmp_path / "out"),
-            num_processes=2,
+            num_processes=1,
             rows_per_range=6,
             slice_columns=["review_id"],
         )

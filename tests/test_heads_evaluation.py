@@ -30,6 +30,17 @@ def heads(tmp_path_factory):
     }
 
 
+@pytest.fixture(scope="module")
+def ml_run(tmp_path_factory, heads):
+    """The multi-label input scored once by the flow (run ml, truth in the `labels` column, sliced by
+    `source`), the input of both multi-label tests: (the flow's parameters, the truth, the result)."""
+    root = tmp_path_factory.mktemp("ml_run")
+    truth = _multi_label_input(root / "in.parquet")
+    common = dict(input_uri=str(root / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(root / "runs"), run_name="ml")
+    common |= {"slice_columns": ["source"], "id_column": "review_id"}
+    return common, truth, run_flow(1, label_column="labels", **common)
+
+
 def _multi_label_input(path, n: int = 14):
     rng = np.random.default_rng(5)
     rows = make_rows(n, seed=6)
@@ -54,13 +65,10 @@ def _multi_label_input(path, n: int = 14):
     return truth
 
 
-def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_path, heads):
+def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(ml_run):
     from sklearn.metrics import accuracy_score, f1_score, hamming_loss
 
-    truth = _multi_label_input(tmp_path / "in.parquet")
-    common = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "runs"), run_name="ml")
-    common |= {"slice_columns": ["source"]}
-    first = run_flow(1, id_column="review_id", label_column="labels", **common)
+    common, truth, first = ml_run
     metrics = first.metrics
     assert metrics["head"] == "multi_label" and metrics["rows"] == metrics["scored"] == 14 and metrics["evaluated"] == 13
     assert metrics["unknown_labels"] == {"ham": 1}
@@ -80,39 +88,58 @@ def test_every_ground_truth_form_evaluates_the_same_multi_label_predictions(tmp_
         rows = [k for k, v in enumerate(source) if v == (None if value == "∅ (null)" else value)]
         assert group["rows"] == len(rows) and group["subset_accuracy"] == pytest.approx(accuracy_score(y[rows], p[rows]), abs=1e-12)
         assert group["micro_f1"] == pytest.approx(f1_score(y[rows], p[rows], average="micro", zero_division=0), abs=1e-12)
-    recorded = json.loads((tmp_path / "runs" / "ml" / "report" / "metrics.json").read_text())
+    recorded = json.loads((first.run_dir / "report" / "metrics.json").read_text())
     assert recorded["head"] == "multi_label" and recorded["subset_accuracy"] == metrics["subset_accuracy"]
 
     # The same run again with the truth in other forms: nothing is scored again (the label
     # parameters change no prediction), the evaluation is the same.
-    delimited = run_flow(1, id_column="review_id", label_column="labels_text", **common)
+    delimited = run_flow(1, label_column="labels_text", **common)
     assert delimited.scoring["rows_scored"] == 0
     assert {k: delimited.metrics[k] for k in SCALARS} == {k: metrics[k] for k in SCALARS}
     assert delimited.metrics["unknown_labels"] == {"ham": 1}
-    columns = run_flow(1, id_column="review_id", label_columns=LABELS, **common)
+    columns = run_flow(1, label_columns=LABELS, **common)
     assert columns.metrics["evaluated"] == 13 and columns.metrics["unknown_labels"] == {}
     assert {k: columns.metrics[k] for k in SCALARS} == {k: metrics[k] for k in SCALARS}
     assert delimited.metrics["slices"] == columns.metrics["slices"] == metrics["slices"]
 
 
-def test_a_regression_run_with_ground_truth(tmp_path, heads):
-    from sklearn.metrics import mean_absolute_error, mean_squared_error
+@pytest.fixture(scope="module")
+def regression_runs(tmp_path_factory, heads):
+    """Two scored runs of the regression head over one input (12 rows, row 4 without truth, a slice
+    column with a null value): `base` through the command with a gate that fails, then `cand` by
+    the flow in this process, compared with it (`previous`) under gates that pass. Returns the
+    folder, the input's rows, the command's CompletedProcess and cand's result."""
+    from tests.test_flow_cli import _cli
 
+    root = tmp_path_factory.mktemp("regression")
     rows = make_rows(12, seed=8)
     for i, r in enumerate(rows):
         r["quality"] = "" if i == 4 else str(round(0.25 * i - 1.0, 2))  # row 4: no truth
         r["channel"] = "orphan" if i == 4 else "" if i % 4 == 0 else ("web", "app")[i % 2]  # "": a null slice value
         del r["label"]
-    write_rows(tmp_path / "in.csv", rows)
-    result = run_flow(
-        1, input_uri=str(tmp_path / "in.csv"), model_uri=heads["regression"], output_uri=str(tmp_path / "runs"), run_name="reg",
-        id_column="review_id", label_column="quality", slice_columns=["channel"],
+    write_rows(root / "in.csv", rows)
+    common = ["run", "--input-uri", "in.csv", "--model-uri", heads["regression"], "--output-uri", "runs", "--num-processes", "1"]
+    common += ["--label-column", "quality", "--id-column", "review_id", "--slice-columns", "channel"]
+    failed = _cli(*common, "--run-name", "base", "--gates", "mae<=0", "--gates", "r2>=-1000000", cwd=root)
+    compared = run_flow(
+        1, input_uri=str(root / "in.csv"), model_uri=heads["regression"], output_uri=str(root / "runs"), run_name="cand",
+        label_column="quality", id_column="review_id", slice_columns=["channel"], compare_to="previous",
+        gates={"mae_delta": "<=0", "rmse_drop": ">=0"},
     )  # fmt: skip
-    metrics = result.metrics
+    return root, rows, failed, compared
+
+
+def test_a_regression_run_with_ground_truth(regression_runs):
+    """The module's first regression run (base), read back from its folder."""
+    from sklearn.metrics import mean_absolute_error, mean_squared_error
+
+    root, rows, _, _ = regression_runs
+    metrics = json.loads((root / "runs" / "base" / "report" / "metrics.json").read_text())
+    predictions = pq.read_table(root / "runs" / "base" / "predictions.parquet")
     assert metrics["head"] == "regression" and metrics["evaluated"] == 11
     kept = [i for i in range(12) if i != 4]
     y = np.array([float(rows[i]["quality"]) for i in kept])
-    yhat = result.predictions.column("prediction").to_numpy()[kept]
+    yhat = predictions.column("prediction").to_numpy()[kept]
     assert metrics["mae"] == pytest.approx(mean_absolute_error(y, yhat), rel=1e-12)
     assert metrics["rmse"] == pytest.approx(mean_squared_error(y, yhat) ** 0.5, rel=1e-12)
     channel = [rows[i]["channel"] or None for i in kept]
@@ -140,29 +167,21 @@ def test_a_scoring_only_run_of_a_regression_head_with_two_outputs(tmp_path):
     assert [len(v) for v in result.predictions.column("prediction").to_pylist()] == [2] * 5
 
 
-def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp_path, heads):
-    from tests.test_flow_cli import _cli
-
-    rows = make_rows(9, seed=9)
-    for i, r in enumerate(rows):
-        r["quality"] = 0.5 * i
-    write_rows(tmp_path / "in.jsonl", rows)
-    common = ["run", "--input-uri", "in.jsonl", "--model-uri", heads["regression"], "--output-uri", "runs", "--num-processes", "1"]
-    common += ["--label-column", "quality", "--id-column", "review_id"]
-    failed = _cli(*common, "--run-name", "base", "--gates", "mae<=0", "--gates", "r2>=-1000000", cwd=tmp_path)
+def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(regression_runs):
+    """The module's two regression runs: the command's exit 4 and line; the second run (the flow in
+    this process; the command's exit codes are the first run's and tests/test_gates_cli.py's)
+    compared with the first."""
+    root, _, failed, compared = regression_runs
     assert failed.returncode == 4, failed.stderr[-3000:]
     assert "Traceback" not in failed.stdout + failed.stderr
     assert "1 of 2 quality gate(s) failed: mae <= 0: mae is " in failed.stderr
-    base = json.loads((tmp_path / "runs" / "base" / "report" / "metrics.json").read_text())
+    base = json.loads((root / "runs" / "base" / "report" / "metrics.json").read_text())
     assert base["head"] == "regression" and [g["passed"] for g in base["gates"]] == [False, True]
-    assert (tmp_path / "runs" / "base" / "report" / "report.html").exists()
+    assert (root / "runs" / "base" / "report" / "report.html").exists()
 
-    compared = _cli(
-        *common, "--run-name", "cand", "--compare-to", "previous", "--gates", "mae_delta<=0", "--gates", "rmse_drop>=0", cwd=tmp_path
-    )
-    assert compared.returncode == 0, compared.stderr[-3000:]
-    comparison = json.loads((tmp_path / "runs" / "cand" / "report" / "metrics.json").read_text())["comparison"]
-    assert comparison["run"] == "base" and comparison["rows_compared"] == 9 and comparison["matched_on"] == "row_index"
+    assert [g["passed"] for g in compared.metrics["gates"]] == [True, True]
+    comparison = compared.metrics["comparison"]
+    assert comparison["run"] == "base" and comparison["rows_compared"] == 11 and comparison["matched_on"] == "row_index"
     assert comparison["mae"]["delta"] == 0.0 and comparison["mae"]["ci"] == [0.0, 0.0] and comparison["deltas"]["mae"] == 0.0
     # the same paired tests as a single-label comparison: per-row means by paired normal, rmse by the bootstrap
     tests = comparison["metric_tests"]
@@ -181,9 +200,10 @@ def test_a_failed_regression_gate_exits_4_then_a_second_run_compares_with_it(tmp
     assert all(tests[k]["delta"] == 0.0 and tests[k]["p"] == 1.0 for k in ("r2", "explained_variance", "wmape", "median_absolute_error"))
 
 
-def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_path, heads):
+def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(ml_run):
     """Against a copy of the run whose predictions were edited: the flips, McNemar and the per-label
-    flips equal a row-by-row count in Python."""
+    flips equal a row-by-row count in Python. (The run is the module's one scored multi-label run,
+    evaluated again here, with the copy as its baseline.)"""
     import shutil
 
     from scorekeeper.evaluation.driver import evaluate_run
@@ -194,11 +214,9 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     from scorekeeper.storage import Location
     from tests.helpers import open_run_and_plan
 
-    truth = _multi_label_input(tmp_path / "in.parquet")
-    common = dict(input_uri=str(tmp_path / "in.parquet"), model_uri=heads["multi_label"], output_uri=str(tmp_path / "runs"))
-    this = run_flow(1, id_column="review_id", label_column="labels", run_name="ml", **common)
-    other = tmp_path / "runs" / "other"
-    shutil.copytree(tmp_path / "runs" / "ml", other)
+    common, truth, this = ml_run
+    other = this.run_dir.parent / "other"
+    shutil.copytree(this.run_dir, other)
     before = this.predictions.column("predicted_labels").to_pylist()
     before[0], before[1], before[2] = [], list(LABELS), list(truth[2])  # right or wrong on purpose
     table = pq.read_table(other / "predictions.parquet")
@@ -207,7 +225,7 @@ def test_a_multi_label_comparison_counts_exact_match_and_per_label_flips(tmp_pat
     sealed = Location.from_uri(str(other))
     publish_complete(RunFolder(sealed.fs, sealed.path), {"metrics.json": (other / "report" / "metrics.json").read_bytes()}, "2026-01-01")
 
-    request, context, manifest, _ = open_run_and_plan(id_column="review_id", label_column="labels", run_name="ml", **common)
+    request, context, manifest, _ = open_run_and_plan(label_column="labels", **common)
     comparison = evaluate_run(
         context.run, context.labels, manifest, EvaluationSettings(baseline=Location.from_uri(str(other)), head="multi_label")
     ).as_dict()["comparison"]

@@ -17,6 +17,7 @@ import pytest
 
 from scorekeeper.lease import lease_holder
 from scorekeeper.run_folder import RunFolder
+from tests import prefect_session
 from tests.helpers import make_rows, write_rows
 
 pytestmark = pytest.mark.integration
@@ -43,12 +44,19 @@ def _running(pids) -> list[int]:
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_interrupt_stops_everything_with_one_line(tmp_path, models, how):
+    """Ctrl-C: SIGINT to the CLI's whole process group, with its own temporary Prefect server and
+    two ranks under `accelerate launch`. SIGTERM: to the CLI alone, which turns it into the same
+    interrupt (cli._interrupt_on_signals) and stops the same way; here with one scoring process
+    and the session's Prefect server, since the server's and the launcher's stop is the Ctrl-C case's."""
     write_rows(tmp_path / "in.csv", make_rows(400, max_words=60))
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")}
-    env.pop("PREFECT_API_URL", None)
+    if how == "ctrl-c":
+        env.pop("PREFECT_API_URL", None)  # the CLI's temporary server
+    else:
+        env = prefect_session.cli_environment(env)
     args = ["run", "--input-uri", "in.csv", "--model-uri", models["bert"], "--output-uri", "runs", "--run-name", "stop"]
     cli = subprocess.Popen(
-        [SCOREKEEPER, *args, "--rows-per-range", "10", "--num-processes", "2"],
+        [SCOREKEEPER, *args, "--rows-per-range", "10", "--num-processes", "2" if how == "ctrl-c" else "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
         start_new_session=True,  # its own process group, as a terminal gives a command
     )  # fmt: skip

@@ -2,17 +2,18 @@
 signature and token) never become a flow-run parameter, a state message, a log line or an
 artifact. The CLI hands them to its flow run out of band; a flow run given them is refused.
 
-The integration test runs `scorekeeper run` against a real `prefect server start` and reads
-every flow run's parameters, state message, logs and artifacts back through the API.
+The integration test runs `scorekeeper run` against the session's Prefect API server
+(tests/prefect_session.py) and reads every one of its flow runs' parameters, state messages, task
+runs' state messages, logs and artifacts back through the API.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from scorekeeper.errors import InputError
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import CREDENTIAL_PARAMETERS, RedactingFilter, has_secret, is_redacted, redact_text, redact_uri
 from scorekeeper.tasks.credentials import hand_over_uris, handed_uris, with_handed_uris
+from tests import prefect_session
 from tests.helpers import basic_auth_server, make_rows, write_rows
 from tests.waiting import poll
 
@@ -152,62 +154,67 @@ def served(tmp_path):
         yield folder, host
 
 
-@pytest.fixture(scope="module")
-def prefect_server(tmp_path_factory):
-    from tests.prefect_deployed import PrefectServer
-
-    server = PrefectServer(tmp_path_factory.mktemp("secrets") / "prefect-home")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _cli(server, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, **server.env}
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = prefect_session.cli_environment()
     return subprocess.run([SCOREKEEPER, "run", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def _stored_by_prefect(server) -> list[tuple[str, str]]:
+def _stored_by_prefect(output_uri: str, since: datetime) -> list[tuple[str, str]]:
     """Every flow run's parameters and state message, its task runs' state messages, its logs and
-    artifacts, as the API returns them."""
+    artifacts, as the API returns them: of the flow runs created since `since` and writing to
+    `output_uri` (this test's; the session's server serves other tests too)."""
     from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterStartTime,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
 
-    with temporary_settings(updates={PREFECT_API_URL: server.api_url}), get_client(sync_client=True) as client:
+    with prefect_session.api(), get_client(sync_client=True) as client:
+        recent = client.read_flow_runs(flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since)))
+        flow_runs = [r for r in recent if (r.parameters or {}).get("output_uri") == output_uri]
+        ids = [r.id for r in flow_runs]
         stored = []
-        for flow_run in client.read_flow_runs():
+        for flow_run in flow_runs:
             stored.append((f"flow run {flow_run.name} parameters", json.dumps(flow_run.parameters)))
             stored.append((f"flow run {flow_run.name} state", f"{flow_run.state.name}: {flow_run.state.message}"))
-        for task_run in client.read_task_runs():
+        for task_run in client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=ids))):
             stored.append((f"task run {task_run.name} state", str(task_run.state.message if task_run.state else "")))
-        stored += [("log", log.message) for log in client.read_logs()]
-        stored += [(f"artifact {a.key}", json.dumps(a.data, default=str)) for a in client.read_artifacts()]
+        logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=ids)))
+        stored += [("log", log.message) for log in logs]
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=ids)))
+        stored += [(f"artifact {a.key}", json.dumps(a.data, default=str)) for a in artifacts]
+    assert logs and artifacts, (len(logs), len(artifacts))  # what is checked below is there to check
     return stored
 
 
 @pytest.mark.integration
-def test_no_secret_of_a_uri_reaches_the_prefect_server_or_the_terminal(tmp_path, models, served, prefect_server):
+def test_no_secret_of_a_uri_reaches_the_prefect_server_or_the_terminal(tmp_path, models, served):
     folder, host = served
+    since = datetime.now(UTC) - timedelta(seconds=1)
     write_rows(folder / "in.csv", make_rows(6))
     (folder / "eval").mkdir()
     write_rows(folder / "eval" / "data.csv", make_rows(5))
     common = ["--model-uri", models["bert"], "--output-uri", str(tmp_path / "out"), "--num-processes", "1"]
     # Read with its password: the run works, and Prefect holds the redacted URI only.
-    done = _cli(prefect_server, tmp_path, "--input-uri", f"http://reader:{PASSWORD}@{host}/in.csv", "--run-name", "ok", *common)
+    done = _cli(tmp_path, "--input-uri", f"http://reader:{PASSWORD}@{host}/in.csv", "--run-name", "ok", *common)
     assert done.returncode == 0, done.stderr[-3000:]
     # A presigned URL is one file (its `?` starts the query, not a glob), named by its path's suffix.
-    signed = _cli(prefect_server, tmp_path, "--input-uri", _presigned(f"http://{host}"), "--run-name", "signed", *common)
+    signed = _cli(tmp_path, "--input-uri", _presigned(f"http://{host}"), "--run-name", "signed", *common)
     assert signed.returncode == 0 and "scored 5 rows" in signed.stdout, signed.stderr[-3000:]
     # A signed URL that fails: the error names it, redacted, on the terminal and in the state message.
     missing = _presigned(f"http://{host}/missing")
-    failed = _cli(prefect_server, tmp_path, "--input-uri", missing, "--run-name", "missing", *common)
+    failed = _cli(tmp_path, "--input-uri", missing, "--run-name", "missing", *common)
     assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr[-3000:]
     assert "X-Amz-Signature=***" in failed.stderr
     for text in (done.stdout, done.stderr, signed.stdout, signed.stderr, failed.stdout, failed.stderr):
         assert not any(s in text for s in SECRETS), text[-3000:]
 
-    stored = _stored_by_prefect(prefect_server)
+    stored = _stored_by_prefect(str(tmp_path / "out"), since)
     parameters = [json.loads(text) for what, text in stored if what.endswith("parameters")]
     # The missing file is refused by the CLI's input check before any flow run starts (precheck.py):
     # Prefect never holds it. A task's state message quoting a secret URI is redacted:
@@ -219,10 +226,8 @@ def test_no_secret_of_a_uri_reaches_the_prefect_server_or_the_terminal(tmp_path,
     assert files and not [p for p in files if any(s.encode() in p.read_bytes() for s in SECRETS)]
 
     # The same flow run given the password itself (as a deployment run would be) is refused.
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     from scorekeeper.flows.score import score_dataset
 
-    with temporary_settings(updates={PREFECT_API_URL: prefect_server.api_url}), pytest.raises(InputError) as refused:
+    with prefect_session.api(), pytest.raises(InputError) as refused:
         score_dataset(input_uri=f"http://reader:{PASSWORD}@{host}/in.csv", model_uri=models["bert"], output_uri=str(tmp_path / "out"))
     assert "carries credentials" in str(refused.value) and PASSWORD not in str(refused.value)

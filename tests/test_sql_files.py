@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from scorekeeper.evaluation import duck
-from tests.sql_check import header
+from tests.sql_check import Checked, header
 
 ROOT = Path(__file__).resolve().parents[1]
 SQL = ROOT / "scorekeeper" / "evaluation" / "sql"
@@ -79,6 +79,23 @@ def test_the_header_check_sees_a_table_the_header_leaves_out(tmp_path):
     wrong = tmp_path / "wrong.sql"
     wrong.write_text("-- reads: truth\n-- creates: nothing\nCREATE TEMP TABLE x AS SELECT * FROM truth JOIN labels AS l ON true;\n")
     assert parsed(wrong) == ({"truth", "labels"}, {"x"}) != tuple(set(n) for n in header(wrong))
+
+
+def test_the_running_check_sees_a_read_before_its_table_and_a_macro_not_made():
+    """tests/sql_check.py's connection, which golden_build runs the evaluations through, refuses a
+    file run before what it reads exists and a file that did not make what it creates (a macro
+    here: the functions are looked at only for names no table or view has)."""
+    ran: list[str] = []
+    con = Checked(duck.connect(), ran)
+    with pytest.raises(AssertionError, match=r"label_audit_accuracy.sql reads \['audit_suspected', 'evaluated'\]"):
+        con.execute(duck.sql("label_audit_accuracy.sql"))
+    con.execute(duck.sql("wilson.sql"))
+    con.execute("SELECT 1")  # wilson.sql made its macro: checked here
+    con.execute(duck.sql("wilson.sql"))
+    con._con.execute("DROP MACRO wilson")  # behind the check's back
+    with pytest.raises(AssertionError, match=r"wilson.sql did not create \['wilson'\]"):
+        con.close()
+    assert ran == ["wilson.sql", "wilson.sql"]
 
 
 def test_every_file_reads_only_what_the_driver_made_before_it(golden_build):
