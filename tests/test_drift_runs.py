@@ -1,6 +1,7 @@
 """Monitoring without labels through the real command and flow (docs/drift.md): a labelled reference
-run, a nightly run whose inputs moved (the drift gate exits 4 after publishing), a backfill with
-labels (estimate beside the truth), a 40-row `previous` run (not judged), and an unknown reference
+run, a nightly run whose inputs moved (the drift gate fails its flow run after publishing), a backfill with
+labels (estimate beside the truth), a 40-row `previous` run (not judged; without embeddings, SPEC 14's
+signal skipped naming why), and an unknown reference
 refused before anything is scored. Every PSI, p and estimate is recomputed from the runs' files by
 the independent implementation (tests/drift_reference.py)."""
 
@@ -50,13 +51,17 @@ def test_a_reference_run_a_drifted_nightly_run_a_backfill_and_previous(tmp_path,
     assert all(len(bins) == 15 for bins in recorded["calibration_by_label"].values())
     assert sum(b["rows"] for b in recorded["calibration_by_label"][recorded["labels"][0]]) == recorded["evaluated"]
 
-    # the nightly run: a folder of unlabelled data against the fixed labelled reference, with the drift gate
-    cli = ["run", "--input-uri", "nightly", "--model-uri", models["bert"], "--output-uri", "runs", "--id-column", "review_id",
-           "--slice-columns", "channel", "--drift-reference", "reference", "--gates", "drifted_signals<=0", "--run-name", "day1"]  # fmt: skip
-    failed = _cli(*cli, cwd=tmp_path)
-    assert failed.returncode == 4, failed.stderr[-3000:]
-    assert "Traceback" not in failed.stdout + failed.stderr
-    assert "drifted_signals <= 0" in failed.stderr
+    # the nightly run: a folder of unlabelled data against the fixed labelled reference, with the drift
+    # gate: the flow run fails after publishing (the command's exit 4 for a failed gate: tests/test_gates_cli.py)
+    from scorekeeper.flows.score import score_dataset
+    from tests import prefect_session
+
+    with prefect_session.api():
+        state = score_dataset(
+            input_uri=str(tmp_path / "nightly"), run_name="day1", drift_reference="reference", gates={"drifted_signals": "<=0"},
+            num_processes=1, return_state=True, **common,
+        )  # fmt: skip
+    assert state.is_failed() and "1 of 1 quality gate(s) failed: drifted_signals <= 0" in state.message, state.message
     day1 = metrics_of(tmp_path / "runs" / "day1")
     drift = day1["drift"]
     assert drift["reference"] == "reference" and drift["rows"] == {"reference": 160, "current": 160}
@@ -104,13 +109,25 @@ def test_a_reference_run_a_drifted_nightly_run_a_backfill_and_previous(tmp_path,
     assert backfill["accuracy"] is not None and backfill["estimated"]["accuracy"] is not None
     assert backfill["drift"]["alarm"] is False  # the same distribution of channels and texts
 
-    # `previous`: the latest completed run of this model (the backfill); 40 rows are not judged
-    small = run_flow(input_uri=str(tmp_path / "small.csv"), run_name="small", drift_reference="previous", **common).metrics
+    # `previous`: the latest completed run of this model (the backfill); 40 rows are not judged. This
+    # run writes no embeddings (embedding_rows 0): SPEC 14's signal is skipped, naming why; its words
+    # are still compared
+    small = run_flow(
+        input_uri=str(tmp_path / "small.csv"), run_name="small", drift_reference="previous", embedding_rows=0, **common
+    ).metrics
     assert small["drift"]["reference"] == "backfill" and small["drift"]["alarm"] is None and small["drift"]["drifted_signals"] is None
     assert all(s["drifted"] is None and "not judged" in s["reason"] for s in small["drift"]["signals"].values())
+    assert "representation" not in small["drift"]["signals"]
+    assert small["drift"]["skipped"]["representation"] in (
+        "the current run's embeddings.parquet holds no rows (embedding_rows 0)",
+        "the current run has no embeddings.parquet (embedding_rows 0, or written before SPEC section 14)",
+    )
+    assert small["drift"]["moved_tokens"] is not None
 
     # an unknown reference is refused before anything is scored
-    refused = _cli(*cli[:-6], "--drift-reference", "no-such-run", "--run-name", "refused", cwd=tmp_path)
+    cli = ["run", "--input-uri", "nightly", "--model-uri", models["bert"], "--output-uri", "runs", "--id-column", "review_id",
+           "--slice-columns", "channel"]  # fmt: skip
+    refused = _cli(*cli, "--drift-reference", "no-such-run", "--run-name", "refused", cwd=tmp_path)
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert "drift_reference: run 'no-such-run'" in refused.stderr and "does not exist" in refused.stderr
     assert "Traceback" not in refused.stderr
