@@ -124,6 +124,11 @@ class FaultProxy:
             self.rules.append(rule)
         return rule
 
+    def remove(self, name: str) -> None:
+        """Remove one rule (its exchanges stay in the log): the fault it injected is over."""
+        with self._lock:
+            self.rules = [r for r in self.rules if r.name != name]
+
     def clear(self) -> None:
         """Remove every rule and forget the log: from now on the proxy only forwards."""
         with self._lock:

@@ -112,51 +112,64 @@ def test_non_finite_gate_limits_are_refused_up_front(limit, capsys):
 
 
 @pytest.mark.integration
-def test_an_s3_output_uri_whose_bucket_does_not_exist_is_one_line(tmp_path, models, moto):
-    write_rows(tmp_path / "in.csv", make_rows(4))
-    args = ["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", models["bert"], "--num-processes", "1"]
-    done = subprocess.run(
-        [SCOREKEEPER, *args, "--output-uri", "s3://no-such-bucket/runs", "--run-name", "r"],
-        env=prefect_session.cli_environment(moto.environment() | {"PREFECT_HOME": str(tmp_path / ".prefect")}),
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 3, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("scorekeeper: error:")]
-    assert errors == ["scorekeeper: error: cannot write into the run folder s3://no-such-bucket/runs/r: the bucket does not exist "
-                      "(create it, or fix output_uri)"]  # fmt: skip
+def test_an_s3_output_uri_whose_bucket_does_not_exist_is_one_line(tmp_path, models, moto, monkeypatch):
+    """The flow's error, in this process, reaching S3 through the standard AWS chain: exit code 3
+    and one line, which the CLI prints as its last (as the full-disk CLI run below shows)."""
+    import s3fs
+
+    from tests.helpers import run_flow
+    from tests.s3server import AWS_VARIABLES
+
+    for name in AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in moto.environment().items():
+        if os.environ.get(name) != value:
+            monkeypatch.setenv(name, value)
+    s3fs.S3FileSystem.clear_instance_cache()  # a cached filesystem would keep another test's endpoint
+    try:
+        with pytest.raises(OutputError) as failed:
+            run_flow(
+                1, input_uri=str(write_rows(tmp_path / "in.csv", make_rows(4))), model_uri=models["bert"],
+                output_uri="s3://no-such-bucket/runs", run_name="r",
+            )  # fmt: skip
+    finally:
+        s3fs.S3FileSystem.clear_instance_cache()
+    assert failed.value.exit_code == 3
+    assert str(failed.value) == (
+        "cannot write into the run folder s3://no-such-bucket/runs/r: the bucket does not exist (create it, or fix output_uri)"
+    )
 
 
 @pytest.mark.integration
 def test_a_full_disk_under_output_uri_ends_the_cli_in_one_line(tmp_path, models, small_disk):
     """A run on a real file system that is full when it publishes: one line, no traceback, nothing
-    complete."""
+    complete. The CLI runs once, for the run that fails (its exit code and its one line); the run
+    that fills the folder and the run on a disk full from the start are flows in this process."""
     import shutil
 
-    write_rows(tmp_path / "in.csv", make_rows(8))
-    args = ["run", "--input-uri", str(tmp_path / "in.csv"), "--model-uri", models["bert"], "--num-processes", "1", "--run-name", "r"]
-    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
+    from scorekeeper.errors import ScorekeeperError
+    from tests.helpers import run_flow
 
-    def cli(output: Path) -> subprocess.CompletedProcess:
-        return subprocess.run([SCOREKEEPER, *args, "--output-uri", str(output)], env=env, capture_output=True, text=True, timeout=300)
-
-    def one_line(done: subprocess.CompletedProcess) -> str:
-        assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr[-3000:]
-        errors = [line for line in done.stderr.splitlines() if "error" in line.lower() or "no space" in line.lower()]
-        assert len(errors) == 1 and "no space left on the device" in errors[0], done.stderr[-3000:]
-        return errors[0]
+    params = dict(input_uri=str(write_rows(tmp_path / "in.csv", make_rows(8))), model_uri=models["bert"], run_name="r")
 
     # Full from the start: the run stops wherever it first writes (lease, staged input), in one line.
     _fill(small_disk)
-    one_line(cli(small_disk))
+    with pytest.raises(ScorekeeperError) as full:
+        run_flow(1, output_uri=str(small_disk), **params)
+    message = str(full.value)
+    assert full.value.exit_code == 3 and "\n" not in message and "no space left on the device" in message, message
     os.unlink(small_disk / "filler")
     shutil.rmtree(small_disk / "r", ignore_errors=True)
 
     # Scored and published while there is room; then, without its report, rerun on a full disk.
-    first = cli(small_disk)
-    assert first.returncode == 0, first.stderr[-3000:]
+    run_flow(1, output_uri=str(small_disk), **params)
     shutil.rmtree(small_disk / "r" / "report")
     os.unlink(small_disk / "r" / "complete.json")
     _fill(small_disk)
-    assert "report" in one_line(cli(small_disk))
+    args = ["run", "--input-uri", params["input_uri"], "--model-uri", models["bert"], "--num-processes", "1", "--run-name", "r"]
+    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
+    done = subprocess.run([SCOREKEEPER, *args, "--output-uri", str(small_disk)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower() or "no space" in line.lower()]
+    assert len(errors) == 1 and "no space left on the device" in errors[0] and "report" in errors[0], done.stderr[-3000:]
     assert not (small_disk / "r" / "complete.json").exists() and not (small_disk / "r" / "report" / "metrics.json").exists()

@@ -23,7 +23,7 @@ LABELS = ["neg", "pos", "neu"]
 
 
 def open_runs(reference: dict, current: dict, slices: bool = True):
-    con = duckdb.connect()
+    con = duckdb.connect(config={"threads": 1})
     for view, table in (("reference_predictions", reference), ("predictions", current)):
         cols = {k: v for k, v in table.items() if not k.startswith("slice")}
         con.from_arrow(pa.table(cols)).create_view(view)
@@ -78,7 +78,8 @@ def expected(reference: dict, current: dict) -> dict[str, dict]:
 # drift.py counts a numeric signal per value first when it has few distinct values, and per bucket
 # otherwise (KS from bucket bounds, then a sort of the buckets that may hold a larger gap): GROUPED 0
 # counts every signal per value, a huge one none; one bucket per bin sorts nearly everything, three
-# leave some buckets out, 1000 most
+# leave some buckets out, 1000 most. Every way is checked on each generated pair of runs (the
+# generation, element by element, costs more than the five evaluations).
 WAYS = {
     "per-value": (0, 1000),
     "buckets-1": (10**12, 1),
@@ -88,44 +89,51 @@ WAYS = {
 }
 
 
-@pytest.mark.parametrize("way", WAYS)
-@settings(settings.get_profile("drift"), max_examples=40)
-@given(runs=two_runs())
-def test_every_bin_psi_p_ks_and_holm_agree_with_the_reference_implementation(runs, way):
-    reference, current = runs
+def drift_counted(reference: dict, current: dict, way: str) -> d.Drift:
+    """drift.py's drift of `current` against `reference`, its numeric signals counted the way `way` says."""
     con, r, c = open_runs(reference, current)
     before = d.GROUPED, d.KS_BUCKETS
     d.GROUPED, d.KS_BUCKETS = WAYS[way]
     try:
-        got = d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
+        return d.drift(con, single_label.EVALUATION, r, c, ["lang"], "ref")
     finally:
         d.GROUPED, d.KS_BUCKETS = before
+        con.close()
+
+
+@settings(settings.get_profile("drift"), max_examples=40)
+@given(runs=two_runs())
+def test_every_bin_psi_p_ks_and_holm_agree_with_the_reference_implementation(runs):
+    reference, current = runs
     want = expected(reference, current)
     verdicts = ref.judge(want, len(reference["row_index"]), len(current["row_index"]))
-    assert set(got.signals) == set(want)
-    assert got.rows.reference == len(reference["row_index"]) and got.rows.current == len(current["row_index"])
-    for name, w in want.items():
-        s = got.signals[name]
-        assert [b.reference_rows for b in s.bins] == w["a"], name
-        assert [b.current_rows for b in s.bins] == w["b"], name
-        assert sum(b.reference for b in s.bins) == pytest.approx(1.0)
-        assert math.isclose(s.psi, w["psi"], rel_tol=0, abs_tol=1e-9), name
-        assert math.isclose(s.p, w["p"], rel_tol=1e-6, abs_tol=1e-300), name
-        assert math.isclose(s.p_holm, w["p_holm"], rel_tol=1e-6, abs_tol=1e-300), name
-        assert s.drifted == verdicts[name]
-        if w["edges"] is not None:
-            uppers = [b.upper for b in s.bins if not b.null][:-1]
-            assert uppers == w["edges"], name
-            if w["ks"] is None:
-                assert s.ks is None
-            else:
-                assert math.isclose(s.ks, w["ks"], abs_tol=1e-9), name
-    assert got.drifted == [n for n in got.signals if verdicts[n]]
-    judged = any(v is not None for v in verdicts.values())  # nothing judged: no alarm and no count, not "no drift"
-    assert got.alarm == (any(verdicts.values()) if judged else None)
-    assert got.drifted_signals == (len(got.drifted) if judged else None)
-    psis = [s.psi for s in got.signals.values()]
-    assert psis == sorted(psis, reverse=True)
+    for way in WAYS:
+        got = drift_counted(reference, current, way)
+        assert set(got.signals) == set(want), way
+        assert got.rows.reference == len(reference["row_index"]) and got.rows.current == len(current["row_index"]), way
+        for name, w in want.items():
+            s = got.signals[name]
+            at = (way, name)
+            assert [b.reference_rows for b in s.bins] == w["a"], at
+            assert [b.current_rows for b in s.bins] == w["b"], at
+            assert sum(b.reference for b in s.bins) == pytest.approx(1.0), at
+            assert math.isclose(s.psi, w["psi"], rel_tol=0, abs_tol=1e-9), at
+            assert math.isclose(s.p, w["p"], rel_tol=1e-6, abs_tol=1e-300), at
+            assert math.isclose(s.p_holm, w["p_holm"], rel_tol=1e-6, abs_tol=1e-300), at
+            assert s.drifted == verdicts[name], at
+            if w["edges"] is not None:
+                uppers = [b.upper for b in s.bins if not b.null][:-1]
+                assert uppers == w["edges"], at
+                if w["ks"] is None:
+                    assert s.ks is None, at
+                else:
+                    assert math.isclose(s.ks, w["ks"], abs_tol=1e-9), at
+        assert got.drifted == [n for n in got.signals if verdicts[n]], way
+        judged = any(v is not None for v in verdicts.values())  # nothing judged: no alarm and no count, not "no drift"
+        assert got.alarm == (any(verdicts.values()) if judged else None), way
+        assert got.drifted_signals == (len(got.drifted) if judged else None), way
+        psis = [s.psi for s in got.signals.values()]
+        assert psis == sorted(psis, reverse=True), way
 
 
 def test_runs_under_100_rows_are_not_judged_whatever_the_shift():
@@ -275,7 +283,7 @@ def test_decile_ranks_are_the_nearest_rank_rule_in_integers(m):
     ids=["same rows", "a row gone", "a row more", "reordered", "another row"],
 )
 def test_the_references_staged_input_serves_slices_only_while_it_holds_the_rows_it_scored(staged, holds):
-    con = duckdb.connect()
+    con = duckdb.connect(config={"threads": 1})
     con.from_arrow(pa.table({"row_index": pa.array(range(5), pa.int64())})).create_view("reference_predictions")
     con.from_arrow(pa.table({"row_index": pa.array(staged, pa.int64())})).create_view("reference_staged")
     assert (con.execute(d.sql("drift_staged_rows.sql")).fetchone()[0] == 0) is holds

@@ -12,7 +12,9 @@ a rule written out here for how ground truth is matched, plain transformers for 
 * a regression truth is refused exactly when its shape is not the head's (one number per row for one
   output, a list of as many numbers as outputs for several), and every regression row is evaluated or
   counted apart (no truth, part of it, not finite), the metrics scikit-learn's over the evaluated rows;
-* end to end (a handful of examples): the scores are those of transformers, one row at a time.
+* end to end (two examples, one launch each, the model drawn in each: a tiny BERT, or a tiny llama
+  whose config has no pad_token_id, with texts ending in its eos string, holding it inside, or
+  nothing else): the scores are those of transformers, one row at a time.
 
 Most examples call the staging and evaluation functions directly, so the default run stays well
 under a minute. SCOREKEEPER_HYPOTHESIS_PROFILE=thorough runs 16 times as many examples, with fresh seeds.
@@ -394,14 +396,54 @@ def test_every_regression_row_is_evaluated_or_counted_apart(data, outputs):
 
 
 # -- end to end: the scores are transformers' -----------------------------------------------------
+# Where a text puts the tokenizer's end-of-sequence string (eos; BERT's has none, its sep stands in):
+# at the end, inside, alone, twice at the end, nowhere. Text i takes PLACES[(drawn + i) % 5], so the
+# simplest example (every draw 0) already holds one of each of the first three.
+PLACES = ("end", "inside", "alone", "end twice", "none")
+# The models drawn: tests/conftest.py's tiny llama (a decoder whose config has no pad_token_id: the
+# job pads it with eos, and a row of its own ending in eos is read at its last position all the same,
+# 01fc3a0 and 95b0ef7) and its tiny BERT. The llama first: the simplest example draws it.
+E2E_MODELS = ("llama", "bert")
+
+
+def placed(words: list[str], place: str, end: str, joiner: str) -> str:
+    text = " ".join(words)
+    return {
+        "end": f"{text}{joiner}{end}",
+        "inside": f"{text}{joiner}{end} {words[0]}",
+        "alone": end,
+        "end twice": f"{text}{joiner}{end}{end}",
+        "none": text,
+    }[place]
+
+
 @pytest.mark.integration
 @given(data=st.data())
 @settings(max_examples=2, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_end_to_end_scores_and_metrics_match_transformers_and_scikit_learn(models, tmp_path_factory, data):
+    """One launch per example, the model drawn inside it: the scores are plain transformers' on each
+    row alone, unpadded (tests/helpers.reference_probabilities; for the pad-less llama, a batch of one
+    row with no pad id reads the last position, as tests/test_padless_decoder.py's reference does)."""
+    from transformers import AutoTokenizer
+
     from tests.helpers import probabilities, reference_probabilities, run_flow
 
+    model = data.draw(st.sampled_from(E2E_MODELS), label="model")
+    tokenizer = AutoTokenizer.from_pretrained(models[model])
+    end = tokenizer.eos_token or tokenizer.sep_token
+    if model == "llama":  # what the draw is for: a decoder without a pad id, its eos a token of its own
+        assert json.loads((Path(models[model]) / "config.json").read_text()).get("pad_token_id") is None
+        assert tokenizer.pad_token is None and tokenizer.eos_token_id is not None
     words = st.sampled_from("good bad great terrible fine okay awful nice".split())
-    texts = data.draw(st.lists(st.lists(words, min_size=1, max_size=12).map(" ".join), min_size=3, max_size=12))
+    drawn = data.draw(
+        st.lists(st.tuples(st.lists(words, min_size=1, max_size=12), st.integers(0, len(PLACES) - 1), st.sampled_from([" ", ""])),
+                 min_size=3, max_size=12)
+    )  # fmt: skip
+    places = [PLACES[(k + i) % len(PLACES)] for i, (_, k, _) in enumerate(drawn)]
+    texts = [placed(w, place, end, joiner) for (w, _, joiner), place in zip(drawn, places, strict=True)]
+    ends = [tokenizer(t)["input_ids"][-1] == tokenizer.convert_tokens_to_ids(end) for t in texts]
+    if model == "llama":  # the rows are what their places say (BERT appends its sep to every row)
+        assert ends == [p != "none" and p != "inside" for p in places], (texts, ends)
     labels_of_model = ["negative", "neutral", "positive"]  # tests/models.py's DEFAULT_LABELS
     truth = data.draw(st.lists(st.one_of(st.none(), st.integers(0, 2)), min_size=len(texts), max_size=len(texts)))
     hidden = data.draw(st.booleans())
@@ -411,10 +453,10 @@ def test_end_to_end_scores_and_metrics_match_transformers_and_scikit_learn(model
     pq.write_table(pa.table({"text": texts, "label": pa.array(truth, pa.int64())}), folder / "part-0.parquet")
     if hidden:
         pq.write_table(pa.table({"text": texts, "label": pa.array(truth, pa.int64())}), root / "in" / "_temporary.parquet")
-    result = run_flow(1, model_uri=models["bert"], input_uri=str(root / "in"), output_uri=str(root / "out"), slice_columns=["split"])
-    expected = reference_probabilities(models["bert"], texts)
+    result = run_flow(1, model_uri=models[model], input_uri=str(root / "in"), output_uri=str(root / "out"), slice_columns=["split"])
+    expected = reference_probabilities(models[model], texts)
     assert result.predictions.num_rows == len(texts)
-    np.testing.assert_allclose(probabilities(result.predictions), expected, atol=1e-5)
+    np.testing.assert_allclose(probabilities(result.predictions), expected, atol=1e-5, err_msg=f"{model}: {texts}")
     rows = [i for i, t in enumerate(truth) if t is not None]
     assert result.metrics["labels"] == labels_of_model and result.metrics["evaluated"] == len(rows)
     if rows:

@@ -87,10 +87,15 @@ def _run_objects(moto, bucket: str) -> list[str]:
     return sorted(p.removeprefix(f"{bucket}/runs/r/") for p in moto.filesystem().find(f"{bucket}/runs/r"))
 
 
-# -- transient faults: the run succeeds, exactly ----------------------------------------------------
+# -- transient faults and a persistent one: bounded, nothing published, the rerun exact ------------
 
 
-def test_transient_5xx_throttling_and_dropped_connections_are_retried_and_the_run_is_exact(moto, models, through_proxy, monkeypatch):
+def test_transient_faults_are_retried_a_persistent_one_fails_within_the_bound_and_the_rerun_is_exact(moto, models, through_proxy):
+    """One run through transient 5xx replies, throttling and dropped connections on every kind of
+    request of its scoring (two processes), whose predictions PUT then fails for good: the gather
+    task gives up within the retries' bound and publishes nothing, every range committed exactly
+    once. Once the store recovers, a rerun under the same name (one process) scores nothing again,
+    publishes through transient faults of its own, and its predictions are exact."""
     proxy = through_proxy
     bucket = moto.create_bucket("faults")
     rows, params = _dataset(moto, models, bucket)
@@ -98,7 +103,7 @@ def test_transient_5xx_throttling_and_dropped_connections_are_retried_and_the_ru
     commits, shards = run + r"work/commits/range-", run + r"work/shards/range-"
     # The plan, by request kind; a request gets the first fault whose rule hits it. Every fault
     # here is transient: the next attempt of the same request goes through.
-    plan = {
+    scoring = {
         # commit records: conditional PUTs from the scoring processes
         "commit PUT 503 SlowDown": dict(kind="error", method="PUT", target=commits, status=503, code="SlowDown", every=2, times=3),
         "commit PUT response lost": dict(kind="lose_response", method="PUT", target=commits, skip=1, every=2, times=2),
@@ -114,64 +119,22 @@ def test_transient_5xx_throttling_and_dropped_connections_are_retried_and_the_ru
         "job.json GET 503 SlowDown": dict(kind="error", method="GET", target=run + r"work/job\.json", status=503, code="SlowDown", times=1),
         "staged input GET cut mid-body": dict(kind="truncate", method="GET", target=run + r"work/input\.parquet", times=2),
         "HEAD 500": dict(kind="error", method="HEAD", target=run, every=5, times=2),
-        # what the run publishes
+    }
+    # what the rerun publishes
+    publishing = {
         "predictions PUT 500": dict(kind="error", method="PUT", target=run + r"predictions\.parquet$", times=2),
         "predictions PUT response lost": dict(kind="lose_response", method="PUT", target=run + r"predictions\.parquet$", times=1),
         "metrics.json PUT 503 SlowDown": dict(
             kind="error", method="PUT", target=run + r"report/metrics\.json$", status=503, code="SlowDown", times=1
         ),
     }
-    for name, rule in plan.items():
+    for name, rule in scoring.items():
         proxy.add(name, **rule)
-
-    started = time.time()
-    result = run_flow(2, **params)
-    elapsed = time.time() - started
-    injected = proxy.injected()
-    print(f"\nrun with faults: {elapsed:.1f} s; requests {dict(proxy.requests())}; injected {injected}")
-
-    # Every scripted fault really happened, as many times as scripted.
-    assert injected == {name: rule["times"] for name, rule in plan.items()}
-    # A commit whose response was lost was sent again and met 412 from the store (its first PUT
-    # had landed), and still counted as that process's commit: had create_exclusive said "not
-    # ours", the process would have removed its shard and gather would name a missing shard.
-    lost = proxy.exchanges("commit PUT response lost")
-    assert 200 in {e.upstream_status for e in lost}
-    answered = [e for e in proxy.exchanges() if e.method == "PUT" and e.target in {x.target for x in lost} and e.rule is None]
-    assert 412 in {e.upstream_status for e in answered}
-
-    table = result.predictions
-    assert table.column("row_index").to_pylist() == list(range(ROWS))
-    assert table.column("id").to_pylist() == [r["review_id"] for r in rows]
-    expected = reference_probabilities(models["bert"], [r["text"] for r in rows])
-    assert np.abs(probabilities(table) - expected).max() < 1e-4
-    assert result.metrics["rows"] == result.metrics["scored"] == result.metrics["evaluated"] == ROWS
-    assert result.metrics["missing_predictions"] == 0
-
-    # Exactly one commit per range, each naming the one shard of its range: nothing duplicated.
-    objects = _run_objects(moto, bucket)
-    ranges = (ROWS + ROWS_PER_RANGE - 1) // ROWS_PER_RANGE
-    commit_names = [o for o in objects if o.startswith("work/commits/")]
-    shard_names = [o for o in objects if o.startswith("work/shards/")]
-    assert commit_names == [f"work/commits/range-{i:07d}.json" for i in range(ranges)]
-    records = [CommitRecord.from_bytes(moto.filesystem().cat_file(f"{bucket}/runs/r/{c}")) for c in commit_names]
-    assert [(r.start, r.end) for r in records] == [(s, min(s + ROWS_PER_RANGE, ROWS)) for s in range(0, ROWS, ROWS_PER_RANGE)]
-    assert sorted(f for r in records for f in r.files()) == shard_names
-    assert {"predictions.parquet", "report/metrics.json"} <= set(objects)
-
-
-# -- a persistent fault: bounded, clear, nothing published -----------------------------------------
-
-
-def test_a_persistent_fault_fails_within_the_retry_bound_and_publishes_nothing(moto, models, through_proxy, monkeypatch):
-    proxy = through_proxy
-    bucket = moto.create_bucket("broken")
-    rows, params = _dataset(moto, models, bucket)
-    proxy.add("predictions PUT 500 forever", "error", rf"/{bucket}/runs/r/predictions\.parquet$", "PUT")
+    proxy.add("predictions PUT 500 forever", "error", rf"{run}predictions\.parquet$", "PUT")
 
     started = time.time()
     with pytest.raises(OSError, match="internal error") as failure:
-        run_flow(1, **params)
+        run_flow(2, **params)
     elapsed = time.time() - started
     puts = proxy.exchanges("predictions PUT 500 forever")
     first = min(e.at for e in puts)
@@ -188,14 +151,45 @@ def test_a_persistent_fault_fails_within_the_retry_bound_and_publishes_nothing(m
     assert "predictions.parquet" not in objects
     assert not [o for o in objects if o.startswith("report/")]
     assert not moto.filesystem().call_s3("list_multipart_uploads", Bucket=bucket).get("Uploads")
-    # The committed ranges survive: once the store recovers, a rerun under the same name finishes
-    # without scoring again.
-    assert len([o for o in objects if o.startswith("work/commits/")]) == (ROWS + ROWS_PER_RANGE - 1) // ROWS_PER_RANGE
-    proxy.clear()
+    # A commit whose response was lost was sent again and met 412 from the store (its first PUT
+    # had landed), and still counted as that process's commit: had create_exclusive said "not
+    # ours", the process would have removed its shard and the rerun would score its range again.
+    lost = proxy.exchanges("commit PUT response lost")
+    assert 200 in {e.upstream_status for e in lost}
+    answered = [e for e in proxy.exchanges() if e.method == "PUT" and e.target in {x.target for x in lost} and e.rule is None]
+    assert 412 in {e.upstream_status for e in answered}
+
+    # Exactly one commit per range, each naming the one shard of its range: nothing duplicated,
+    # and the committed ranges survive the failure.
+    ranges = (ROWS + ROWS_PER_RANGE - 1) // ROWS_PER_RANGE
+    commit_names = [o for o in objects if o.startswith("work/commits/")]
+    shard_names = [o for o in objects if o.startswith("work/shards/")]
+    assert commit_names == [f"work/commits/range-{i:07d}.json" for i in range(ranges)]
+    records = [CommitRecord.from_bytes(moto.filesystem().cat_file(f"{bucket}/runs/r/{c}")) for c in commit_names]
+    assert [(r.start, r.end) for r in records] == [(s, min(s + ROWS_PER_RANGE, ROWS)) for s in range(0, ROWS, ROWS_PER_RANGE)]
+    assert sorted(f for r in records for f in r.files()) == shard_names
+
+    # The store recovers: a rerun under the same name scores nothing again and publishes.
+    proxy.remove("predictions PUT 500 forever")
+    for name, rule in publishing.items():
+        proxy.add(name, **rule)
     result = run_flow(1, **params)
+    injected = proxy.injected()
+    print(f"requests {dict(proxy.requests())}; injected {injected}")
+    # Every scripted fault really happened, as many times as scripted.
+    assert injected == {name: rule["times"] for name, rule in (scoring | publishing).items()}
     assert result.scoring["rows_scored"] == 0
-    assert result.predictions.column("row_index").to_pylist() == list(range(ROWS))
-    assert result.metrics["evaluated"] == ROWS
+
+    table = result.predictions
+    assert table.column("row_index").to_pylist() == list(range(ROWS))
+    assert table.column("id").to_pylist() == [r["review_id"] for r in rows]
+    expected = reference_probabilities(models["bert"], [r["text"] for r in rows])
+    assert np.abs(probabilities(table) - expected).max() < 1e-4
+    assert result.metrics["rows"] == result.metrics["scored"] == result.metrics["evaluated"] == ROWS
+    assert result.metrics["missing_predictions"] == 0
+    objects = _run_objects(moto, bucket)
+    assert [o for o in objects if o.startswith("work/commits/")] == commit_names  # the rerun committed nothing again
+    assert {"predictions.parquet", "report/metrics.json"} <= set(objects)
 
 
 def test_persistent_throttling_is_retried_by_both_layers_within_their_product(moto, through_proxy, monkeypatch):
