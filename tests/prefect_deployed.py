@@ -58,7 +58,11 @@ class PrefectServer:
             [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", port],
             env={**os.environ, **self.env}, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
-        self._wait_healthy()
+        try:
+            self._wait_healthy()
+        except BaseException:  # one that never answered would run on, unowned, after the session
+            self.stop()
+            raise
 
     def _wait_healthy(self, timeout: float = 180.0) -> None:
         wait_for_server(self.process, self.api_url + "/health", "prefect server", self.home / "server.log", timeout, expect=b"true")
