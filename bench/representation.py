@@ -779,12 +779,13 @@ def check(name: str = "demo", n: int = 1_000, share: float = 0.2) -> dict:
     `share` of its rows, matched as in `shifts`) of n rows each, scored by `scorekeeper run` (the
     current one with --drift-reference), against the same pair assembled from the pool run
     (run_of, predictions, replay): embeddings, predictions, token counts, the drift signals, the
-    representation signal and its examples, the moved tokens."""
+    representation signal and its examples, the moved tokens; and how far the assembled auc moves
+    when its embeddings are jittered by as much as the job's differ from them (8 draws)."""
     import tempfile
 
     import pyarrow.parquet as pq
 
-    from scorekeeper.evaluation.representation import Measured, measure, read_embeddings
+    from scorekeeper.evaluation.representation import Embeddings, Measured, measure, read_embeddings
     from scorekeeper.storage import Location
 
     pool, new, texts = pools(name)
@@ -826,6 +827,17 @@ def check(name: str = "demo", n: int = 1_000, share: float = 0.2) -> dict:
         )
     rep, job_rep = drift.signals["representation"], job_drift["signals"]["representation"]
     assert isinstance(on_files, Measured)
+    # how far the fit's auc moves when the assembled embeddings move by as much as the job's differ
+    # from them (batch composition): each value jittered by a uniform draw within that distance
+    scale = max(out[side]["embedding_max_abs_difference"] for side in ("reference", "current"))
+    ref_emb, cur_emb = run_of(pool, new, rows[:n], {})[0], run_of(pool, new, rows[n:], new_rows)[0]
+    jitter_rng, jittered = np.random.default_rng(10), []
+    for _ in range(8):
+        moved_ = [Embeddings(e.row_index, e.ids, (e.matrix + jitter_rng.uniform(-scale, scale, e.matrix.shape)).astype(np.float32))
+                  for e in (ref_emb, cur_emb)]  # fmt: skip
+        measured_ = measure(*moved_)
+        assert isinstance(measured_, Measured)
+        jittered.append(measured_.auc - rep.auc)
     shown = [e.row_index for e in rep.examples]
     out["drift"] = {
         "drifted_equal": {k: v.drifted for k, v in drift.signals.items()} == {k: v["drifted"] for k, v in job_drift["signals"].items()},
@@ -836,6 +848,7 @@ def check(name: str = "demo", n: int = 1_000, share: float = 0.2) -> dict:
         "moved_tokens_equal": [t.token for t in moved] == [t["token"] for t in job_drift["moved_tokens"]],
         "job_files_remeasured_auc_difference": abs(on_files.auc - job_rep["auc"]),
         "job_files_remeasured_examples_equal": [e["row_index"] for e in on_files.examples] == [e["row_index"] for e in job_rep["examples"]],
+        "assembled_auc_jittered_by_that_difference": {"scale": scale, "min": min(jittered), "max": max(jittered)},
     }
     print(f"{name}: a {n:,}-row replay ({100 * share:.0f}% new subject) assembled from the pool run against two real runs: "
           + json.dumps(out), flush=True)  # fmt: skip

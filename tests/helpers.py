@@ -10,6 +10,7 @@ import functools
 import http.server
 import json
 import random
+import subprocess
 import threading
 import urllib.parse
 from dataclasses import dataclass
@@ -210,3 +211,23 @@ def needs_native(dtype: str):
     return pytest.mark.skipif(
         not cpu_feature_flags() & flags, reason=f"{dtype} needs one of the CPU flags {', '.join(sorted(flags))} (this CPU only emulates it)"
     )
+
+
+def cli_in_process(*args: str, cwd) -> subprocess.CompletedProcess:
+    """The command's main() in this process, run in `cwd`, its stdout and stderr captured: for the
+    refusals it makes before anything starts (exit 2, one line), which start no server, scoring
+    process or flow, so that a subprocess would add only its imports. Runs that score go through
+    a real `scorekeeper` process (tests/test_flow_cli.py `_cli`)."""
+    import io
+    import os
+
+    from scorekeeper.cli import main
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["scorekeeper", *args], code, out.getvalue(), err.getvalue())

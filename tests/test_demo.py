@@ -343,10 +343,12 @@ def test_demo_build_is_cached(small_demo):
 @pytest.mark.integration
 @pytest.mark.slow  # builds the real MiniLM demo (a fine-tune)
 def test_demo_scored_through_the_cli(small_demo, tmp_path):
-    """The command setup.sh runs, on the small demo: the adapter's predictions, sliced three ways."""
+    """The command setup.sh runs, on the small demo: the adapter's predictions, sliced three ways.
+    Pointed at the session's Prefect server (the CLI's own temporary one: tests/test_flow_cli.py)."""
+    from tests import prefect_session
+
     out, _ = small_demo
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")}
-    env.pop("PREFECT_API_URL", None)
+    env = prefect_session.cli_environment({**os.environ, "PREFECT_HOME": str(tmp_path / ".prefect")})
     scorekeeper = str(Path(sys.executable).with_name("scorekeeper"))
     command = [scorekeeper, "run", "--input-uri", str(out / "data" / "reviews.csv"), "--model-uri", str(out / "model")]
     command += ["--adapter-uri", str(out / "adapter"), "--output-uri", str(tmp_path / "runs"), "--run-name", "small"]

@@ -54,7 +54,9 @@ def one_process(tmp_path_factory, models, data):
     )
 
 
-@pytest.mark.parametrize("processes", [1, 2, 3])
+# 2 processes would add no branch that 3 (8 ranges claimed by 3 ranks, a short last range) do not;
+# the fewer-rows and resume tests below run on 2.
+@pytest.mark.parametrize("processes", [1, 3])
 def test_every_row_once_and_equal_to_the_reference(tmp_path, models, data, bert_reference, one_process, processes):
     if processes == 1:
         result = one_process
@@ -79,21 +81,18 @@ def test_every_row_once_and_equal_to_the_reference(tmp_path, models, data, bert_
     assert one_process.predictions.column("predicted_id").equals(result.predictions.column("predicted_id"))
 
 
-@pytest.mark.parametrize("rows", [1, 7])
-def test_fewer_rows_than_processes_and_ranges(tmp_path, models, data, bert_reference, rows):
-    path = write_rows(tmp_path / "few.parquet", data["rows"][:rows])
-    result = run_flow(
-        3, input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r", rows_per_range=2, oversubscribe=True
-    )
-    _check_exact(result, data["rows"][:rows], bert_reference[:rows])
+def test_fewer_rows_than_processes_and_ranges(tmp_path, models, data, bert_reference):
+    """One row, one range, two processes: the rank that finds no range left to claim finishes, and
+    the run is complete. (More ranges than ranks, a short last range: the 3-process case above.)"""
+    path = write_rows(tmp_path / "few.parquet", data["rows"][:1])
+    result = run_flow(2, input_uri=str(path), model_uri=models["bert"], output_uri=str(tmp_path), run_name="r", rows_per_range=2)
+    _check_exact(result, data["rows"][:1], bert_reference[:1])
 
 
 def test_decoder_without_pad_token(tmp_path, models, data):
-    rows = data["rows"][:20]
-    result = run_flow(2, input_uri=str(data["csv"]), model_uri=models["llama"], output_uri=str(tmp_path), run_name="r", rows_per_range=8)
+    result = run_flow(1, input_uri=str(data["csv"]), model_uri=models["llama"], output_uri=str(tmp_path), run_name="r", rows_per_range=8)
     reference = reference_probabilities(models["llama"], [r["text"] for r in data["rows"]])
     _check_exact(result, data["rows"], reference)
-    assert len(rows) == 20
 
 
 @pytest.mark.parametrize("merge", [True, False])
