@@ -7,12 +7,14 @@ output, log and artifact for them afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,26 @@ class MotoServer:
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_ENDPOINT_URL_S3": self.endpoint,
         }
+
+    @contextlib.contextmanager
+    def in_this_process(self, monkeypatch, extra: dict[str, str] | None = None) -> Iterator[None]:
+        """This process, and what it starts, reaches this server through the standard AWS chain
+        inside the block: the AWS variables of the environment replaced by `environment()`'s and
+        `extra`'s. fsspec caches filesystems by their options, not by the environment they were made
+        in, so s3fs's cache is emptied on the way in and out: a filesystem cached by another test
+        would still talk to another endpoint."""
+        import s3fs
+
+        for name in AWS_VARIABLES:
+            monkeypatch.delenv(name, raising=False)
+        for name, value in (self.environment() | (extra or {})).items():
+            if os.environ.get(name) != value:
+                monkeypatch.setenv(name, value)
+        s3fs.S3FileSystem.clear_instance_cache()
+        try:
+            yield
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
 
     def storage_options(self) -> dict:
         """s3fs options for this server, for the tests' own reads and writes."""

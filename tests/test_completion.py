@@ -115,25 +115,13 @@ def test_non_finite_gate_limits_are_refused_up_front(limit, capsys):
 def test_an_s3_output_uri_whose_bucket_does_not_exist_is_one_line(tmp_path, models, moto, monkeypatch):
     """The flow's error, in this process, reaching S3 through the standard AWS chain: exit code 3
     and one line, which the CLI prints as its last (as the full-disk CLI run below shows)."""
-    import s3fs
-
     from tests.helpers import run_flow
-    from tests.s3server import AWS_VARIABLES
 
-    for name in AWS_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    for name, value in moto.environment().items():
-        if os.environ.get(name) != value:
-            monkeypatch.setenv(name, value)
-    s3fs.S3FileSystem.clear_instance_cache()  # a cached filesystem would keep another test's endpoint
-    try:
-        with pytest.raises(OutputError) as failed:
-            run_flow(
-                1, input_uri=str(write_rows(tmp_path / "in.csv", make_rows(4))), model_uri=models["bert"],
-                output_uri="s3://no-such-bucket/runs", run_name="r",
-            )  # fmt: skip
-    finally:
-        s3fs.S3FileSystem.clear_instance_cache()
+    with moto.in_this_process(monkeypatch), pytest.raises(OutputError) as failed:
+        run_flow(
+            1, input_uri=str(write_rows(tmp_path / "in.csv", make_rows(4))), model_uri=models["bert"],
+            output_uri="s3://no-such-bucket/runs", run_name="r",
+        )  # fmt: skip
     assert failed.value.exit_code == 3
     assert str(failed.value) == (
         "cannot write into the run folder s3://no-such-bucket/runs/r: the bucket does not exist (create it, or fix output_uri)"

@@ -11,7 +11,6 @@ whose response was lost still counts as the writer's own commit, once.
 from __future__ import annotations
 
 import io
-import os
 import time
 
 import numpy as np
@@ -26,7 +25,7 @@ from scorekeeper.storage import S3_MAX_ATTEMPTS, S3FS_ATTEMPTS, Location
 from scorekeeper.tasks.retries import IO_RETRIES
 from tests.faultproxy import FaultProxy
 from tests.helpers import make_rows, probabilities, reference_probabilities, run_flow
-from tests.s3server import AWS_VARIABLES, moto  # noqa: F401  (moto is a fixture)
+from tests.s3server import moto  # noqa: F401  (moto is a fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -43,21 +42,12 @@ def proxy(moto):
 @pytest.fixture
 def through_proxy(moto, proxy, monkeypatch, tmp_path):
     """This process and its subprocesses reach S3 through the proxy, with the standard AWS chain."""
-    env = moto.environment() | {"AWS_ENDPOINT_URL_S3": proxy.endpoint, "SCOREKEEPER_CACHE": str(tmp_path / "cache")}
-    for name in AWS_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
     for name in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
         monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        if os.environ.get(name) != value:
-            monkeypatch.setenv(name, value)
-    # fsspec caches filesystems by their options, not by the environment they were made in: a
-    # filesystem cached by another test would still talk to moto directly.
-    s3fs.S3FileSystem.clear_instance_cache()
-    proxy.clear()
-    yield proxy
-    proxy.clear()
-    s3fs.S3FileSystem.clear_instance_cache()
+    with moto.in_this_process(monkeypatch, {"AWS_ENDPOINT_URL_S3": proxy.endpoint, "SCOREKEEPER_CACHE": str(tmp_path / "cache")}):
+        proxy.clear()
+        yield proxy
+        proxy.clear()
 
 
 def _dataset(moto, models, bucket: str) -> tuple[list[dict], dict]:
