@@ -123,11 +123,16 @@ def test_the_flow_takes_only_fitting_offered_processes_and_each_owner_stops_its_
 
 @pytest.mark.integration
 def test_worker_waiting_for_a_job_leaves_when_its_owner_is_gone(tmp_path):
-    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2)"])
-    cmd = launch_command(1, None, 30.0, job_from=str(tmp_path / "never"), owner_pid=owner.pid)
-    worker = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Gone before the worker has even imported torch (10 to 30 s on a busy machine): it leaves at
+    # once, not after its imports. Python's import log shows how far it got.
+    owner = subprocess.Popen([sys.executable, "-c", "pass"])
     owner.wait()
-    assert worker.wait(timeout=60) == 1
+    cmd = launch_command(1, None, 30.0, job_from=str(tmp_path / "never"), owner_pid=owner.pid)
+    worker = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    assert worker.returncode == 1, worker.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in worker.stderr.splitlines() if line.startswith("import time:")}
+    assert "scorekeeper.worker" in imported or "scorekeeper.errors" in imported  # the log is there ...
+    assert "torch" not in imported  # ... and the worker left before torch was imported
 
 
 @pytest.mark.integration

@@ -20,6 +20,7 @@ import time
 from scorekeeper.errors import ScorekeeperError, storage_error
 
 JOB_POLL_S = 0.02
+OWNER_POLL_S = 0.2
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -36,6 +37,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = arguments(argv)
+    if args.job_from is not None and args.owner_pid is not None:
+        watch_owner(args.job_from, args.owner_pid)
     from scorekeeper.worker.device import tune_allocator
 
     tune_allocator()
@@ -161,6 +164,22 @@ def wait_for_job(path: str, owner_pid: int | None) -> str | None:
         if owner_pid is not None and not _alive(owner_pid):
             return None
         time.sleep(JOB_POLL_S)
+
+
+def watch_owner(path: str, owner_pid: int) -> None:
+    """End this process as soon as its owner is gone before handing it a job, even in the middle of
+    its imports or of joining its process group: those take 10 to 30 s on a busy machine, and a
+    worker that only looked in `wait_for_job` outlived a killed flow by that long. Once the job's
+    file exists the worker is the job's, and runs it to the end whatever happens to the flow."""
+    import threading
+
+    def watch() -> None:
+        while not os.path.exists(path):
+            if not _alive(owner_pid):
+                os._exit(1)  # nothing started yet: nothing to write, commit or clean up
+            time.sleep(OWNER_POLL_S)
+
+    threading.Thread(target=watch, name="owner-watch", daemon=True).start()
 
 
 def _alive(pid: int) -> bool:
