@@ -191,6 +191,7 @@ def run_lease(run: RunFolder, run_id: str, owner: str, ttl_s: float = LEASE_TTL_
     the same owner at once, any other once its process is gone or the TTL passes)."""
     generation = take_lease(run, run_id, owner, ttl_s)
     holder = _Holder(run, run_id, owner, generation, ttl_s)
+    own_handler = _interruptible(holder)
     holder.start()
     try:
         yield
@@ -201,6 +202,8 @@ def run_lease(run: RunFolder, run_id: str, owner: str, ttl_s: float = LEASE_TTL_
         raise
     finally:
         holder.stop()
+        if own_handler is not None:
+            own_handler.restore()
         if holder.lost is None and holder.answering:
             try:
                 release_lease(run, owner, generation)
@@ -294,6 +297,41 @@ class _Holder:
             )
             log.error("%s", self.lost)
             _interrupt(self._target)
+
+
+class _StopOnLoss:
+    """SIGINT's handler while a lease is held in a main thread whose SIGINT Python does not handle
+    (ignored, as in a job started in the background by a script, or left at the default): the
+    lease's loss raises KeyboardInterrupt as it would anywhere else, and any other SIGINT does what
+    it did before (nothing, or the default's end)."""
+
+    def __init__(self, holder: _Holder, previous: int):  # SIG_IGN or SIG_DFL
+        self.holder, self.previous = holder, previous
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.holder.lost is not None:
+            raise KeyboardInterrupt
+        if self.previous == signal.SIG_DFL:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    def restore(self) -> None:
+        previous = self.previous
+        if signal.getsignal(signal.SIGINT) is self:  # (the block may have set one of its own)
+            signal.signal(signal.SIGINT, previous)
+
+
+def _interruptible(holder: _Holder) -> _StopOnLoss | None:
+    """Make the holding main thread interruptible by the lease's loss: without a Python handler for
+    SIGINT, `_thread.interrupt_main` does nothing and a blocking call would outlive the lease."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if callable(previous) or previous is None:  # None: set outside Python, left as it is
+        return None
+    handler = _StopOnLoss(holder, previous)
+    signal.signal(signal.SIGINT, handler)
+    return handler
 
 
 def _interrupt(thread: threading.Thread) -> None:

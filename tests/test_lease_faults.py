@@ -37,13 +37,15 @@ TTL_S = 6.0  # the holder stops after STOP_AFTER of it (4 s) without a written r
 
 HOLDER = textwrap.dedent(
     """
-    import logging, sys, time
+    import logging, signal, sys, time
     from scorekeeper import lease
     from scorekeeper.errors import ScorekeeperError
     from scorekeeper.run_folder import RunFolder
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    uri, ttl, work, mode = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+    uri, ttl, work, mode, sigint = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+    if sigint == "ignored":  # as in a job a script started in the background (`job &`)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     lease.RENEW_EVERY_S = ttl / 10
     lease.RETRY_EVERY_S = ttl / 20
     run = RunFolder.from_uri(uri)
@@ -64,9 +66,9 @@ HOLDER = textwrap.dedent(
 
 
 class Holder:
-    def __init__(self, uri: str, env: dict[str, str], work_s: float, mode: str = "work"):
+    def __init__(self, uri: str, env: dict[str, str], work_s: float, mode: str = "work", sigint: str = "python"):
         self.process = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, uri, str(TTL_S), str(work_s), mode],
+            [sys.executable, "-c", HOLDER, uri, str(TTL_S), str(work_s), mode, sigint],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=env | {"AWS_MAX_ATTEMPTS": "1", "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
@@ -119,9 +121,12 @@ def test_a_killed_store_stops_the_holder_in_one_line_before_the_lease_could_be_t
     assert "Traceback" not in err, err[-3000:]
 
 
-def test_a_paused_store_stops_the_holder_before_the_ttl_of_its_last_written_renewal(server):
+@pytest.mark.parametrize("sigint", ["python", "ignored"])
+def test_a_paused_store_stops_the_holder_before_the_ttl_of_its_last_written_renewal(server, sigint):
+    """Also where the holder's SIGINT is ignored (a background job of a script): the lease still
+    interrupts it (without a handler of its own the block would sleep on past the TTL)."""
     bucket = server.create_bucket("lease")
-    holder = Holder(f"s3://{bucket}/runs/r", server.environment(dict(os.environ)), work_s=60)
+    holder = Holder(f"s3://{bucket}/runs/r", server.environment(dict(os.environ)), work_s=60, sigint=sigint)
     os.killpg(server.process.pid, signal.SIGSTOP)  # requests hang: no error ever comes back
     paused = holder.go()
     code, said, err = holder.finish(timeout=TTL_S * 3)
@@ -208,3 +213,17 @@ def test_a_store_killed_while_scoring_ends_the_cli_in_one_line(tmp_path, models,
     errors = [line for line in err.splitlines() if line.startswith("scorekeeper: error: ")]
     assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], err[-5000:]
     assert "did not answer" in errors[0] or "lease on its folder" in errors[0], errors
+
+
+@pytest.mark.parametrize("before", [signal.SIG_IGN, signal.default_int_handler])
+def test_the_lease_leaves_sigint_as_it_found_it(tmp_path, before):
+    """A handler of the lease's own only while the block runs, only where Python had none."""
+    run = RunFolder.from_uri(str(tmp_path / "run"))
+    previous = signal.signal(signal.SIGINT, before)
+    try:
+        with lease.run_lease(run, "r", owner="me"):
+            inside = signal.getsignal(signal.SIGINT)
+            assert (inside is before) == (before is signal.default_int_handler), inside
+        assert signal.getsignal(signal.SIGINT) is before
+    finally:
+        signal.signal(signal.SIGINT, previous)
