@@ -336,7 +336,7 @@ def _interruptible(holder: _Holder) -> _StopOnLoss | None:
 
 def _interrupt(thread: threading.Thread) -> None:
     """Raise KeyboardInterrupt in the thread that holds the lease, where it is blocked too: the main
-    thread gets SIGINT (its handler, the CLI's or Python's, raises it; a blocking call returns with
+    thread gets SIGINT (its handler, the CLI's, Python's or the lease's own, raises it; a blocking call returns with
     EINTR); another thread gets it asynchronously, at its next bytecode."""
     if thread is threading.main_thread():
         if callable(signal.getsignal(signal.SIGINT)):
