@@ -18,14 +18,19 @@ FROM truth_elements AS t
 LEFT JOIN labels AS by_name ON by_name.label_name = t.raw_label
 LEFT JOIN labels AS by_id ON regexp_full_match(t.raw_label, '-?[0-9]+') AND by_id.label_id = TRY_CAST(t.raw_label AS BIGINT);
 
+-- Each truth row's vector from its own hits (truth holds one row per row_index: the read step refuses
+-- duplicate ids), not a cross join of every row with every label grouped back by row (4x the time at 3M rows).
 CREATE TEMP TABLE ml_truth_vectors AS
-WITH hits AS (SELECT DISTINCT row_index, label_id FROM ml_truth_names WHERE label_id IS NOT NULL)
-SELECT t.row_index, list(h.row_index IS NOT NULL ORDER BY l.label_id) AS truth
+WITH hits AS (
+    SELECT row_index, list(DISTINCT label_id) AS ids FROM ml_truth_names WHERE label_id IS NOT NULL GROUP BY row_index
+), label_ids AS (
+    SELECT list(label_id ORDER BY label_id) AS ids FROM labels
+)
+SELECT t.row_index, list_transform(l.ids, lambda id: coalesce(list_contains(h.ids, id), false)) AS truth
 FROM truth AS t
-CROSS JOIN labels AS l
-LEFT JOIN hits AS h ON h.row_index = t.row_index AND h.label_id = l.label_id
-WHERE t.row_index IS NOT NULL
-GROUP BY t.row_index;
+CROSS JOIN label_ids AS l
+LEFT JOIN hits AS h ON h.row_index = t.row_index
+WHERE t.row_index IS NOT NULL;
 
 CREATE TEMP TABLE ml_rows AS
 SELECT p.row_index, p.id::VARCHAR AS id, p.probabilities, v.truth, s.text
