@@ -26,7 +26,7 @@ WITH hits AS (
 ), label_ids AS (
     SELECT list(label_id ORDER BY label_id) AS ids FROM labels
 )
-SELECT t.row_index, list_transform(l.ids, lambda id: coalesce(list_contains(h.ids, id), false)) AS truth
+SELECT t.row_index, list_transform(l.ids, lambda k: coalesce(list_contains(h.ids, k), false)) AS truth
 FROM truth AS t
 CROSS JOIN label_ids AS l
 LEFT JOIN hits AS h ON h.row_index = t.row_index
