@@ -143,19 +143,19 @@ def regression_values(con: Connection, cells: str, outputs: int) -> dict[int, di
     for output_id, r in con.execute(sql("regression_correlation.sql", x="truth_rank", y="prediction_rank", source=ranks)).fetchall():
         per_output[output_id]["spearman"] = finite_number(r)
     for output_id in range(outputs):
-        per_output[output_id]["kendall_tau_b"] = kendall_tau_b(con, cells, output_id)
+        per_output[output_id]["kendall_tau_b"] = kendall_tau_b(con, ranks, output_id)
     return per_output
 
 
-def kendall_tau_b(con: Connection, cells: str, output_id: int) -> float | None:
-    """Kendall's tau-b of one output's truth and prediction over `cells`, scipy.stats.kendalltau's
-    (variant "b": (C - D) / sqrt(n0 - n1) / sqrt(n0 - n2), ties in truth n1, in prediction n2, of
-    n0 = n(n-1)/2 pairs) over their dense ranks, in O(n log n): a few CPU s at 3M rows, where
-    counting the concordant pairs in SQL took about 200. Null for fewer than 2 rows or a constant
+def kendall_tau_b(con: Connection, ranks: str, output_id: int) -> float | None:
+    """Kendall's tau-b of one output from `ranks` (regression_ranks.sql's average ranks of truth and
+    prediction: tau-b counts only order and ties, so the ranks give the values' tau), by
+    scipy.stats.kendalltau (variant "b": (C - D) / sqrt(n0 - n1) / sqrt(n0 - n2), ties in truth n1,
+    in prediction n2, of n0 = n(n-1)/2 pairs), O(n log n). Null for fewer than 2 rows or a constant
     side (scipy's NaN)."""
     from scipy.stats import kendalltau
 
-    side = con.execute(sql("regression_kendall.sql", cells=cells), {"output_id": output_id}).fetchnumpy()
+    side = con.execute(sql("regression_kendall.sql", ranks=ranks), {"output_id": output_id}).fetchnumpy()
     if len(side["truth"]) < 2:
         return None
     # handed over, not kept here: scipy's sorted copies replace them
