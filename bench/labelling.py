@@ -267,7 +267,9 @@ def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = Non
     with tempfile.TemporaryDirectory(prefix="scorekeeper-labelling-timing-", dir=work) as tmp:
         root = Path(tmp)
         current = timing_runs(root, n, head)
-        figures: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": [], "rss_mib": []} for k in ("without", "with", "pinned")}
+        figures: dict[str, dict[str, list[float]]] = {
+            k: {"wall": [], "cpu": [], "rss_mib": [], "plan_cpu": []} for k in ("without", "with", "pinned")
+        }
         for _ in range(repeats):
             for mode in figures:
                 if mode == "pinned":
@@ -277,7 +279,7 @@ def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = Non
                 if done.returncode != 0:
                     raise RuntimeError(f"evaluation {mode} failed: {done.stderr[-2000:]}")
                 once = json.loads(done.stdout.strip().splitlines()[-1])
-                for key in ("wall", "cpu", "rss_mib"):
+                for key in ("wall", "cpu", "rss_mib", "plan_cpu"):
                     figures[mode][key].append(once[key])
     med = {mode: {k: statistics.median(v) for k, v in f.items()} for mode, f in figures.items()}
     out = {"head": head, "rows": n, "budget": budget, "repeats": repeats, "median": med, "runs": figures}
@@ -289,7 +291,8 @@ def timing(n: int, budget: int = 1000, repeats: int = 3, work: Path | None = Non
                         ("pinned", "estimating from the pinned plan (labels back)")):  # fmt: skip
         m = med[mode]
         extra = "" if mode == "without" else f" (wall {out[f'extra_wall_{mode}']:+.1%}, CPU {out[f'extra_cpu_{mode}']:+.1%})"
-        print(f"  {label}: wall {m['wall']:.1f} s, CPU {m['cpu']:.1f} s, peak RSS {m['rss_mib']:.0f} MiB{extra}")
+        own = "" if mode == "without" else f"; the plan's step {m['plan_cpu']:.2f} CPU s ({m['plan_cpu'] / med['without']['cpu']:+.1%})"
+        print(f"  {label}: wall {m['wall']:.1f} s, CPU {m['cpu']:.1f} s, peak RSS {m['rss_mib']:.0f} MiB{extra}{own}")
         print(
             f"    walls {', '.join(f'{w:.1f}' for w in figures[mode]['wall'])}; CPU {', '.join(f'{c:.1f}' for c in figures[mode]['cpu'])}"
         )
@@ -360,11 +363,25 @@ def _head_labels(head: str) -> tuple[list[str], str]:
 
 def _evaluate_once(root: Path, mode: str, n: int, budget: int, head: str = "single_label") -> None:
     """One evaluation of root/current against root/reference in this (fresh) process; prints its
-    wall, CPU time and peak RSS as JSON."""
+    wall, CPU time, peak RSS and the CPU time of the plan's own step (plan_cpu: the driver's call of
+    labelling.label_run, its statements, DuckDB's threads and its Python) as JSON."""
     import resource
 
+    from scorekeeper.evaluation import driver
     from scorekeeper.evaluation.labelling import LabelRequest
     from scorekeeper.storage import Location
+
+    plan_cpu = [0.0]
+    label_run = driver.label_run
+
+    def timed_label_run(*args, **kwargs):
+        began = time.process_time()
+        try:
+            return label_run(*args, **kwargs)
+        finally:
+            plan_cpu[0] += time.process_time() - began
+
+    driver.label_run = timed_label_run
 
     current, reference = root / "current", root / "reference"
     if mode == "pinned":
@@ -385,7 +402,7 @@ def _evaluate_once(root: Path, mode: str, n: int, budget: int, head: str = "sing
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": after.ru_maxrss / 1024}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "rss_mib": after.ru_maxrss / 1024, "plan_cpu": plan_cpu[0]}))
 
 
 def main(argv: list[str] | None = None) -> int:

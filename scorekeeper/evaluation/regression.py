@@ -524,6 +524,7 @@ class Regression:
             sample_target=None,
             uses_reference=uses,
             classical_only=not uses,
+            f_target=("mae", ev.labels[0]) if len(ev.labels) == 1 else None,  # pp_cell_totals is empty then
         )
 
     def label_targets(self, ev: Evaluation) -> None:
