@@ -186,6 +186,32 @@ def test_report_data():
     assert errors[0]["text"] == f"text {errors[0]['row_index']}"
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_largest_errors_are_each_outputs_largest_with_ties_by_row_index(seed):
+    """largest_errors per output, over generated rows with many equal errors, a missing output value
+    and a few huge ones: the 20 (or fewer) rows of the largest |prediction - truth| (compared as
+    halves, as the SQL does), ties by the smaller row_index, each with its own text and values."""
+    rng = np.random.default_rng(seed)
+    n, outputs = int(rng.integers(1, 60)), int(rng.integers(1, 4))
+    p = rng.integers(0, 4, size=(n, outputs)).astype(float)
+    y = rng.integers(0, 4, size=(n, outputs)).astype(float)
+    huge = rng.random((n, outputs)) < 0.05
+    p[huge] = rng.choice([-1.7e308, 1.7e308], size=int(huge.sum()))
+    truth = y.tolist()
+    if n > 1:
+        truth[int(rng.integers(0, n))][0] = None  # partial truth: the row is not evaluated
+    text = [f"text {i}" for i in range(n)]
+    got = regression_metrics(make_con(p.tolist(), truth, text=text), [f"o{k}" for k in range(outputs)])
+    evaluated = [i for i in range(n) if None not in truth[i]]
+    for k in range(outputs):
+        order = sorted(evaluated, key=lambda i: (-abs(p[i, k] * 0.5 - y[i, k] * 0.5), i))[:20]
+        errors = got["largest_errors"].get(f"o{k}", [])
+        assert [e["row_index"] for e in errors] == order
+        for e in errors:
+            i = e["row_index"]
+            assert (e["id"], e["text"], e["prediction"], e["truth"]) == (f"r{i}", f"text {i}", p[i, k], y[i, k])
+
+
 def test_lists_of_the_wrong_length_are_refused():
     with pytest.raises(ValueError, match="one prediction and one truth per output"):
         regression_metrics(make_con([[1.0, 2.0]], [[1.0, 2.0]]), ["a", "b", "c"])
