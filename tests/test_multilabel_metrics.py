@@ -200,6 +200,29 @@ def test_multilabel_metrics_match_scikit_learn(seed):
         assert got["label_cardinality"]["rows_without_prediction"] > 0 and (truth[keep].sum(1) == 0).any()
 
 
+def test_a_tie_in_tuned_f1_goes_to_the_higher_threshold():
+    """Probabilities in quarters over a few rows make equal F1s at several cuts: the tuned threshold
+    is the highest of them (brute_force_threshold tries the cuts from the highest, keeping the first
+    best), on every label of every generated case, and the cases hold such ties."""
+    ties = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(4, 16))
+        truth = rng.random((n, len(LABELS))) < 0.5
+        probs = rng.integers(0, 5, size=(n, len(LABELS))) / 4
+        got = multilabel_metrics(make_con(truth, probs), LABELS, [0.5] * len(LABELS))
+        tune = tuning_half([f"r{i}" for i in range(n)])
+        for j, name in enumerate(LABELS):
+            y, p = truth[tune, j], probs[tune, j]
+            t, f1 = brute_force_threshold(y, p)
+            row = got["per_label"][name]
+            assert row["tuned_threshold"] == (None if t is None else pytest.approx(t, abs=1e-15)), (seed, name)
+            if t is not None:
+                f1s = [2 * (y & (p > c)).sum() / ((p > c).sum() + y.sum()) for c in np.unique(p)[::-1]]
+                ties += sum(f == f1 for f in f1s) > 1
+    assert ties > 0
+
+
 def test_one_row_and_tiny_inputs():
     rng = np.random.default_rng(7)
     for n in (1, 2, 3):
