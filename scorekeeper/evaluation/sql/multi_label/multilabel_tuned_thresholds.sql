@@ -5,8 +5,9 @@
 -- predicting the cells at or above s; its threshold is the midpoint between s and the next lower
 -- distinct probability (0 below the lowest; the next lower itself where the midpoint rounds onto
 -- s), so that "strictly above the threshold" predicts exactly those cells. Ties in F1 go to the
--- higher threshold (no two candidates of a label share one: each lies in its own gap between scores). A label with no positive on the tuning half has no tuned threshold (every
--- candidate scores 0). F1 on the held-out half counts 0/0 as 0; null where that half is empty.
+-- higher threshold (no two candidates of a label share one: each lies in its own gap between
+-- scores). A label with no positive on the tuning half has no tuned threshold (every candidate
+-- scores 0). F1 on the held-out half counts 0/0 as 0; null where that half is empty.
 WITH grouped AS (
     SELECT label_id, prob AS score,
            count(*) FILTER (WHERE truth) AS pos,
