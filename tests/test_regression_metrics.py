@@ -24,7 +24,7 @@ from sklearn.metrics import (
     root_mean_squared_error,
 )
 
-from scorekeeper.evaluation.regression import regression_metrics
+from scorekeeper.evaluation.regression import LARGEST_ERRORS, regression_metrics
 
 TOL = 1e-9
 
@@ -189,7 +189,7 @@ def test_report_data():
 @pytest.mark.parametrize("seed", range(12))
 def test_largest_errors_are_each_outputs_largest_with_ties_by_row_index(seed):
     """largest_errors per output, over generated rows with many equal errors, a missing output value
-    and a few huge ones: the 20 (or fewer) rows of the largest |prediction - truth| (compared as
+    and a few huge ones: the LARGEST_ERRORS (or fewer) rows of the largest |prediction - truth| (compared as
     halves, as the SQL does), ties by the smaller row_index, each with its own text and values."""
     rng = np.random.default_rng(seed)
     n, outputs = int(rng.integers(1, 60)), int(rng.integers(1, 4))
@@ -204,7 +204,7 @@ def test_largest_errors_are_each_outputs_largest_with_ties_by_row_index(seed):
     got = regression_metrics(make_con(p.tolist(), truth, text=text), [f"o{k}" for k in range(outputs)])
     evaluated = [i for i in range(n) if None not in truth[i]]
     for k in range(outputs):
-        order = sorted(evaluated, key=lambda i: (-abs(p[i, k] * 0.5 - y[i, k] * 0.5), i))[:20]
+        order = sorted(evaluated, key=lambda i: (-abs(p[i, k] * 0.5 - y[i, k] * 0.5), i))[:LARGEST_ERRORS]
         errors = got["largest_errors"].get(f"o{k}", [])
         assert [e["row_index"] for e in errors] == order
         for e in errors:
