@@ -8,7 +8,12 @@ thread: the CPU's batch threads run batches side by side), and the rows of the s
 it at the head's position: 0 for encoder families; for decoder families transformers' own rule for
 the row alone, the rightmost position whose token id is not the model's own `pad_token_id`, or the
 row's last position when the model has none (`stages.head_position`: the job pads such a model with
-eos, which a text may end with), so right padding in a batch does not move it. Nothing else of the forward pass is kept (no
+eos, which a text may end with), so right padding in a batch does not move it. Architectures the
+registry does not know are read where transformers' own head reads them (`head_pooling`): a
+sequence-to-sequence head (BART, mBART, T5 and their kin) reads the decoder's output at the row's
+last eos, CTRL's `classifier` the last non-pad position as `score` does; a head that reads no one position of it (ModernBERT's mean pooling, XLNet's summary of
+the padded batch's last position) is refused rather than written at a guessed one (docs/heads.md,
+"Which position a decoder's head reads"). Nothing else of the forward pass is kept (no
 `output_hidden_states`, which keeps every layer). Pipeline mode's last stage hands the same tensor
 back beside the logits (stages.py). A row of several windows (chunk mode) gets the float64 mean of
 its windows' vectors, then float32; a model under an unmerged adapter is read through the adapter.
@@ -26,19 +31,47 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from scorekeeper.errors import ModelError
 from scorekeeper.representation import TOKEN_COUNTS_SCHEMA, embedding_sample, embeddings_table
 from scorekeeper.worker.families import HFModule, find_family
+from scorekeeper.worker.last_position import LAST_TOKEN_CLASSIFIERS
 from scorekeeper.worker.stages import head_position, unwrap_adapter
+
+FIRST, LAST, EOS = "first", "last", "eos"  # where a classifier's head reads the final hidden state
+
+
+def head_pooling(model: torch.nn.Module) -> str:
+    """Where the classifier's head reads the final hidden state, as transformers' head code does for
+    the row alone: FIRST (position 0), LAST (the rightmost position whose id is not the pad id:
+    decoder families, heads named `score`, LAST_TOKEN_CLASSIFIERS), EOS (the row's last eos, in the
+    decoder's output: transformers' sequence-to-sequence heads, `classification_head`), or, for a
+    head that reads no one position of that tensor, a sentence saying what it reads instead.
+    The family registry says first; else the head's own attributes and config."""
+    family = find_family(getattr(model.config, "model_type", None))
+    if family is not None:
+        return LAST if family.kind == "decoder" else FIRST
+    config = model.config
+    if hasattr(model, "sequence_summary"):  # XLNet, XLM, Flaubert: SequenceSummary's `summary_type`
+        summary = getattr(config, "summary_type", "last")
+        if summary == "first":
+            return FIRST
+        return f"its head summarises the final hidden states by {summary!r} (summary_type), not at a row's own position"
+    pooling = getattr(config, "classifier_pooling", None)  # ModernBERT, EuroBERT: "cls" or "mean"
+    if pooling not in (None, "cls", "bos"):
+        return f"its head pools the final hidden states by {pooling!r} (classifier_pooling), not at one position"
+    if (hasattr(model, "score") and not hasattr(model, "classifier")) or type(model).__name__ in LAST_TOKEN_CLASSIFIERS:
+        return LAST
+    if getattr(config, "is_encoder_decoder", False):
+        if hasattr(model, "classification_head") and getattr(config, "eos_token_id", None) is not None:
+            return EOS
+        return "its head reads an encoder-decoder's output at a position this job does not know"
+    return FIRST
 
 
 def reads_last_token(model: torch.nn.Module) -> bool:
     """Whether the classifier's head pools the last non-pad position (decoder families) rather than
-    position 0 (encoder families): the family registry says, else a head named `score`, which is
-    what transformers' decoder classifiers call it."""
-    family = find_family(getattr(model.config, "model_type", None))
-    if family is not None:
-        return family.kind == "decoder"
-    return hasattr(model, "score") and not hasattr(model, "classifier")
+    position 0 (encoder families) or another one (`head_pooling`)."""
+    return head_pooling(model) == LAST
 
 
 class Representation:
@@ -49,8 +82,14 @@ class Representation:
         config has none (the job pads with eos then, and the head's position is each row's last)."""
         inner: HFModule = unwrap_adapter(model)  # under an unmerged adapter: the adapted transformers model
         self.embedding_rows, self.total_rows = embedding_rows, total_rows
-        self.last_token = reads_last_token(inner)
+        self.pooling = head_pooling(inner)
+        if self.pooling not in (FIRST, LAST, EOS):  # a vector at a guessed position would be a wrong answer
+            raise ModelError(
+                f"this {type(inner).__name__} has no representation to sample (SPEC 14 reads the final hidden state at the "
+                f"position the head pools): {self.pooling}; run it with embedding_rows 0"
+            )
         self.pad_token_id = model_pad_token_id
+        self.eos_token_id = int(inner.config.eos_token_id) if self.pooling == EOS else -1  # (head_pooling: EOS has one)
         self._local = threading.local()
         self._hook = inner.base_model.register_forward_hook(self._keep)
 
@@ -69,9 +108,13 @@ class Representation:
             return None
         index = torch.from_numpy(keep).to(hidden.device)
         rows = hidden.index_select(0, index)
-        if not self.last_token:
+        if self.pooling == FIRST:
             return rows[:, 0]
-        position = head_position(input_ids.index_select(0, index), attention_mask.index_select(0, index), self.pad_token_id)
+        ids, mask = input_ids.index_select(0, index), attention_mask.index_select(0, index)
+        if self.pooling == EOS:  # the decoder's output at the row's last eos (a pad is outside the row's mask, whatever its id)
+            position = last_of(ids, mask, self.eos_token_id)
+        else:
+            position = head_position(ids, mask, self.pad_token_id)
         return rows[torch.arange(rows.shape[0], device=rows.device), position]
 
     def sample(self, row_index: np.ndarray, chunks: np.ndarray) -> RangeSample:
@@ -126,6 +169,14 @@ class RangeSample:
         vectors = raw.astype(np.float32, copy=False)
         row_index = rows.column("row_index").to_numpy()[self.rows]
         return embeddings_table(row_index, rows.column("id").take(pa.array(self.rows)).combine_chunks(), vectors)
+
+
+def last_of(input_ids: torch.Tensor, attention_mask: torch.Tensor, token_id: int) -> torch.Tensor:
+    """Each row's rightmost position of its own (attention-masked) whose id is `token_id` (0 when none
+    is): where transformers' sequence-to-sequence heads read the row's last eos."""
+    found = (input_ids == token_id) & attention_mask.bool()
+    positions = torch.arange(input_ids.shape[-1], device=input_ids.device, dtype=torch.int32)
+    return (positions * found.to(torch.int32)).argmax(-1).to(torch.int64)
 
 
 def token_counts_table(tokenizer, ids: np.ndarray, counts: np.ndarray) -> pa.Table:

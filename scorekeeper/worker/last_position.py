@@ -24,6 +24,10 @@ from scorekeeper.errors import ModelError
 from scorekeeper.worker.families import HFModule
 from scorekeeper.worker.stages import head_position, unwrap_adapter
 
+# Decoder classifiers whose per-position head is named `classifier`, not `score`, and that read the
+# rightmost non-pad position as the others do (transformers' ctrl and modernbert_decoder modeling code)
+LAST_TOKEN_CLASSIFIERS = frozenset({"CTRLForSequenceClassification", "ModernBertDecoderForSequenceClassification"})
+
 
 class LastPositionLogits:
     """Reads a pad-less decoder's logits at each row's last position (a hook on its `score`)."""
@@ -31,6 +35,8 @@ class LastPositionLogits:
     def __init__(self, model: torch.nn.Module):
         inner: HFModule = unwrap_adapter(model)  # under an unmerged adapter: the adapted model, its head wrapped
         score = getattr(inner, "score", None)
+        if score is None and type(inner).__name__ in LAST_TOKEN_CLASSIFIERS:  # its per-position head is `classifier`
+            score = getattr(inner, "classifier", None)
         if not isinstance(score, torch.nn.Module):
             raise ModelError(f"this {type(inner).__name__} reads the last token but has no `score` head to read it from")
         self._local = threading.local()
