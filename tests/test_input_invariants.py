@@ -215,6 +215,27 @@ def test_inf_in_a_float_label_column_is_one_line(tmp_path, bad):
         stage(tmp_path, tmp_path / "in.parquet")
 
 
+def test_a_label_column_in_a_later_file_only_is_refused_naming_both_files(tmp_path):
+    """The first file without `label` made the run scoring-only: a later file's labels were ignored,
+    exit 0, the report saying the input had no ground truth (a first file with it and a later one
+    without was refused)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("text\nx\ny\n")
+    (tmp_path / "in" / "b.csv").write_text("text,label\nz,positive\nq,negative\n")
+    with pytest.raises(
+        InputError, match=r"column 'label' is in .*b\.csv but not in .*a\.csv: give the ground truth in every file or in none"
+    ):
+        stage(tmp_path, tmp_path / "in")
+    (tmp_path / "in" / "a.csv").write_text("text\n")  # a first file without rows decides the same
+    with pytest.raises(InputError, match=r"column 'label' is in .*b\.csv but not in .*a\.csv"):
+        stage(tmp_path, tmp_path / "in")
+    manifest, staged = stage(tmp_path, tmp_path / "in", label_column=None)  # scoring only, said so
+    assert manifest.total_rows == 2 and "label" not in staged.column_names
+    (tmp_path / "in" / "a.csv").write_text("text,label\nx,neutral\n")
+    manifest, staged = stage(tmp_path, tmp_path / "in")
+    assert staged.column("label").to_pylist() == ["neutral", "positive", "negative"]
+
+
 def test_an_all_empty_label_column_says_why_nothing_was_evaluated(tmp_path, caplog):
     """'evaluated 0 of 20' with no reason."""
     truth = pa.nulls(20, pa.string())

@@ -83,6 +83,8 @@ def stage_input(request: ScoreRequest, files: list[InputFile], workdir: str, par
         staged.file_rows.append(0)
         schema, batches = open_or_explain(f, text_names, columns.required)
         available = _check_columns(f, schema, columns.required, partitions.of(f.uri))
+        if not has_label and f is not files[0]:
+            _check_no_label_beyond_the_first(request, files[0], f, schema, partitions.of(f.uri))
         for batch in batches_or_explain(f, batches):
             if batch.num_rows:
                 out.write(_stage_batch(request, head, columns, f, batch, available, partitions, staged))
@@ -117,6 +119,20 @@ def _has_label(request: ScoreRequest, first_schema: pa.Schema, first_partition: 
     if request.label_column is None or request.ground_truth_uri is not None:
         return False
     return request.label_column in first_schema.names or request.label_column in first_partition or request.label_column != "label"
+
+
+def _check_no_label_beyond_the_first(request: ScoreRequest, first: InputFile, f: InputFile, schema: pa.Schema, partition: dict) -> None:
+    """A run whose first file has no `label` column is a scoring-only run (`_has_label`); a later
+    file holding one is refused, as a later file lacking it is when the first has it: its labels
+    were ignored and the run said the input had none (exit 0, "scoring only")."""
+    label = request.label_column
+    if label is None or request.ground_truth_uri is not None or request.label_columns:
+        return
+    if label in schema.names or label in partition:
+        raise InputError(
+            f"column '{label}' is in {f.uri} but not in {first.uri}: give the ground truth in every file or in none, "
+            "or pass label_column=None (--label-column none) to score only"
+        )
 
 
 @dataclass
