@@ -128,6 +128,19 @@ def test_an_empty_csv_cell_stages_as_its_columns_one_rule_in_every_format(tmp_pa
         ),
         (lambda d: _numeric_text(d), {}, r"column 'text' in .*num.jsonl is int64, not text"),
         (lambda d: _text_file(d), {}, "unsupported file type"),
+        (lambda d: _utf16(d, "text,label\nhello,positive\n"), {}, r"cannot read .*u16.csv: it is UTF-16 text .*save it as UTF-8$"),
+        (lambda d: _utf16(d, "text\nhello\n"), {}, r"cannot read .*u16.csv: it is UTF-16 text"),
+        (
+            lambda d: _latin1_header(d),
+            {},
+            r"cannot read .*l1.csv: its header \(the column names\) is not valid UTF-8 text; the file may be Latin-1",
+        ),
+        (
+            lambda d: _json_array(d, 2),
+            {},
+            r"cannot read .*arr.json: it holds a JSON array, not JSON Lines: write one JSON object per line$",
+        ),
+        (lambda d: _json_array(d, None), {}, r"cannot read .*arr.json: it holds a JSON array, not JSON Lines"),
         (
             lambda d: write_rows(d / "s.csv", make_rows(2)),
             {"text_column": 'text"); DROP TABLE staged; --'},
@@ -144,6 +157,11 @@ def test_an_empty_csv_cell_stages_as_its_columns_one_rule_in_every_format(tmp_pa
         "schemas-differ",
         "text-not-text",
         "unsupported",
+        "utf16-csv",
+        "utf16-one-column",
+        "latin1-header",
+        "json-array",
+        "json-array-one-line",
         "sql-like-name",
     ],
 )
@@ -178,6 +196,28 @@ def _schemas_differ(d):
     (d / "in" / "a.jsonl").write_text(json.dumps({"review_id": 1, "text": "a", "label": "positive"}) + "\n")
     (d / "in" / "b.jsonl").write_text(json.dumps({"review_id": "x", "text": "b", "label": "positive"}) + "\n")
     return d / "in"
+
+
+def _utf16(d, text):
+    """Excel's "Unicode text" export: pyarrow said "Expected 2 columns, got 1"."""
+    p = d / "u16.csv"
+    p.write_bytes(text.encode("utf-16"))
+    return p
+
+
+def _latin1_header(d):
+    """A French export's header in Latin-1: pyarrow decodes the names only when asked, and the
+    UnicodeDecodeError left the read step as a traceback (exit 1)."""
+    p = d / "l1.csv"
+    p.write_bytes("text,catégorie,label\nbonjour,a,positive\n".encode("latin-1"))
+    return p
+
+
+def _json_array(d, indent):
+    """A JSON array in a .json file (read as JSON Lines): pyarrow said "Column() changed from object to array in row 0"."""
+    p = d / "arr.json"
+    p.write_text(json.dumps([{"text": "a", "label": "positive"}, {"text": "b", "label": "negative"}], indent=indent))
+    return p
 
 
 def _numeric_text(d):

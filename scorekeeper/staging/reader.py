@@ -61,6 +61,15 @@ def open_or_explain(
         schema, batches = _open_batches(f, string_columns, columns)
     except READ_ERRORS as exc:
         raise InputError(_explain(f, exc, None)) from None
+    try:
+        # pyarrow decodes a CSV header's names only when they are asked for: a Latin-1 header raised
+        # its UnicodeDecodeError later, outside every refusal (a traceback, exit 1).
+        schema.names
+    except UnicodeDecodeError:
+        shape = _wrong_shape(f) or (
+            "its header (the column names) is not valid UTF-8 text; the file may be Latin-1 or Windows-1252: save it as UTF-8"
+        )
+        raise InputError(f"cannot read {f.uri}: {shape}") from None
     return schema, _with_schema(batches, schema)
 
 
@@ -94,6 +103,9 @@ def _explain(f: InputFile, exc: BaseException, schema: pa.Schema | None) -> str:
     """One line for a read error: pyarrow's words, but a CSV column by its name (pyarrow numbers
     them from 0) and, for invalid UTF-8, the first row of the file that holds it."""
     text = _short(exc)
+    shape = _wrong_shape(f)
+    if shape is not None:
+        return f"cannot read {f.uri}: {shape}"
     found = _CSV_COLUMN.search(text)
     names = (schema.names if schema is not None else _csv_header(f)) if found is not None and f.format == "csv" else []
     if found is None or int(found.group(1)) >= len(names):
@@ -104,6 +116,32 @@ def _explain(f: InputFile, exc: BaseException, schema: pa.Schema | None) -> str:
     row = _first_invalid_utf8_row(f, column)
     at = f" at its row {row} (from 1, the header not counted)" if row is not None else ""
     return f"cannot read {f.uri}: column '{column}' is not valid UTF-8 text{at}; the file may be Latin-1 or Windows-1252: save it as UTF-8"
+
+
+def _wrong_shape(f: InputFile) -> str | None:
+    """What a file that pyarrow cannot read is instead, where its first bytes say it: UTF-16 text
+    (Excel's "Unicode text"; pyarrow said "Expected 2 columns, got 1"), or a JSON array in a JSON
+    Lines file (pyarrow said "Column() changed from object to array in row 0")."""
+    if f.format == "parquet":
+        return None
+    head = _first_bytes(f, 4096)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "it is UTF-16 text (it starts with a UTF-16 byte order mark), not UTF-8: save it as UTF-8"
+    if f.format == "jsonl" and head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        return "it holds a JSON array, not JSON Lines: write one JSON object per line"
+    return None
+
+
+def _first_bytes(f: InputFile, n: int) -> bytes:
+    """A file's first `n` bytes, decompressed; b"" when they cannot be read."""
+    try:
+        fs, path = fs_and_path(f.uri)
+        codec = compression(path)
+        with fs.open(path, "rb", compression=None if codec == "zstd" else codec) as handle:
+            source = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), "zstd") if codec == "zstd" else handle
+            return bytes(source.read(n))
+    except (OSError, ValueError, EOFError, pa.ArrowException):
+        return b""
 
 
 def _csv_header(f: InputFile) -> list[str]:
