@@ -226,6 +226,39 @@ def _numeric_text(d):
     return p
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+@pytest.mark.parametrize("column", ["text", "review_id", "label"])
+def test_text_that_is_not_utf8_in_json_lines_or_parquet_is_refused_naming_the_column_file_and_row(tmp_path, fmt, column):
+    """pyarrow checks a CSV's cells, not a JSON Lines file's strings nor a Parquet file's: a Latin-1
+    'café' was staged, then failed where it was first decoded (the tokenizer's sample: a
+    UnicodeDecodeError traceback, exit 1; a row past the sample: a scoring process, exit 3)."""
+    import pyarrow as pa
+
+    rows = [{"review_id": f"r{i}", "text": f"review {i}", "label": "positive"} for i in range(5)]
+    cells = [r[column].encode() for r in rows]
+    cells[3] = b"caf\xe9"
+    (tmp_path / "in").mkdir()
+    write_rows(tmp_path / "in" / "a.csv", make_rows(2))
+    if fmt == "jsonl":
+        lines = [json.dumps(r).encode() for r in rows]
+        lines[3] = lines[3].replace(f'"{rows[3][column]}"'.encode(), b'"' + cells[3] + b'"')
+        path = tmp_path / "in" / "b.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+    else:
+        table = {k: pa.array([r[k] for r in rows]) for k in rows[0]}
+        table[column] = pa.array(cells, pa.binary()).view(pa.string())
+        path = tmp_path / "in" / "b.parquet"
+        pq.write_table(pa.table(table), path)
+    message = rf"cannot read .*b\.{fmt}: column '{column}' is not valid UTF-8 text at row_index 5 \(its row 4\); the file may be Latin-1"
+    with pytest.raises(InputError, match=message):
+        stage(tmp_path, tmp_path / "in", id_column="review_id")
+    if column != "text":  # the same file as ground truth
+        write_rows(tmp_path / "in.csv", make_rows(2))
+        truth = rf"cannot read .*b\.{fmt}: column '{column}' is not valid UTF-8 text at its row 4; the file may be Latin-1"
+        with pytest.raises(InputError, match=truth):
+            stage(tmp_path, tmp_path / "in.csv", id_column="review_id", ground_truth_uri=str(path))
+
+
 def test_parameters_are_validated_with_clear_messages():
     from pydantic import ValidationError
 

@@ -42,6 +42,41 @@ def is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
+def check_utf8(column: pa.Array, where: str, user_name: str, first_row: int | None, first_file_row: int) -> None:
+    """Refuse text cells that are not UTF-8, naming the column, the file and the first row.
+
+    pyarrow checks a CSV's cells as it reads them, but not a JSON Lines file's strings: a Latin-1
+    "café" in a JSON Lines text was staged as it was, then failed as a UnicodeDecodeError where it
+    was first decoded (the tokenizer's sample: a traceback, exit 1; or a scoring process: exit 3,
+    naming neither the file nor the row). `first_row` and `first_file_row` are the row_index and
+    the file's row (from 1) of the column's first value (ground truth has no row_index: None)."""
+    values = column.dictionary if pa.types.is_dictionary(column.type) else column
+    if not is_text(values.type):
+        return
+    try:
+        values.validate(full=True)
+        return
+    except pa.ArrowInvalid:
+        pass
+    cells = values.cast(pa.large_binary())
+    if pa.types.is_dictionary(column.type):
+        cells = cells.take(column.indices)
+    for i, cell in enumerate(cells.to_pylist()):
+        if cell is not None:
+            try:
+                cell.decode("utf-8")
+            except UnicodeDecodeError:
+                at = (
+                    f"row_index {first_row + i} (its row {first_file_row + i})"
+                    if first_row is not None
+                    else f"its row {first_file_row + i}"
+                )
+                raise InputError(
+                    f"cannot read {where}: column '{user_name}' is not valid UTF-8 text at {at}; "
+                    "the file may be Latin-1 or Windows-1252: save it as UTF-8"
+                ) from None
+
+
 def empty_cell_is_missing(canonical: str) -> bool:
     """The one rule for a CSV's empty cell in each canonical column: a missing value (null), as a
     Parquet or JSON Lines null is, in every column but `text`, whose empty cell is the empty text

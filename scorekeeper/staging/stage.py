@@ -20,7 +20,7 @@ from scorekeeper.errors import InputError, NoInput
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.run_folder import InputFile, StagedGroundTruth, StagedManifest
-from scorekeeper.staging.columns import ColumnMap, check_type, empty_cell_is_missing, empty_cells_null, normalise
+from scorekeeper.staging.columns import ColumnMap, check_type, check_utf8, empty_cell_is_missing, empty_cells_null, normalise
 from scorekeeper.staging.listing import SHOWN, Partitions
 from scorekeeper.staging.reader import batches_or_explain, open_or_explain
 from scorekeeper.staging.truth_kinds import label_columns_truth, stage_truth, staged_head
@@ -161,6 +161,7 @@ def _stage_batch(
     out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
     for canonical, user in columns.mapping.items():
         column = batch.column(user) if available[user] == "file" else partitions.column(f.uri, user, n)
+        check_utf8(column, f.uri, user, offset, staged.file_rows[-1] + 1)
         if canonical == "label":
             out_columns[canonical] = stage_truth(head, request, column, f.uri, user, offset, f.format == "csv")
             continue
@@ -237,8 +238,12 @@ def stage_ground_truth(
             as_text = [id_column] + ([label_column] if head == HeadKind.MULTI_LABEL else [])
             schema, batches = open_or_explain(f, as_text, wanted)
             available = _check_columns(f, schema, wanted, partitions.of(f.uri), "ground truth ")
+            file_rows = 0
             for batch in batches_or_explain(f, batches):
                 ids, labels = (batch.column(c) if available[c] == "file" else partitions.column(f.uri, c, batch.num_rows) for c in wanted)
+                for user, column in ((id_column, ids), (label_column, labels)):
+                    check_utf8(column, f.uri, user, None, file_rows + 1)
+                file_rows += batch.num_rows
                 if f.format == "csv":
                     ids = empty_cells_null(ids)
                 ids = normalise("id", ids, f.uri, id_column)
