@@ -81,6 +81,17 @@ def test_a_glob_skips_hidden_folders_below_its_literal_folders_unless_it_names_t
     assert len(list_input(str(tmp_path / "_data")).files) == 1
 
 
+def test_a_file_named_with_glob_characters_that_no_glob_matches_is_that_file(tmp_path):
+    """`reviews [final].csv` was read as a glob matching `reviews f.csv`..., and refused as
+    'input not found: no file matches' a file that exists."""
+    write_rows(tmp_path / "reviews [final].csv", make_rows(3))
+    manifest, staged = stage(tmp_path, tmp_path / "reviews [final].csv")
+    assert [f.uri.rsplit("/", 1)[1] for f in manifest.files] == ["reviews [final].csv"] and staged.num_rows == 3
+    write_rows(tmp_path / "reviews f.csv", make_rows(2))  # a glob that matches still means its matches
+    manifest, _ = stage(tmp_path, tmp_path / "reviews [final].csv")
+    assert [f.uri.rsplit("/", 1)[1] for f in manifest.files] == ["reviews f.csv"]
+
+
 def test_an_http_url_is_one_file_whose_query_is_not_a_glob_nor_part_of_its_name(tmp_path):
     write_rows(tmp_path / "eval" / "data.csv", make_rows(3))
     with basic_auth_server(tmp_path, "reader", "pw", signature="s1gn") as host:

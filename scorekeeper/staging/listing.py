@@ -197,6 +197,8 @@ def _found(fs, path: str, root: str, uri: str, what: str) -> tuple[list[str], li
     """Every file the URI names, and those of them that are not hidden; NoInput when it names none."""
     if _is_glob(path):
         found = [p for p in fs.glob(path) if fs.isfile(p)]
+        if not found and fs.isfile(path):  # a file named with glob characters (`reviews [final].csv`) that no glob matches
+            return [path], [path]
         if not found:
             raise NoInput(f"{what} not found: no file matches {uri}")
         return found, [p for p in found if not hidden(root, p, path)]
