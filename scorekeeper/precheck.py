@@ -97,7 +97,7 @@ def _precheck_plan_labels(request: ScoreRequest, run: RunFolder, plan: dict) -> 
         listing = list_input(request.ground_truth_uri, "ground truth", exclude=run)
         if not listing.files or sum(f.size for f in listing.files) > PRECHECK_BYTES:
             return
-        path, _ = stage_ground_truth(request, listing.files, workdir, listing.partitions)
+        path, _, _ = stage_ground_truth(request, listing.files, workdir, listing.partitions)
         message = plan_labels_refusal(run, plan, request.run_name, path)
     except Exception as exc:  # ground truth the read step explains in its own words
         log.debug("precheck: leaving the ground truth %s to the flow (%s)", request.ground_truth_uri, exc)

@@ -14,7 +14,7 @@ import shutil
 from prefect import task
 
 from scorekeeper.errors import InputError, RunConflict
-from scorekeeper.evaluation.duplicates import duplicate_ids_message, first_duplicate_ids
+from scorekeeper.evaluation.duplicates import duplicate_ids_message
 from scorekeeper.model_folder import SAMPLE_ROWS, check_tokenizer_on_rows
 from scorekeeper.params import ScoreRequest
 from scorekeeper.redact import raises_redacted
@@ -26,7 +26,7 @@ from scorekeeper.tasks.open_run import RunContext
 from scorekeeper.tasks.retries import IO_RETRIES
 from scorekeeper.tasks.runlog import run_logger
 
-__all__ = ["first_duplicate_ids", "list_input_files", "read_inputs", "read_inputs_task", "staging_key"]
+__all__ = ["list_input_files", "read_inputs", "read_inputs_task", "staging_key"]
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +117,13 @@ def read_inputs(request: ScoreRequest, run: RunFolder, tokenizer_folder: str | N
 def _stage_truth(request: ScoreRequest, run: RunFolder, truth, workdir) -> StagedGroundTruth:
     """Stage the listed ground truth (`truth`, listed where request.ground_truth_uri is set) and
     publish it; refuses duplicate ids."""
-    gt_path, gt_id_type = stage_ground_truth(request, truth.files, workdir, truth.partitions)
-    dupes = first_duplicate_ids(gt_path)
-    if dupes:
-        shown = "; ".join(f"{i!r} x{n}" for i, n, _ in dupes)
-        raise InputError(f"ground truth has duplicate ids in '{request.id_column}': {shown}")
+    gt_path, gt_id_type, file_rows = stage_ground_truth(request, truth.files, workdir, truth.partitions)
+    assert request.id_column is not None, "ScoreRequest requires it with a ground_truth_uri"
+    message = duplicate_ids_message(
+        gt_path, request.id_column, [f.uri for f in truth.files], file_rows, what="ground truth id column", indexed=False
+    )
+    if message:
+        raise InputError(message)
     ground_truth = StagedGroundTruth(files=[f.redacted() for f in truth.files], id_type=gt_id_type, skipped=SkippedFiles.of(truth.hidden))
     run.publish_local_file(gt_path, RunFolder.STAGED_GROUND_TRUTH)
     return ground_truth

@@ -259,6 +259,19 @@ def test_text_that_is_not_utf8_in_json_lines_or_parquet_is_refused_naming_the_co
             stage(tmp_path, tmp_path / "in.csv", id_column="review_id", ground_truth_uri=str(path))
 
 
+def test_duplicate_ground_truth_ids_are_named_with_their_files_and_rows(tmp_path):
+    """Ground truth with an id twice, across two files: the refusal names the id, its count and
+    each copy's file and row there, as the input's refusal does (the ground truth has no row_index)."""
+    write_rows(tmp_path / "in.csv", make_rows(4))
+    (tmp_path / "gt").mkdir()
+    write_rows(tmp_path / "gt" / "a.csv", make_rows(3))
+    write_rows(tmp_path / "gt" / "b.csv", make_rows(4)[2:])
+    message = r"ground truth id column 'review_id' has duplicate values: 'r00002' x2 at a\.csv, its row 3 and b\.csv, its row 1$"
+    with pytest.raises(InputError, match=message):
+        stage(tmp_path, tmp_path / "in.csv", id_column="review_id", ground_truth_uri=str(tmp_path / "gt"))
+    assert not (tmp_path / "out" / "r" / "work" / "ground_truth.parquet").exists()
+
+
 def test_parameters_are_validated_with_clear_messages():
     from pydantic import ValidationError
 

@@ -22,22 +22,28 @@ def first_duplicate_ids(parquet_path: str, limit: int = SHOWN) -> list[tuple]:
         ).fetchall()
 
 
-def where(row_index: int, files: list[str], file_rows: list[int]) -> str:
+def where(row_index: int, files: list[str], file_rows: list[int], indexed: bool = True) -> str:
     """'row_index R (FILE, its row K)': the file a staged row came from and its row there (from 1,
-    a CSV header not counted); the row_index alone when the files' row counts are not known."""
+    a CSV header not counted); the row_index alone when the files' row counts are not known.
+    `indexed` False (the staged ground truth, whose rows have no row_index): 'FILE, its row K'."""
     start = 0
     for uri, rows in zip(files, file_rows, strict=False):
         if row_index < start + rows:
-            return f"row_index {row_index} ({posixpath.basename(uri)}, its row {row_index - start + 1})"
+            found = f"{posixpath.basename(uri)}, its row {row_index - start + 1}"
+            return f"row_index {row_index} ({found})" if indexed else found
         start += rows
-    return f"row_index {row_index}"
+    return f"row_index {row_index}" if indexed else f"its row {row_index + 1}"
 
 
-def duplicate_ids_message(parquet_path: str, id_column: str, files: list[str], file_rows: list[int], what: str = "id column") -> str | None:
+def duplicate_ids_message(
+    parquet_path: str, id_column: str, files: list[str], file_rows: list[int], what: str = "id column", indexed: bool = True
+) -> str | None:
     """The refusal of a staged table with duplicate ids, or None: each duplicated id with its count
-    and its first two rows, each row with its file."""
+    and its first two rows, each row with its file (`indexed`: with its row_index, as `where`)."""
     dupes = first_duplicate_ids(parquet_path)
     if not dupes:
         return None
-    shown = "; ".join(f"{i!r} x{n} at {where(at[0], files, file_rows)} and {where(at[1], files, file_rows)}" for i, n, at in dupes)
+    shown = "; ".join(
+        f"{i!r} x{n} at {where(at[0], files, file_rows, indexed)} and {where(at[1], files, file_rows, indexed)}" for i, n, at in dupes
+    )
     return f"{what} '{id_column}' has duplicate values: {shown}"

@@ -222,8 +222,9 @@ def _check_columns(f: InputFile, schema: pa.Schema, required: list[str], partiti
 
 def stage_ground_truth(
     request: ScoreRequest, files: list[InputFile], workdir: str, partitions: Partitions | None = None
-) -> tuple[str, str]:
-    """Stage ground-truth files (id, label) for the join; returns the local path and the id type."""
+) -> tuple[str, str, list[int]]:
+    """Stage ground-truth files (id, label) for the join; returns the local path, the id type and
+    each file's rows (a staged row's position is its place over the files, in their order)."""
     partitions = partitions or Partitions()
     head = staged_head(request)
     id_column, label_column = request.id_column, request.label_column
@@ -232,6 +233,7 @@ def stage_ground_truth(
     writer = None
     types: dict[str, tuple[pa.DataType, str]] = {}
     rows = 0
+    rows_per_file: list[int] = []
     try:
         for f in files:
             wanted = [id_column, label_column]
@@ -257,12 +259,13 @@ def stage_ground_truth(
                     writer = pq.ParquetWriter(target, table.schema, compression="zstd")
                 writer.write_table(table)
                 rows += table.num_rows
+            rows_per_file.append(file_rows)
     finally:
         if writer is not None:
             writer.close()
     if rows == 0:
         raise InputError(f"no rows in the ground truth {request.ground_truth_uri}")
-    return target, str(types["id"][0])
+    return target, str(types["id"][0]), rows_per_file
 
 
 def new_workdir() -> str:
