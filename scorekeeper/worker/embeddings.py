@@ -11,9 +11,10 @@ row's last position when the model has none (`stages.head_position`: the job pad
 eos, which a text may end with), so right padding in a batch does not move it. Architectures the
 registry does not know are read where transformers' own head reads them (`head_pooling`): a
 sequence-to-sequence head (BART, mBART, T5 and their kin) reads the decoder's output at the row's
-last eos, CTRL's `classifier` the last non-pad position as `score` does; a head that reads no one position of it (ModernBERT's mean pooling, XLNet's summary of
-the padded batch's last position) is refused rather than written at a guessed one (docs/heads.md,
-"Which position a decoder's head reads"). Nothing else of the forward pass is kept (no
+last eos, CTRL's `classifier` the last non-pad position as `score` does; a head that reads no one
+position of it (ModernBERT's mean pooling, XLNet's summary of the padded batch's last position) is
+refused rather than written at a guessed one (docs/heads.md, "Which position a decoder's head
+reads"). Nothing else of the forward pass is kept (no
 `output_hidden_states`, which keeps every layer). Pipeline mode's last stage hands the same tensor
 back beside the logits (stages.py). A row of several windows (chunk mode) gets the float64 mean of
 its windows' vectors, then float32; a model under an unmerged adapter is read through the adapter.
