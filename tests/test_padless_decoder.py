@@ -229,3 +229,25 @@ def test_encoders_and_decoders_with_a_pad_token_keep_transformers_own_head(padle
     (folder / "config.json").write_text(json.dumps(config | {"pad_token_id": 1}))
     assert _load(str(folder)).last_position is None
     assert _load(padless("llama")).last_position is not None
+
+
+def test_an_empty_text_under_a_tokenizer_that_adds_no_tokens_is_refused_naming_its_rows(padless):
+    """GPT-2's tokenizer adds nothing around a text: an empty one is no token at all, a batch row of
+    padding alone, masked out. Its scores would come from the padding (transformers itself cannot
+    score it), so the range is refused naming its rows, never scored."""
+    from scorekeeper.errors import InputError
+    from scorekeeper.worker.replica import prepare_range
+
+    loaded = _load(padless("gpt2"))
+    assert loaded.tokenizer("")["input_ids"] == []
+    texts = ["ok", "", "a fine film", ""]
+    with pytest.raises(InputError, match=r"^row_index 1, 3: no token for the model to read \(an empty text, and this tokenizer adds no"):
+        prepare_range(IndexRange(0, 0, len(texts)), _rows(texts), loaded, tokens_per_batch=4096, max_batch_rows=2, pin=False)
+    many = [""] * 7
+    with pytest.raises(InputError, match=r"^row_index 0, 1, 2, 3, 4 \(and 2 more in its range\): no token"):
+        prepare_range(IndexRange(0, 0, len(many)), _rows(many), loaded, tokens_per_batch=4096, max_batch_rows=2, pin=False)
+    # a tokenizer that adds a token (the llama's bos) gives an empty text that token: scored as any row
+    llama = _load(padless("llama"))
+    assert len(llama.tokenizer("")["input_ids"]) == 1
+    prepared = prepare_range(IndexRange(0, 0, len(texts)), _rows(texts), llama, tokens_per_batch=4096, max_batch_rows=2, pin=False)
+    assert list(prepared.rows_lengths.tokens) == [len(llama.tokenizer(t)["input_ids"]) for t in texts]

@@ -19,6 +19,7 @@ import pyarrow as pa
 import torch
 
 from scorekeeper.boundary import Job, PrecisionChecked
+from scorekeeper.errors import InputError
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck
@@ -68,6 +69,7 @@ def prepare_range(
     pairs = rows.column("text_pair").to_pylist() if "text_pair" in rows.column_names else None
     settings = loaded.windows or WindowSettings("truncate", window=0)  # no frame: the tokenizer truncates
     encoded, lengths = encode_rows(loaded.tokenizer, texts, pairs, loaded.frame, settings, loaded.max_length, loaded.uses_token_type_ids)
+    refuse_rows_without_tokens(lengths.tokens, rows.column("row_index"))
     batches = [
         collate(encoded, positions, loaded.pad_token_id, pin_memory=pin)
         for positions in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows)
@@ -78,6 +80,23 @@ def prepare_range(
         prepared.sample = sample = loaded.representation.sample(rows.column("row_index").to_numpy(), lengths.chunks)
         prepared.keeps = [sample.keep(b.positions) if sample else None for b in batches]
     return prepared
+
+
+def refuse_rows_without_tokens(tokens: np.ndarray, row_index: pa.ChunkedArray, shown: int = 5) -> None:
+    """A row the model would read no token of is refused, naming the range's first such rows: an
+    empty text under a tokenizer that adds no special tokens around a text (GPT-2's, Qwen2's). Its
+    batch row would be all padding, masked out, so its scores would come from the padding alone
+    (transformers itself cannot score an empty input). A tokenizer that adds tokens gives an empty
+    text at least those, and the model reads them as it reads any row."""
+    empty = np.flatnonzero(tokens == 0)
+    if not len(empty):
+        return
+    named = ", ".join(str(row_index[int(i)].as_py()) for i in empty[:shown])
+    more = f" (and {len(empty) - shown} more in its range)" if len(empty) > shown else ""
+    raise InputError(
+        f"row_index {named}{more}: no token for the model to read (an empty text, and this tokenizer adds no special "
+        "tokens around a text), so a score would come from the padding alone: give these rows text or leave them out"
+    )
 
 
 def prepare_ranges(job: Job, ranks: Ranks, staged: StagedInput, loaded: LoadedModel) -> Iterator[PreparedRange]:
