@@ -69,7 +69,7 @@ def prepare_range(
     pairs = rows.column("text_pair").to_pylist() if "text_pair" in rows.column_names else None
     settings = loaded.windows or WindowSettings("truncate", window=0)  # no frame: the tokenizer truncates
     encoded, lengths = encode_rows(loaded.tokenizer, texts, pairs, loaded.frame, settings, loaded.max_length, loaded.uses_token_type_ids)
-    refuse_rows_without_tokens(lengths.tokens, rows.column("row_index"))
+    refuse_rows_without_tokens(lengths.tokens, rows)
     batches = [
         collate(encoded, positions, loaded.pad_token_id, pin_memory=pin)
         for positions in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows)
@@ -82,7 +82,7 @@ def prepare_range(
     return prepared
 
 
-def refuse_rows_without_tokens(tokens: np.ndarray, row_index: pa.ChunkedArray, shown: int = 5) -> None:
+def refuse_rows_without_tokens(tokens: np.ndarray, rows: pa.Table, shown: int = 5) -> None:
     """A row the model would read no token of is refused, naming the range's first such rows: an
     empty text under a tokenizer that adds no special tokens around a text (GPT-2's, Qwen2's). Its
     batch row would be all padding, masked out, so its scores would come from the padding alone
@@ -91,6 +91,7 @@ def refuse_rows_without_tokens(tokens: np.ndarray, row_index: pa.ChunkedArray, s
     empty = np.flatnonzero(tokens == 0)
     if not len(empty):
         return
+    row_index = rows.column("row_index")
     named = ", ".join(str(row_index[int(i)].as_py()) for i in empty[:shown])
     more = f" (and {len(empty) - shown} more in its range)" if len(empty) > shown else ""
     raise InputError(
