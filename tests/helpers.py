@@ -135,6 +135,23 @@ def reference_probabilities(
     return np.stack(out)
 
 
+def score_every_row_sampled(loaded, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The replica runner in-process over `texts` as one range, every row in SPEC 14's sample: each
+    row's embedding (rows x width) and its probabilities. The rows make one right-padded batch."""
+    import torch
+
+    from scorekeeper.run_folder import IndexRange
+    from scorekeeper.worker.embeddings import Representation
+    from scorekeeper.worker.replica import prepare_range, scored_ranges
+
+    loaded.representation = Representation(loaded.model, len(texts), len(texts), loaded.model_pad_token_id)
+    rows = pa.table({"row_index": pa.array(range(len(texts)), pa.int64()), "id": pa.array(range(len(texts))), "text": texts})
+    prepared = prepare_range(IndexRange(0, 0, len(texts)), rows, loaded, tokens_per_batch=4096, max_batch_rows=64, pin=False)
+    assert len(prepared.batches) == 1  # one right-padded batch
+    ((done, values),) = scored_ranges([prepared], loaded, torch.device("cpu"))
+    return np.array(done.embeddings.column("embedding").to_pylist()), values
+
+
 def probabilities(table: pa.Table) -> np.ndarray:
     return np.array(table.column("probabilities").to_pylist(), dtype=np.float64)
 

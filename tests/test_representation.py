@@ -106,20 +106,12 @@ PAD_TEXTS = ["great movie </s>", "a fine film </s> indeed", "a fine film indeed,
 
 
 def test_a_decoders_representation_is_read_where_its_head_reads_the_row_alone_in_replica_mode(tiny_llama):
-    import pyarrow as pa
     import torch
 
-    from scorekeeper.run_folder import IndexRange
-    from scorekeeper.worker.embeddings import Representation
-    from scorekeeper.worker.replica import prepare_range, scored_ranges
+    from tests.helpers import score_every_row_sampled
 
     loaded = _loaded(tiny_llama)
-    loaded.representation = Representation(loaded.model, len(PAD_TEXTS), len(PAD_TEXTS), loaded.model_pad_token_id)  # every row sampled
-    rows = pa.table({"row_index": pa.array(range(len(PAD_TEXTS)), pa.int64()), "id": pa.array(range(len(PAD_TEXTS))), "text": PAD_TEXTS})
-    prepared = prepare_range(IndexRange(0, 0, len(PAD_TEXTS)), rows, loaded, tokens_per_batch=4096, max_batch_rows=64, pin=False)
-    assert len(prepared.batches) == 1  # one right-padded batch
-    ((done, probabilities),) = scored_ranges([prepared], loaded, torch.device("cpu"))
-    got = np.array(done.embeddings.column("embedding").to_pylist())
+    got, probabilities = score_every_row_sampled(loaded, PAD_TEXTS)
     for k, text in enumerate(PAD_TEXTS):
         want = _alone(tiny_llama, loaded.tokenizer(text)["input_ids"])
         assert np.abs(got[k] - want).max() < 1e-4, (k, text)

@@ -109,24 +109,16 @@ TEXTS = ["great", "a fine film indeed, one of the very best this year", "not goo
 
 
 def test_a_seq2seq_representation_is_the_decoders_output_at_the_rows_last_eos(tiny_bart):
-    import pyarrow as pa
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from scorekeeper.run_folder import IndexRange
-    from scorekeeper.worker.embeddings import Representation
     from scorekeeper.worker.model import load_model
-    from scorekeeper.worker.replica import prepare_range, scored_ranges
+    from tests.helpers import score_every_row_sampled
 
     loaded = load_model(
         tiny_bart, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=64
     )
-    loaded.representation = Representation(loaded.model, len(TEXTS), len(TEXTS), loaded.model_pad_token_id)  # every row sampled
-    rows = pa.table({"row_index": pa.array(range(len(TEXTS)), pa.int64()), "id": pa.array(range(len(TEXTS))), "text": TEXTS})
-    prepared = prepare_range(IndexRange(0, 0, len(TEXTS)), rows, loaded, tokens_per_batch=4096, max_batch_rows=64, pin=False)
-    assert len(prepared.batches) == 1  # one right-padded batch
-    ((done, probabilities),) = scored_ranges([prepared], loaded, torch.device("cpu"))
-    got = np.array(done.embeddings.column("embedding").to_pylist())
+    got, probabilities = score_every_row_sampled(loaded, TEXTS)
     plain = AutoModelForSequenceClassification.from_pretrained(tiny_bart).eval()
     eos = plain.config.eos_token_id
     for k, text in enumerate(TEXTS):
@@ -174,25 +166,17 @@ EOS_TEXTS = ["great movie </s>", "a fine film </s> indeed", "a fine film indeed,
 
 
 def test_a_pad_less_ctrl_is_scored_and_read_at_each_rows_last_position(tiny_ctrl):
-    import pyarrow as pa
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from scorekeeper.run_folder import IndexRange
-    from scorekeeper.worker.embeddings import Representation
     from scorekeeper.worker.model import load_model
-    from scorekeeper.worker.replica import prepare_range, scored_ranges
+    from tests.helpers import score_every_row_sampled
 
     loaded = load_model(
         tiny_ctrl, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=64
     )
     assert loaded.model_pad_token_id is None and loaded.last_position is not None  # hooked on its `classifier`
-    loaded.representation = Representation(loaded.model, len(EOS_TEXTS), len(EOS_TEXTS), loaded.model_pad_token_id)
-    rows = pa.table({"row_index": pa.array(range(len(EOS_TEXTS)), pa.int64()), "id": pa.array(range(len(EOS_TEXTS))), "text": EOS_TEXTS})
-    prepared = prepare_range(IndexRange(0, 0, len(EOS_TEXTS)), rows, loaded, tokens_per_batch=4096, max_batch_rows=64, pin=False)
-    assert len(prepared.batches) == 1  # one batch, right-padded with eos
-    ((done, probabilities),) = scored_ranges([prepared], loaded, torch.device("cpu"))
-    got = np.array(done.embeddings.column("embedding").to_pylist())
+    got, probabilities = score_every_row_sampled(loaded, EOS_TEXTS)
     plain = AutoModelForSequenceClassification.from_pretrained(tiny_ctrl).eval()
     for k, text in enumerate(EOS_TEXTS):
         ids = loaded.tokenizer(text)["input_ids"]
