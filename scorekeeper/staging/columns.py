@@ -42,6 +42,21 @@ def is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
+# The advice of every refusal of text that is not UTF-8 (staging/reader.py's too).
+SAVE_AS_UTF8 = "the file may be Latin-1 or Windows-1252: save it as UTF-8"
+
+
+def first_invalid_utf8(cells: list[bytes | None]) -> int | None:
+    """The position of the first cell that is not valid UTF-8, None when every one is."""
+    for i, cell in enumerate(cells):
+        if cell is not None:
+            try:
+                cell.decode("utf-8")
+            except UnicodeDecodeError:
+                return i
+    return None
+
+
 def check_utf8(column: pa.Array, where: str, user_name: str, first_row: int | None, first_file_row: int) -> None:
     """Refuse text cells that are not UTF-8, naming the column, the file and the first row.
 
@@ -61,20 +76,11 @@ def check_utf8(column: pa.Array, where: str, user_name: str, first_row: int | No
     cells = values.cast(pa.large_binary())
     if pa.types.is_dictionary(column.type):
         cells = cells.take(column.indices)
-    for i, cell in enumerate(cells.to_pylist()):
-        if cell is not None:
-            try:
-                cell.decode("utf-8")
-            except UnicodeDecodeError:
-                at = (
-                    f"row_index {first_row + i} (its row {first_file_row + i})"
-                    if first_row is not None
-                    else f"its row {first_file_row + i}"
-                )
-                raise InputError(
-                    f"cannot read {where}: column '{user_name}' is not valid UTF-8 text at {at}; "
-                    "the file may be Latin-1 or Windows-1252: save it as UTF-8"
-                ) from None
+    i = first_invalid_utf8(cells.to_pylist())
+    if i is None:
+        return
+    at = f"row_index {first_row + i} (its row {first_file_row + i})" if first_row is not None else f"its row {first_file_row + i}"
+    raise InputError(f"cannot read {where}: column '{user_name}' is not valid UTF-8 text at {at}; {SAVE_AS_UTF8}")
 
 
 def empty_cell_is_missing(canonical: str) -> bool:

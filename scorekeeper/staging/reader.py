@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -12,6 +13,7 @@ import pyarrow.parquet as pq
 
 from scorekeeper.errors import InputError
 from scorekeeper.run_folder import InputFile
+from scorekeeper.staging.columns import SAVE_AS_UTF8, first_invalid_utf8
 from scorekeeper.staging.listing import compression
 from scorekeeper.storage import fs_and_path
 
@@ -66,9 +68,7 @@ def open_or_explain(
         # its UnicodeDecodeError later, outside every refusal (a traceback, exit 1).
         schema.names
     except UnicodeDecodeError:
-        shape = _wrong_shape(f) or (
-            "its header (the column names) is not valid UTF-8 text; the file may be Latin-1 or Windows-1252: save it as UTF-8"
-        )
+        shape = _wrong_shape(f) or (f"its header (the column names) is not valid UTF-8 text; {SAVE_AS_UTF8}")
         raise InputError(f"cannot read {f.uri}: {shape}") from None
     return schema, _with_schema(batches, schema)
 
@@ -115,7 +115,7 @@ def _explain(f: InputFile, exc: BaseException, schema: pa.Schema | None) -> str:
         return f"cannot read {f.uri}: column '{column}': {text[found.end() :].lstrip(': ')}"
     row = _first_invalid_utf8_row(f, column)
     at = f" at its row {row} (from 1, the header not counted)" if row is not None else ""
-    return f"cannot read {f.uri}: column '{column}' is not valid UTF-8 text{at}; the file may be Latin-1 or Windows-1252: save it as UTF-8"
+    return f"cannot read {f.uri}: column '{column}' is not valid UTF-8 text{at}; {SAVE_AS_UTF8}"
 
 
 def _wrong_shape(f: InputFile) -> str | None:
@@ -132,13 +132,19 @@ def _wrong_shape(f: InputFile) -> str | None:
     return None
 
 
+@contextmanager
+def _decompressed(f: InputFile) -> Iterator:
+    """A text file's bytes as a stream, decompressed, for reading it again to explain a read error."""
+    fs, path = fs_and_path(f.uri)
+    codec = compression(path)
+    with fs.open(path, "rb", compression=None if codec == "zstd" else codec) as handle:
+        yield pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), "zstd") if codec == "zstd" else handle
+
+
 def _first_bytes(f: InputFile, n: int) -> bytes:
     """A file's first `n` bytes, decompressed; b"" when they cannot be read."""
     try:
-        fs, path = fs_and_path(f.uri)
-        codec = compression(path)
-        with fs.open(path, "rb", compression=None if codec == "zstd" else codec) as handle:
-            source = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), "zstd") if codec == "zstd" else handle
+        with _decompressed(f) as source:
             return bytes(source.read(n))
     except (OSError, ValueError, EOFError, pa.ArrowException):
         return b""
@@ -149,10 +155,7 @@ def _csv_header(f: InputFile) -> list[str]:
     import csv
 
     try:
-        fs, path = fs_and_path(f.uri)
-        codec = compression(path)
-        with fs.open(path, "rb", compression=None if codec == "zstd" else codec) as handle:
-            source = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), "zstd") if codec == "zstd" else handle
+        with _decompressed(f) as source:
             line = source.readline() if hasattr(source, "readline") else b""
         return next(csv.reader([line.decode("utf-8", errors="replace")]), [])
     except (OSError, ValueError, pa.ArrowException, StopIteration):
@@ -162,10 +165,7 @@ def _csv_header(f: InputFile) -> list[str]:
 def _first_invalid_utf8_row(f: InputFile, column: str) -> int | None:
     """The file's first data row (from 1) whose `column` is not valid UTF-8: the column read again as bytes."""
     try:
-        fs, path = fs_and_path(f.uri)
-        codec = compression(path)
-        with fs.open(path, "rb", compression=None if codec == "zstd" else codec) as handle:
-            source = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), "zstd") if codec == "zstd" else handle
+        with _decompressed(f) as source:
             reader = pacsv.open_csv(
                 source,
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
@@ -173,12 +173,9 @@ def _first_invalid_utf8_row(f: InputFile, column: str) -> int | None:
             )
             seen = 0
             for batch in reader:
-                for i, value in enumerate(batch.column(0).to_pylist()):
-                    if value is not None:
-                        try:
-                            value.decode("utf-8")
-                        except UnicodeDecodeError:
-                            return seen + i + 1
+                i = first_invalid_utf8(batch.column(0).to_pylist())
+                if i is not None:
+                    return seen + i + 1
                 seen += batch.num_rows
     except READ_ERRORS:
         return None
