@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -42,7 +41,8 @@ def isolated_aws_environment(base: dict[str, str] | None = None) -> dict[str, st
 
 
 class MotoServer:
-    """moto_server in a subprocess; credentials are new random strings for every server."""
+    """moto's server in a subprocess (tests/moto_atomic.py: its conditional writes atomic, as S3's
+    are); credentials are new random strings for every server."""
 
     def __init__(self, log_path: Path):
         self.port = free_port()
@@ -50,10 +50,9 @@ class MotoServer:
         self.key = "AKIA" + uuid.uuid4().hex[:16].upper()
         self.secret = "sk-test-" + uuid.uuid4().hex
         self.log_path = log_path
-        moto = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or "moto_server"
         self._log = open(log_path, "wb")
         self.process = subprocess.Popen(
-            [moto, "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, str(Path(__file__).with_name("moto_atomic.py")), "127.0.0.1", str(self.port)],
             stdout=self._log, stderr=subprocess.STDOUT, env=isolated_aws_environment(), start_new_session=True,
         )  # fmt: skip
         self._wait_ready()
