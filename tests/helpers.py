@@ -135,9 +135,9 @@ def reference_probabilities(
     return np.stack(out)
 
 
-def score_every_row_sampled(loaded, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def score_every_row_sampled(loaded, texts: list[str], batches: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The replica runner in-process over `texts` as one range, every row in SPEC 14's sample: each
-    row's embedding (rows x width) and its probabilities. The rows make one right-padded batch."""
+    row's embedding (rows x width) and its probabilities. The rows make `batches` right-padded batches."""
     import torch
 
     from scorekeeper.run_folder import IndexRange
@@ -147,7 +147,7 @@ def score_every_row_sampled(loaded, texts: list[str]) -> tuple[np.ndarray, np.nd
     loaded.representation = Representation(loaded.model, len(texts), len(texts), loaded.model_pad_token_id)
     rows = pa.table({"row_index": pa.array(range(len(texts)), pa.int64()), "id": pa.array(range(len(texts))), "text": texts})
     prepared = prepare_range(IndexRange(0, 0, len(texts)), rows, loaded, tokens_per_batch=4096, max_batch_rows=64, pin=False)
-    assert len(prepared.batches) == 1  # one right-padded batch
+    assert len(prepared.batches) == batches
     ((done, values),) = scored_ranges([prepared], loaded, torch.device("cpu"))
     return np.array(done.embeddings.column("embedding").to_pylist()), values
 

@@ -22,6 +22,25 @@ def test_batches_cover_each_position_once_within_budget(seed):
     assert [b.tolist() for b in batches] == [b.tolist() for b in cut_batches(lengths.copy(), 1000, 64)]
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_grouped_batches_never_mix_keys_and_one_key_is_no_key(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 200, size=rng.integers(1, 300))
+    groups = rng.choice([1, 1, 1, 1, 2, 3], size=len(lengths))  # most rows one key (eos counts: mostly 1)
+    batches = cut_batches(lengths, tokens_per_batch=1000, max_rows=64, groups=groups)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(lengths)))
+    for b in batches:
+        assert len(set(groups[b].tolist())) == 1
+        assert len(b) <= 64 and (len(b) == 1 or len(b) * lengths[b].max() <= 1000)
+        assert lengths[b].tolist() == sorted(lengths[b].tolist(), reverse=True)
+    for key in set(groups.tolist()):  # each key's rows are cut as they would be alone
+        mine = np.flatnonzero(groups == key)
+        alone = [mine[b].tolist() for b in cut_batches(lengths[mine], 1000, 64)]
+        assert [b.tolist() for b in batches if groups[b[0]] == key] == alone
+    same = [b.tolist() for b in cut_batches(lengths, 1000, 64, groups=np.ones(len(lengths), np.int64))]
+    assert same == [b.tolist() for b in cut_batches(lengths, 1000, 64)]
+
+
 def test_a_row_longer_than_the_budget_gets_a_batch_of_its_own():
     batches = cut_batches(np.array([5, 600, 5]), tokens_per_batch=100, max_rows=8)
     assert [b.tolist() for b in batches] == [[1], [0, 2]]

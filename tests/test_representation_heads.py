@@ -132,6 +132,32 @@ def test_a_seq2seq_representation_is_the_decoders_output_at_the_rows_last_eos(ti
         assert np.abs(probabilities[k] - torch.softmax(out.logits[0].double(), -1).numpy()).max() < 1e-5, (k, text)
 
 
+def test_a_text_holding_the_eos_string_is_read_at_its_own_last_eos_beside_texts_that_do_not(tiny_bart):
+    """transformers' sequence-to-sequence heads refuse a batch whose rows hold different numbers of
+    eos ("All examples must have the same number of <eos> tokens"), and the row alone is read at its
+    last eos: rows are batched by that number, and each is scored and read as alone."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from scorekeeper.worker.model import load_model
+    from tests.helpers import score_every_row_sampled
+
+    loaded = load_model(
+        tiny_bart, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=64
+    )
+    plain = AutoModelForSequenceClassification.from_pretrained(tiny_bart).eval()
+    texts = ["great", "a fine film [SEP] indeed", "not good", "[SEP] [SEP] thin plot", "the acting was fine [SEP]"]
+    counts = [loaded.tokenizer(text)["input_ids"].count(plain.config.eos_token_id) for text in texts]
+    assert counts == [1, 2, 1, 3, 2]
+    got, probabilities = score_every_row_sampled(loaded, texts, batches=3)  # rows with 1, 2 and 3 eos
+    for k, text in enumerate(texts):
+        ids = loaded.tokenizer(text)["input_ids"]
+        with torch.no_grad():
+            out = plain(input_ids=torch.tensor([ids]), output_hidden_states=True)
+        assert np.abs(got[k] - out.decoder_hidden_states[-1][0, len(ids) - 1].double().numpy()).max() < 1e-4, (k, text)
+        assert np.abs(probabilities[k] - torch.softmax(out.logits[0].double(), -1).numpy()).max() < 1e-5, (k, text)
+
+
 @pytest.fixture(scope="module")
 def tiny_ctrl(tmp_path_factory):
     """A CTRL classifier without a pad id of its own (the job pads it with eos): its head, named

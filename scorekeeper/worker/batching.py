@@ -92,18 +92,27 @@ def count_truncated(tokenizer, enc, texts, pairs, lengths: np.ndarray, max_lengt
     return sum(1 for x in again if len(x) > max_length)
 
 
-def cut_batches(lengths: np.ndarray, tokens_per_batch: int, max_rows: int) -> list[np.ndarray]:
-    """Positions of each batch: longest rows first, rows x longest <= tokens_per_batch."""
-    order = np.lexsort((np.arange(len(lengths)), -lengths))
+def cut_batches(lengths: np.ndarray, tokens_per_batch: int, max_rows: int, groups: np.ndarray | None = None) -> list[np.ndarray]:
+    """Positions of each batch: longest rows first, rows x longest <= tokens_per_batch. With `groups`
+    (a key per row), rows of different keys never share a batch: the keys in increasing order, each
+    key's rows cut as above. When every row has the same key, the batches are those without keys."""
+    keys = (np.arange(len(lengths)), -lengths) if groups is None else (np.arange(len(lengths)), -lengths, groups)
+    order = np.lexsort(keys)
+    ends = None if groups is None else np.searchsorted(groups[order], groups[order], side="right")  # each key's end
     batches: list[np.ndarray] = []
     start = 0
     n = len(order)
     while start < n:
         longest = max(int(lengths[order[start]]), 1)
-        rows = max(1, min(max_rows, tokens_per_batch // longest, n - start))
+        rows = max(1, min(max_rows, tokens_per_batch // longest, (n if ends is None else int(ends[start])) - start))
         batches.append(order[start : start + rows])
         start += rows
     return batches
+
+
+def count_of(encoded: Encoded, token_id: int) -> np.ndarray:
+    """How many times each encoded sequence holds `token_id`."""
+    return np.fromiter((ids.count(token_id) for ids in encoded.ids), dtype=np.int64, count=len(encoded.ids))
 
 
 def collate(encoded: Encoded, positions: np.ndarray, pad_token_id: int, pin_memory: bool = False) -> Batch:

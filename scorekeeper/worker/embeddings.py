@@ -69,12 +69,6 @@ def head_pooling(model: torch.nn.Module) -> str:
     return FIRST
 
 
-def reads_last_token(model: torch.nn.Module) -> bool:
-    """Whether the classifier's head pools the last non-pad position (decoder families) rather than
-    position 0 (encoder families) or another one (`head_pooling`)."""
-    return head_pooling(model) == LAST
-
-
 class Representation:
     """Reads the pooled hidden state of a loaded model's batches (a hook on its base model)."""
 

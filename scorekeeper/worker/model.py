@@ -105,6 +105,10 @@ class LoadedModel:
     # a decoder without a pad id of its own: its logits read at each row's last position (the job
     # pads it with eos, which transformers' rule would skip at a row's end; last_position.py)
     last_position: LastPositionLogits | None = None
+    # a head that reads each row's last eos (transformers' sequence-to-sequence heads, embeddings.py's
+    # EOS): its eos id. transformers refuses a batch whose rows hold different numbers of eos, so rows
+    # are batched by that number (replica.prepare_range): a text holding the eos string is scored as alone.
+    eos_head_token_id: int | None = None
 
     def use_long_text(self, scoring) -> None:
         """Cut long texts as the job's ScoringSettings say (refused when the window has no room)."""
@@ -212,14 +216,15 @@ def load_model(
     model.to(device)
     model.eval()
     frame = text_frame_or_none(tokenizer)
-    last_position = None
-    if model_pad is None:
-        from scorekeeper.worker.embeddings import reads_last_token
-        from scorekeeper.worker.last_position import LastPositionLogits
-        from scorekeeper.worker.stages import unwrap_adapter
+    from scorekeeper.worker.embeddings import EOS, LAST, head_pooling
+    from scorekeeper.worker.stages import unwrap_adapter
 
-        if reads_last_token(unwrap_adapter(model)):
-            last_position = LastPositionLogits(model)
+    pooling = head_pooling(unwrap_adapter(model))
+    last_position = None
+    if model_pad is None and pooling == LAST:
+        from scorekeeper.worker.last_position import LastPositionLogits
+
+        last_position = LastPositionLogits(model)
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
@@ -227,6 +232,7 @@ def load_model(
         pad_token_id=pad_id,
         model_pad_token_id=model_pad,
         last_position=last_position,
+        eos_head_token_id=int(config.eos_token_id) if pooling == EOS else None,
         labels=labels,
         head=kind,
         uses_token_type_ids="token_type_ids" in getattr(tokenizer, "model_input_names", ()),

@@ -23,7 +23,7 @@ from scorekeeper.errors import InputError
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.run_folder import IndexRange, RunFolder
 from scorekeeper.scoring_summary import PrecisionCheck
-from scorekeeper.worker.batching import Batch, collate, cut_batches
+from scorekeeper.worker.batching import Batch, collate, count_of, cut_batches
 from scorekeeper.worker.device import accelerator_path, cpu_batch_threads, default_tokens_per_batch, pin_host_memory
 from scorekeeper.worker.embeddings import RangeSample, Representation, token_counts_table
 from scorekeeper.worker.first_token import first_token_last_layer
@@ -70,9 +70,12 @@ def prepare_range(
     settings = loaded.windows or WindowSettings("truncate", window=0)  # no frame: the tokenizer truncates
     encoded, lengths = encode_rows(loaded.tokenizer, texts, pairs, loaded.frame, settings, loaded.max_length, loaded.uses_token_type_ids)
     refuse_rows_without_tokens(lengths.tokens, rows)
+    # A head that reads each row's last eos needs the same number of eos in every row of a batch:
+    # a text holding the eos string is batched with its like, and read at its last eos as alone.
+    groups = None if loaded.eos_head_token_id is None else count_of(encoded, loaded.eos_head_token_id)
     batches = [
         collate(encoded, positions, loaded.pad_token_id, pin_memory=pin)
-        for positions in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows)
+        for positions in cut_batches(encoded.lengths, tokens_per_batch, max_batch_rows, groups)
     ]
     first_window = np.minimum(lengths.tokens, loaded.max_length) if pairs is None else encoded.lengths
     prepared = PreparedRange(r, rows, batches, encoded.truncated, first_window, lengths)
