@@ -142,6 +142,12 @@ def test_an_empty_csv_cell_stages_as_its_columns_one_rule_in_every_format(tmp_pa
         ),
         (lambda d: _json_array(d, None), {}, r"cannot read .*arr.json: it holds a JSON array, not JSON Lines"),
         (
+            lambda d: _unsplit_row(d),
+            {},
+            r"cannot read .*split.csv.gz: CSV parse error at its row 3 \(from 1, the header not counted\): "
+            r"Expected 2 columns, got 3: a, b,x+ \.\.\.$",
+        ),
+        (
             lambda d: write_rows(d / "s.csv", make_rows(2)),
             {"text_column": 'text"); DROP TABLE staged; --'},
             r"column 'text\"\); DROP TABLE staged; --' not found",
@@ -162,6 +168,7 @@ def test_an_empty_csv_cell_stages_as_its_columns_one_rule_in_every_format(tmp_pa
         "latin1-header",
         "json-array",
         "json-array-one-line",
+        "csv-row-unsplit",
         "sql-like-name",
     ],
 )
@@ -217,6 +224,16 @@ def _json_array(d, indent):
     """A JSON array in a .json file (read as JSON Lines): pyarrow said "Column() changed from object to array in row 0"."""
     p = d / "arr.json"
     p.write_text(json.dumps([{"text": "a", "label": "positive"}, {"text": "b", "label": "negative"}], indent=indent))
+    return p
+
+
+def _unsplit_row(d):
+    """A row with a comma too many, after a quoted cell that spans two lines: pyarrow named the row by
+    its start alone, not by its place in the file."""
+    import gzip
+
+    p = d / "split.csv.gz"
+    p.write_bytes(gzip.compress(('text,label\n"two\nlines",positive\nfine,negative\na, b,' + "x" * 5000 + "\n").encode()))
     return p
 
 

@@ -106,6 +106,8 @@ def _explain(f: InputFile, exc: BaseException, schema: pa.Schema | None) -> str:
     shape = _wrong_shape(f)
     if shape is not None:
         return f"cannot read {f.uri}: {shape}"
+    if f.format == "csv" and text.startswith(_CSV_PARSE_ERROR):
+        return f"cannot read {f.uri}: {_parse_error(f, text)}"
     found = _CSV_COLUMN.search(text)
     names = (schema.names if schema is not None else _csv_header(f)) if found is not None and f.format == "csv" else []
     if found is None or int(found.group(1)) >= len(names):
@@ -116,6 +118,43 @@ def _explain(f: InputFile, exc: BaseException, schema: pa.Schema | None) -> str:
     row = _first_invalid_utf8_row(f, column)
     at = f" at its row {row} (from 1, the header not counted)" if row is not None else ""
     return f"cannot read {f.uri}: column '{column}' is not valid UTF-8 text{at}; {SAVE_AS_UTF8}"
+
+
+_CSV_PARSE_ERROR = "CSV parse error: "
+
+
+def _parse_error(f: InputFile, text: str) -> str:
+    """pyarrow's words for a row it cannot split ("Expected 3 columns, got 4: <the row's start>"),
+    with the row's place in the file: pyarrow numbers rows only when it reads on one thread, so the
+    file is read again so."""
+    what = re.sub(r"^Row #\d+: ", "", text.removeprefix(_CSV_PARSE_ERROR))
+    number = _first_unsplit_csv_row(f)
+    at = f" at its row {number} (from 1, the header not counted)" if number is not None else ""
+    return f"CSV parse error{at}: {what}"
+
+
+def _first_unsplit_csv_row(f: InputFile) -> int | None:
+    """The file's first data row (from 1) that pyarrow cannot split into the header's columns."""
+    found: list[int] = []
+
+    def first(row) -> str:
+        if row.number is not None:
+            found.append(row.number - 1)  # pyarrow counts the header as row 1 (and a quoted line break as none)
+        return "error"
+
+    try:
+        with _decompressed(f) as source:
+            for _ in pacsv.open_csv(
+                source,
+                read_options=pacsv.ReadOptions(use_threads=False, block_size=1 << 22),
+                parse_options=pacsv.ParseOptions(newlines_in_values=True, invalid_row_handler=first),
+                # every column as bytes: nothing is converted or validated, only split into rows
+                convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(_csv_header(f), pa.binary())),
+            ):
+                pass
+    except READ_ERRORS:
+        pass
+    return found[0] if found else None
 
 
 def _wrong_shape(f: InputFile) -> str | None:
