@@ -416,6 +416,14 @@ def test_uint64_ids_beyond_int64_are_refused_naming_the_row(tmp_path):
     assert not (tmp_path / "out" / "r" / "work" / "input.parquet").exists()
 
 
+def test_json_ids_beyond_int64_read_as_doubles_are_refused_saying_to_write_them_as_strings(tmp_path):
+    """pyarrow's JSON reader holds an integer beyond int64 as a double: the column is refused as
+    floating, saying why a column of integers is one, never rounded into ids that collide."""
+    (tmp_path / "big.jsonl").write_text('{"rid": 18446744073709551615, "text": "a"}\n{"rid": 1, "text": "b"}\n')
+    with pytest.raises(InputError, match=r"id column 'rid' in .*big.jsonl is double; .*beyond int64.*: write the ids as strings$"):
+        _stage(tmp_path, tmp_path / "big.jsonl", id_column="rid")
+
+
 # -- 11. passwords in URIs -----------------------------------------------------------------------
 
 

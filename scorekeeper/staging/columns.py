@@ -149,7 +149,12 @@ def normalise(canonical: str, column: pa.ChunkedArray | pa.Array, where: str, us
     if pa.types.is_null(t):
         return column.cast(pa.string())
     if canonical == "id":
-        raise InputError(f"id column '{user_name}' in {where} is {t}; ids must be integers or strings")
+        floating = (
+            " (numbers with a fraction or an exponent; a JSON reader also holds an integer beyond int64 as one): write the ids as strings"
+            if pa.types.is_floating(t)
+            else ""
+        )
+        raise InputError(f"id column '{user_name}' in {where} is {t}; ids must be integers or strings{floating}")
     raise InputError(f"label column '{user_name}' in {where} is {t}; labels must be names or integer ids")
 
 
