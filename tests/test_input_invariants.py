@@ -92,6 +92,18 @@ def test_a_file_named_with_glob_characters_that_no_glob_matches_is_that_file(tmp
     assert [f.uri.rsplit("/", 1)[1] for f in manifest.files] == ["reviews f.csv"]
 
 
+def test_a_folder_named_with_glob_characters_that_no_glob_matches_is_that_folder(tmp_path):
+    """`exports [2024]/` was refused as 'input not found: no file matches', a folder that exists;
+    read as a folder, its own rules hold below it (hidden files skipped, key=value partitions)."""
+    folder = tmp_path / "exports [2024]"
+    write_rows(folder / "lang=de" / "a.csv", make_rows(3))
+    write_rows(folder / "_tmp" / "b.csv", make_rows(2))
+    for uri in (folder, f"{folder}/"):
+        manifest, staged = stage(tmp_path, uri)
+        assert [f.uri.rsplit("/", 2)[1:] for f in manifest.files] == [["lang=de", "a.csv"]] and staged.num_rows == 3
+        assert list_input(str(uri)).hidden == [str(folder / "_tmp" / "b.csv")]
+
+
 def test_an_http_url_is_one_file_whose_query_is_not_a_glob_nor_part_of_its_name(tmp_path):
     write_rows(tmp_path / "eval" / "data.csv", make_rows(3))
     with basic_auth_server(tmp_path, "reader", "pw", signature="s1gn") as host:

@@ -161,8 +161,9 @@ def list_input(
     (the flow passes its run's logger)."""
     log = log or logging.getLogger(__name__)
     fs, path = fs_and_path(uri)
-    root = listing_root(path)
-    found, paths = _found(fs, path, root, uri, what)
+    glob = _is_glob(path) and not _named_with_glob_characters(fs, path)
+    root = listing_root(path) if glob else path.rstrip("/")
+    found, paths = _found(fs, path, root, uri, what, glob)
     skipped = sorted(to_uri(fs, p) for p in set(found) - set(paths))
     if skipped:
         log.warning(
@@ -193,12 +194,17 @@ def list_input(
     return Listing(files=files, hidden=skipped, partitions=Partitions(partitions))
 
 
-def _found(fs, path: str, root: str, uri: str, what: str) -> tuple[list[str], list[str]]:
-    """Every file the URI names, and those of them that are not hidden; NoInput when it names none."""
-    if _is_glob(path):
+def _named_with_glob_characters(fs, path: str) -> bool:
+    """A file or folder whose name holds glob characters (`reviews [final].csv`, `exports [2024]/`)
+    and that no glob matches: it is read as that file or folder, not as a pattern matching nothing."""
+    return fs.exists(path) and not any(fs.isfile(p) for p in fs.glob(path))
+
+
+def _found(fs, path: str, root: str, uri: str, what: str, glob: bool) -> tuple[list[str], list[str]]:
+    """Every file the URI names (as a pattern when `glob`), and those of them that are not hidden;
+    NoInput when it names none."""
+    if glob:
         found = [p for p in fs.glob(path) if fs.isfile(p)]
-        if not found and fs.isfile(path):  # a file named with glob characters (`reviews [final].csv`) that no glob matches
-            return [path], [path]
         if not found:
             raise NoInput(f"{what} not found: no file matches {uri}")
         return found, [p for p in found if not hidden(root, p, path)]
