@@ -182,6 +182,8 @@ def load_model(
     hf_logging.disable_progress_bar()  # its "Loading weights" bar is noise on the run's stderr, once per process
 
     from scorekeeper.heads import resolve_head
+    from scorekeeper.worker.embeddings import EOS, LAST, head_pooling
+    from scorekeeper.worker.stages import unwrap_adapter
 
     check_safetensors_folder(model_path, "model")
     adapter = adapter_tensors(adapter_path) if adapter_path else {}
@@ -216,10 +218,7 @@ def load_model(
     model.to(device)
     model.eval()
     frame = text_frame_or_none(tokenizer)
-    from scorekeeper.worker.embeddings import EOS, LAST, head_pooling
-    from scorekeeper.worker.stages import unwrap_adapter
-
-    pooling = head_pooling(unwrap_adapter(model))
+    pooling = head_pooling(unwrap_adapter(model))  # where the head reads: a pad-less decoder's last position, a row's last eos
     last_position = None
     if model_pad is None and pooling == LAST:
         from scorekeeper.worker.last_position import LastPositionLogits
