@@ -588,6 +588,15 @@ class ScoreRequest(BaseModel):
             raise ValueError(f"label_columns must differ from the text and id columns ({', '.join(overlap)})")
         if self.id_column is not None and self.id_column in (self.text_column, self.text_pair_column):
             raise ValueError("id_column must differ from the text columns")
+        if (
+            self.ground_truth_uri is None
+            and self.label_column is not None
+            and self.label_column in (self.text_column, self.text_pair_column)
+        ):
+            raise ValueError(
+                f"label_column {self.label_column!r} is also a text column: the run would score the truth itself; "
+                "name the ground-truth column, or label_column none to score only"
+            )
         if self.long_text != "truncate" and self.text_pair_column is not None:
             raise ValueError(
                 f"long_text {self.long_text} cuts one text into windows; a text pair (text_pair_column) is scored with long_text truncate"

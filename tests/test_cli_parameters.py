@@ -152,6 +152,8 @@ def test_a_field_left_out_arrives_as_its_default():
         (["--gates", "pp_accuracy>=0.9"], "set label_budget too"),
         (["--drift-min-auc", "0.4"], "--drift-min-auc: Input should be greater than or equal to 0.5"),
         (["--drift-min-auc", "1.5"], "--drift-min-auc: Input should be less than or equal to 1"),
+        (["--text-column", "label"], "label_column 'label' is also a text column: the run would score the truth itself"),
+        (["--text-pair-column", "verdict", "--label-column", "verdict"], "label_column 'verdict' is also a text column"),
     ],
 )
 def test_a_bad_value_is_one_line_and_exit_2_before_anything_starts(args, said, capsys, tmp_path, monkeypatch):
