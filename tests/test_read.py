@@ -142,6 +142,12 @@ def test_an_empty_csv_cell_stages_as_its_columns_one_rule_in_every_format(tmp_pa
         ),
         (lambda d: _json_array(d, None), {}, r"cannot read .*arr.json: it holds a JSON array, not JSON Lines"),
         (
+            lambda d: _joined_with_headers(d),
+            {},
+            r"cannot read .*joined.csv: its row 3 \(from 1, the header not counted\) repeats the header \(text, label\): "
+            r"files joined with their headers\?",
+        ),
+        (
             lambda d: _unsplit_row(d),
             {},
             r"cannot read .*split.csv.gz: CSV parse error at its row 3 \(from 1, the header not counted\): "
@@ -168,6 +174,7 @@ def test_an_empty_csv_cell_stages_as_its_columns_one_rule_in_every_format(tmp_pa
         "latin1-header",
         "json-array",
         "json-array-one-line",
+        "csv-header-repeated",
         "csv-row-unsplit",
         "sql-like-name",
     ],
@@ -225,6 +232,21 @@ def _json_array(d, indent):
     p = d / "arr.json"
     p.write_text(json.dumps([{"text": "a", "label": "positive"}, {"text": "b", "label": "negative"}], indent=indent))
     return p
+
+
+def _joined_with_headers(d):
+    """Two CSV files joined with `cat`: the second header was a data row, scored, its label 'label' an unknown label."""
+    p = d / "joined.csv"
+    p.write_text("text,label\ngreat,positive\nbad,negative\ntext,label\nfine,neutral\n")
+    return p
+
+
+def test_a_row_that_only_looks_like_the_header_in_some_columns_is_data(tmp_path):
+    (tmp_path / "a.csv").write_text("text,label\ntext,positive\ngood,label\n")
+    (tmp_path / "b.csv").write_text("text\ntext\n")  # one column read: a text may be the word itself
+    for name, rows in (("a.csv", 2), ("b.csv", 1)):
+        _, staged = stage(tmp_path, tmp_path / name)
+        assert staged.num_rows == rows
 
 
 def _unsplit_row(d):

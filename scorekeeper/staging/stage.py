@@ -7,6 +7,7 @@ can be reused.
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Sequence
@@ -20,7 +21,7 @@ from scorekeeper.errors import InputError, NoInput
 from scorekeeper.head_kind import HeadKind
 from scorekeeper.params import STAGING_PARAMETERS, ScoreRequest
 from scorekeeper.run_folder import InputFile, StagedGroundTruth, StagedManifest
-from scorekeeper.staging.columns import ColumnMap, check_type, check_utf8, empty_cell_is_missing, empty_cells_null, normalise
+from scorekeeper.staging.columns import ColumnMap, check_type, check_utf8, empty_cell_is_missing, empty_cells_null, is_text, normalise
 from scorekeeper.staging.listing import SHOWN, Partitions
 from scorekeeper.staging.reader import batches_or_explain, open_or_explain
 from scorekeeper.staging.truth_kinds import label_columns_truth, stage_truth, staged_head
@@ -146,6 +147,21 @@ class _Staged:
     types: dict[str, tuple[pa.DataType, str]] = field(default_factory=dict)
 
 
+def _refuse_a_repeated_header(f: InputFile, batch, names: list[str], first_row: int) -> None:
+    """A CSV row whose every column read holds that column's own name is the header again (files
+    joined with `cat`, each with its header), not data: it would be scored, and its `label` counted
+    as an unknown label. Refused naming its row; a file of one column read cannot tell it from data."""
+    if len(names) < 2 or not all(is_text(batch.schema.field(c).type) for c in names):
+        return
+    same = functools.reduce(pc.and_, [pc.fill_null(pc.equal(batch.column(c), c), False) for c in names])
+    found = pc.index(same, True).as_py()
+    if found >= 0:
+        raise InputError(
+            f"cannot read {f.uri}: its row {first_row + found} (from 1, the header not counted) repeats the header "
+            f"({', '.join(names)}): files joined with their headers? Remove that line, or keep the files apart in a folder"
+        )
+
+
 def _stage_batch(
     request: ScoreRequest,
     head: str,
@@ -158,6 +174,8 @@ def _stage_batch(
 ) -> pa.Table:
     """One batch of file `f` as staged rows (its canonical columns, validated), counted into `staged`."""
     n, offset = batch.num_rows, staged.rows
+    if f.format == "csv":
+        _refuse_a_repeated_header(f, batch, [c for c in columns.required if available.get(c) == "file"], staged.file_rows[-1] + 1)
     out_columns = {"row_index": pa.array(range(offset, offset + n), type=pa.int64())}
     for canonical, user in columns.mapping.items():
         column = batch.column(user) if available[user] == "file" else partitions.column(f.uri, user, n)
