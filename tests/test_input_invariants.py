@@ -115,6 +115,20 @@ def test_an_http_url_is_one_file_whose_query_is_not_a_glob_nor_part_of_its_name(
             list_input(f"http://{host}/eval/?X-Amz-Signature=s1gn&name=data.csv")
 
 
+def test_a_file_beside_its_compressed_copy_is_refused_naming_both(tmp_path):
+    """reviews.csv and reviews.csv.gz in one folder: the rows were read twice (without ids, nothing
+    caught it); a glob that names one of them reads it alone."""
+    import gzip
+
+    write_rows(tmp_path / "in" / "reviews.csv", make_rows(4))
+    (tmp_path / "in" / "reviews.csv.gz").write_bytes(gzip.compress((tmp_path / "in" / "reviews.csv").read_bytes()))
+    write_rows(tmp_path / "in" / "other.csv", make_rows(2))
+    with pytest.raises(InputError, match=r"in/reviews\.csv and .*in/reviews\.csv\.gz are one file name with and without compression"):
+        stage(tmp_path, tmp_path / "in")
+    _, staged = stage(tmp_path, tmp_path / "in" / "*.csv")
+    assert staged.num_rows == 6
+
+
 def test_a_folder_of_hidden_files_only_is_refused_naming_them(tmp_path):
     write_rows(tmp_path / "in" / ".ipynb_checkpoints" / "a.csv", make_rows(3))
     with pytest.raises(InputError, match=r"holds only hidden files \(1, e.g. .*\.ipynb_checkpoints/a\.csv\)"):

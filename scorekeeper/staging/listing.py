@@ -256,3 +256,19 @@ def _refuse_formats(fs, paths: list[str], uri: str, what: str) -> None:
             f"{what} {uri}: compressed Parquet file {to_uri(fs, packed[0])}; Parquet compresses its own pages: "
             "give the .parquet file itself"
         )
+    _refuse_compressed_twins(fs, paths, uri, what)
+
+
+def _refuse_compressed_twins(fs, paths: list[str], uri: str, what: str) -> None:
+    """InputError for files whose names differ only by a compression suffix (reviews.csv and
+    reviews.csv.gz): one file kept beside its compressed copy, whose rows would be read twice."""
+    stems: dict[str, list[str]] = {}
+    for p in paths:
+        name = _url_name(p)
+        stems.setdefault(posixpath.splitext(name)[0] if compression(name) else name, []).append(p)
+    twins = next((sorted(group) for group in stems.values() if len(group) > 1), None)
+    if twins:
+        raise InputError(
+            f"{what} {uri}: {' and '.join(to_uri(fs, p) for p in twins)} are one file name with and without compression: "
+            "a copy's rows would be read twice; remove one, or name the files to read with a glob"
+        )
