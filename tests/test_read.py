@@ -237,7 +237,7 @@ def _json_array(d, indent):
 def _joined_with_headers(d):
     """Two CSV files joined with `cat`: the second header was a data row, scored, its label 'label' an unknown label."""
     p = d / "joined.csv"
-    p.write_text("text,label\ngreat,positive\nbad,negative\ntext,label\nfine,neutral\n")
+    p.write_text("text,label\ngreat,positive\nbad,negative\n\ufefftext,label\nfine,neutral\n")  # the second file's BOM kept
     return p
 
 

@@ -153,7 +153,8 @@ def _refuse_a_repeated_header(f: InputFile, batch, names: list[str], first_row: 
     as an unknown label. Refused naming its row; a file of one column read cannot tell it from data."""
     if len(names) < 2 or not all(is_text(batch.schema.field(c).type) for c in names):
         return
-    same = functools.reduce(pc.and_, [pc.fill_null(pc.equal(batch.column(c), c), False) for c in names])
+    # the copy may keep its file's byte order mark before its first name (Excel writes one)
+    same = functools.reduce(pc.and_, [pc.fill_null(pc.is_in(batch.column(c), pa.array([c, "\ufeff" + c])), False) for c in names])
     found = pc.index(same, True).as_py()
     if found >= 0:
         raise InputError(
