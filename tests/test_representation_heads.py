@@ -105,6 +105,27 @@ def tiny_bart(tmp_path_factory):
     return str(folder)
 
 
+def _loaded(folder: str):
+    """The job's LoadedModel of a tiny model folder, on the CPU in float32."""
+    import torch
+
+    from scorekeeper.worker.model import load_model
+
+    return load_model(
+        folder, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=64
+    )
+
+
+def _each_row_alone(plain, tokenizer, texts: list[str]):
+    """(k, text, its ids, the plain model's output on the row alone, unpadded, with hidden states) per text."""
+    import torch
+
+    for k, text in enumerate(texts):
+        ids = tokenizer(text)["input_ids"]
+        with torch.no_grad():
+            yield k, text, ids, plain(input_ids=torch.tensor([ids]), output_hidden_states=True)
+
+
 TEXTS = ["great", "a fine film indeed, one of the very best this year", "not good", "the plot was thin but the acting was fine"]
 
 
@@ -112,20 +133,14 @@ def test_a_seq2seq_representation_is_the_decoders_output_at_the_rows_last_eos(ti
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from scorekeeper.worker.model import load_model
     from tests.helpers import score_every_row_sampled
 
-    loaded = load_model(
-        tiny_bart, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=64
-    )
+    loaded = _loaded(tiny_bart)
     got, probabilities = score_every_row_sampled(loaded, TEXTS)
     plain = AutoModelForSequenceClassification.from_pretrained(tiny_bart).eval()
     eos = plain.config.eos_token_id
-    for k, text in enumerate(TEXTS):
-        ids = loaded.tokenizer(text)["input_ids"]
+    for k, text, ids, out in _each_row_alone(plain, loaded.tokenizer, TEXTS):
         assert ids[-1] == eos and ids[0] != eos
-        with torch.no_grad():
-            out = plain(input_ids=torch.tensor([ids]), output_hidden_states=True)
         want = out.decoder_hidden_states[-1][0, len(ids) - 1].double().numpy()
         assert np.abs(got[k] - want).max() < 1e-4, (k, text)
         assert np.abs(got[k] - out.decoder_hidden_states[-1][0, 0].double().numpy()).max() > 1e-2  # not position 0
@@ -139,21 +154,15 @@ def test_a_text_holding_the_eos_string_is_read_at_its_own_last_eos_beside_texts_
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from scorekeeper.worker.model import load_model
     from tests.helpers import score_every_row_sampled
 
-    loaded = load_model(
-        tiny_bart, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=64
-    )
+    loaded = _loaded(tiny_bart)
     plain = AutoModelForSequenceClassification.from_pretrained(tiny_bart).eval()
     texts = ["great", "a fine film [SEP] indeed", "not good", "[SEP] [SEP] thin plot", "the acting was fine [SEP]"]
     counts = [loaded.tokenizer(text)["input_ids"].count(plain.config.eos_token_id) for text in texts]
     assert counts == [1, 2, 1, 3, 2]
     got, probabilities = score_every_row_sampled(loaded, texts, batches=3)  # rows with 1, 2 and 3 eos
-    for k, text in enumerate(texts):
-        ids = loaded.tokenizer(text)["input_ids"]
-        with torch.no_grad():
-            out = plain(input_ids=torch.tensor([ids]), output_hidden_states=True)
+    for k, text, ids, out in _each_row_alone(plain, loaded.tokenizer, texts):
         assert np.abs(got[k] - out.decoder_hidden_states[-1][0, len(ids) - 1].double().numpy()).max() < 1e-4, (k, text)
         assert np.abs(probabilities[k] - torch.softmax(out.logits[0].double(), -1).numpy()).max() < 1e-5, (k, text)
 
@@ -195,18 +204,12 @@ def test_a_pad_less_ctrl_is_scored_and_read_at_each_rows_last_position(tiny_ctrl
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from scorekeeper.worker.model import load_model
     from tests.helpers import score_every_row_sampled
 
-    loaded = load_model(
-        tiny_ctrl, None, merge_adapter=True, dtype=torch.float32, device=torch.device("cpu"), trust_remote_code=False, max_length=64
-    )
+    loaded = _loaded(tiny_ctrl)
     assert loaded.model_pad_token_id is None and loaded.last_position is not None  # hooked on its `classifier`
     got, probabilities = score_every_row_sampled(loaded, EOS_TEXTS)
     plain = AutoModelForSequenceClassification.from_pretrained(tiny_ctrl).eval()
-    for k, text in enumerate(EOS_TEXTS):
-        ids = loaded.tokenizer(text)["input_ids"]
-        with torch.no_grad():
-            out = plain(input_ids=torch.tensor([ids]), output_hidden_states=True)
+    for k, text, ids, out in _each_row_alone(plain, loaded.tokenizer, EOS_TEXTS):
         assert np.abs(got[k] - out.hidden_states[-1][0, len(ids) - 1].double().numpy()).max() < 1e-4, (k, text)
         assert np.abs(probabilities[k] - torch.softmax(out.logits[0].double(), -1).numpy()).max() < 1e-5, (k, text)
