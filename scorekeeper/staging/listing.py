@@ -31,13 +31,15 @@ def compression(path: str) -> str | None:
     return COMPRESSIONS.get(posixpath.splitext(path.lower())[1])
 
 
+def _without_compression(name: str) -> str:
+    """A file name without its compression suffix (reviews.csv.gz -> reviews.csv)."""
+    return posixpath.splitext(name)[0] if compression(name) else name
+
+
 def file_format(path: str) -> str | None:
     """The reader for a file, from its name's suffix (an http(s) URL's query string, such as a
     presigned URL's signature, is not part of its name)."""
-    name = _url_name(path).lower()
-    if compression(name):
-        name = posixpath.splitext(name)[0]
-    return FORMATS.get(posixpath.splitext(name)[1])
+    return FORMATS.get(posixpath.splitext(_without_compression(_url_name(path).lower()))[1])
 
 
 def _sibling_runs(fs, output_root: str, paths: list[str]) -> list[str]:
@@ -264,8 +266,7 @@ def _refuse_compressed_twins(fs, paths: list[str], uri: str, what: str) -> None:
     reviews.csv.gz): one file kept beside its compressed copy, whose rows would be read twice."""
     stems: dict[str, list[str]] = {}
     for p in paths:
-        name = _url_name(p)
-        stems.setdefault(posixpath.splitext(name)[0] if compression(name) else name, []).append(p)
+        stems.setdefault(_without_compression(_url_name(p)), []).append(p)
     twins = next((sorted(group) for group in stems.values() if len(group) > 1), None)
     if twins:
         raise InputError(
